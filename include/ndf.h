@@ -1,0 +1,214 @@
+/* ndf.h - ndfilt public API: N-dimensional image filtering on CPUs and CUDA GPUs. */
+#ifndef NDF_H
+#define NDF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define NDF_VERSION_MAJOR 0
+#define NDF_VERSION_MINOR 1
+#define NDF_VERSION_PATCH 0
+
+#if defined(NDF_BUILDING) && defined(__GNUC__)
+#define NDF_API __attribute__((visibility("default")))
+#else
+#define NDF_API
+#endif
+
+/* Arrays have 1 to NDF_MAX_DIMS axes. */
+#define NDF_MAX_DIMS 4
+
+/* ------------------------------------------------------------------ status */
+
+/* Every fallible call returns one of these; NDF_OK is zero. */
+typedef enum ndf_status {
+  NDF_OK = 0,
+  NDF_EINVAL,       /* an argument is invalid; nothing was written */
+  NDF_ENOMEM,       /* a host or device allocation failed */
+  NDF_EUNSUPPORTED, /* valid, but this build, device or solver cannot do it */
+  NDF_EIO,          /* reading or writing a file failed */
+  NDF_ECUDA,        /* the CUDA runtime reported an error */
+  NDF_ENODEV        /* the requested device does not exist or is unusable */
+} ndf_status;
+
+/* Static string naming a status, e.g. "invalid argument". Never NULL. */
+NDF_API const char *ndf_status_str(ndf_status s);
+
+/* "MAJOR.MINOR.PATCH" of the library actually loaded. */
+NDF_API const char *ndf_version_string(void);
+
+/* ------------------------------------------------------------------ arrays */
+
+/* Element types. Zero is not a type, so a zeroed ndf_array is invalid. */
+typedef enum ndf_dtype {
+  NDF_U8 = 1,
+  NDF_U16,
+  NDF_I16,
+  NDF_F32,
+  NDF_F64
+} ndf_dtype;
+
+/* Bytes per element, or 0 for an invalid type. */
+NDF_API size_t ndf_dtype_size(ndf_dtype t);
+/* "u8", "u16", "i16", "f32", "f64", or NULL. */
+NDF_API const char *ndf_dtype_name(ndf_dtype t);
+
+typedef enum ndf_place_kind { NDF_PLACE_HOST = 0, NDF_PLACE_CUDA = 1 } ndf_place_kind;
+
+/* Where an array's memory lives: host memory, or memory of CUDA device
+ * `device`. */
+typedef struct ndf_place {
+  ndf_place_kind kind;
+  int device;
+} ndf_place;
+
+/* A view of a dense N-D array, C-ordered like numpy: shape[0] is the slowest
+ * axis. Strides are in elements (not bytes) and may be negative or, for
+ * inputs, zero. The struct only describes memory: the library never allocates
+ * or frees `data`; the caller owns it and keeps it alive for each call. */
+typedef struct ndf_array {
+  ndf_dtype dtype;
+  int ndim;
+  int64_t shape[NDF_MAX_DIMS];
+  int64_t strides[NDF_MAX_DIMS];
+  void *data;
+  ndf_place place;
+} ndf_array;
+
+/* A C-contiguous host array over `data` (which may be NULL for a plan-time
+ * description). Fields beyond ndim are zero. */
+NDF_API ndf_array ndf_array_contiguous(ndf_dtype dtype, int ndim, const int64_t *shape,
+                                       void *data);
+/* Number of elements (product of the shape), or 0 if the array is invalid. */
+NDF_API int64_t ndf_array_size(const ndf_array *a);
+
+/* ------------------------------------------------------------------ modes */
+
+/* Boundary modes, as scipy.ndimage (the default is reflect):
+ *   reflect  (d c b a | a b c d | d c b a)
+ *   constant (k k k k | a b c d | k k k k)   k = cval
+ *   nearest  (a a a a | a b c d | d d d d)
+ *   mirror   (d c b   | a b c d |   c b a)
+ *   wrap     (a b c d | a b c d | a b c d)  */
+typedef enum ndf_mode {
+  NDF_MODE_REFLECT = 0,
+  NDF_MODE_CONSTANT,
+  NDF_MODE_NEAREST,
+  NDF_MODE_MIRROR,
+  NDF_MODE_WRAP
+} ndf_mode;
+
+/* Parses a scipy mode name ("reflect", "constant", "nearest", "mirror",
+ * "wrap", and the aliases "grid-mirror", "grid-constant", "grid-wrap"). */
+NDF_API ndf_status ndf_mode_parse(const char *name, ndf_mode *mode);
+/* The canonical name of a mode, or NULL. */
+NDF_API const char *ndf_mode_name(ndf_mode mode);
+
+/* ------------------------------------------------------------------ context */
+
+/* A context fixes the device (CPU, or one CUDA device) and the CPU thread
+ * count for the plans made with it. Thread safety: a context may be used by
+ * several threads at once; create and destroy it from one. Ownership: the
+ * caller destroys it after every plan made with it. */
+typedef struct ndf_context ndf_context;
+
+typedef struct ndf_context_opts {
+  size_t struct_size; /* sizeof(ndf_context_opts) */
+  /* NULL or "auto": the NDF_DEVICE environment variable if set, else the
+   * first usable CUDA device, else the CPU. "cpu", "cuda" (first usable
+   * device) or "cuda:N" choose explicitly and fail if unavailable. */
+  const char *device;
+  /* CPU threads; 0 takes NDF_THREADS, else OpenMP's default. */
+  int threads;
+} ndf_context_opts;
+
+/* opts may be NULL for all defaults. */
+NDF_API ndf_status ndf_context_create(ndf_context **ctx, const ndf_context_opts *opts);
+NDF_API void ndf_context_destroy(ndf_context *ctx); /* NULL is a no-op */
+/* The device the context computes on. */
+NDF_API ndf_place ndf_context_place(const ndf_context *ctx);
+/* Human-readable device, e.g. "cpu" or "cuda:0 (NVIDIA H100 80GB HBM3)". */
+NDF_API const char *ndf_context_device_name(const ndf_context *ctx);
+NDF_API int ndf_context_threads(const ndf_context *ctx);
+/* Text of the last failure reported through this context ("" if none). When
+ * several threads share a context it may describe another thread's call. */
+NDF_API const char *ndf_context_message(const ndf_context *ctx);
+/* Waits for the context's queued device work; a no-op on the CPU. */
+NDF_API ndf_status ndf_context_synchronize(ndf_context *ctx);
+
+/* Allocates a C-contiguous array of the given shape on the context's device
+ * (host memory on a CPU context). The caller frees it with ndf_array_free. */
+NDF_API ndf_status ndf_array_alloc(ndf_context *ctx, ndf_array *a, ndf_dtype dtype, int ndim,
+                                   const int64_t *shape);
+NDF_API void ndf_array_free(ndf_context *ctx, ndf_array *a); /* a->data NULL: no-op */
+/* Copies src to dst, both C-contiguous with the same dtype and shape, each on
+ * the host or the context's device. Returns when the copy is done. */
+NDF_API ndf_status ndf_array_copy(ndf_context *ctx, ndf_array *dst, const ndf_array *src);
+
+/* ------------------------------------------------------------------ plans */
+
+/* A plan is one problem (operation, shapes, dtypes, places, options) bound to
+ * a solver. Planning validates and allocates; executing allocates nothing
+ * (except the temporary copy an in-place CUDA call needs). Thread safety:
+ * one plan may be executed from several threads at once. Ownership: the
+ * caller destroys it before its context. */
+typedef struct ndf_plan ndf_plan;
+
+/* Runs a plan. `in` and `out` must have the dtype, shape and place the plan
+ * was made for; data and strides may differ between calls. `out` may be `in`
+ * itself (same data and strides) but must not otherwise overlap it. On a
+ * CUDA plan, device arrays are used in place and the call returns once the
+ * work is queued on the context's stream; host arrays are staged through
+ * pinned memory and the call returns when `out` is written. */
+NDF_API ndf_status ndf_execute(const ndf_plan *plan, const ndf_array *in, ndf_array *out);
+NDF_API void ndf_plan_destroy(ndf_plan *plan); /* NULL is a no-op */
+/* Name of the solver chosen, e.g. "cpu_direct". */
+NDF_API const char *ndf_plan_solver(const ndf_plan *plan);
+
+/* Enumerates the solvers this build has: returns the name of solver i and
+ * sets *operation to its operation's name, or returns NULL past the end. */
+NDF_API const char *ndf_solver_name(int i, const char **operation);
+
+/* ------------------------------------------------------------------ correlate1d */
+
+/* Options of correlate1d / convolve1d. Zero-filled (with struct_size set)
+ * means scipy's defaults: mode reflect, cval 0, origin 0, method auto. */
+typedef struct ndf_correlate1d_opts {
+  size_t struct_size; /* sizeof(ndf_correlate1d_opts) */
+  const char *method; /* NULL or "auto", or a solver name: "cpu_direct", "cuda_direct" */
+  ndf_mode mode;
+  double cval;        /* value outside the array for NDF_MODE_CONSTANT */
+  int origin;         /* -(n/2) <= origin <= (n-1)/2 for n weights */
+} ndf_correlate1d_opts;
+
+/* correlate1d, exactly scipy.ndimage.correlate1d along `axis` (negative
+ * counts from the end): with n weights w, s = n/2 (integer division),
+ *   out[i] = sum_{j=0}^{n-1} w[j] * in_ext[i + j - s - origin]
+ * where in_ext extends the input by the mode. convolve1d is
+ * scipy.ndimage.convolve1d: correlate1d with w reversed and origin -origin
+ * (minus one more for even n). Arithmetic is float32; integer outputs are
+ * rounded to nearest and clamped to their range. Weights are copied. */
+NDF_API ndf_status ndf_plan_correlate1d(ndf_plan **plan, ndf_context *ctx, const ndf_array *in,
+                                        const ndf_array *out, const double *weights,
+                                        int64_t nweights, int axis,
+                                        const ndf_correlate1d_opts *opts);
+NDF_API ndf_status ndf_plan_convolve1d(ndf_plan **plan, ndf_context *ctx, const ndf_array *in,
+                                       const ndf_array *out, const double *weights,
+                                       int64_t nweights, int axis,
+                                       const ndf_correlate1d_opts *opts);
+/* One-shot forms: plan, execute, destroy. */
+NDF_API ndf_status ndf_correlate1d(ndf_context *ctx, const ndf_array *in, ndf_array *out,
+                                   const double *weights, int64_t nweights, int axis,
+                                   const ndf_correlate1d_opts *opts);
+NDF_API ndf_status ndf_convolve1d(ndf_context *ctx, const ndf_array *in, ndf_array *out,
+                                  const double *weights, int64_t nweights, int axis,
+                                  const ndf_correlate1d_opts *opts);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NDF_H */

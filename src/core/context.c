@@ -1,0 +1,123 @@
+/* context.c - device choice (NDF_DEVICE, auto-detect) and CPU threads. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <omp.h>
+
+#include "internal.h"
+
+/* Parses "cpu", "cuda", "cuda:N"; *dev = -1 for "any CUDA device". */
+static int parse_device(const char *s, ndf_place_kind *kind, int *dev) {
+  if (!strcmp(s, "cpu")) {
+    *kind = NDF_PLACE_HOST;
+    *dev = 0;
+    return 1;
+  }
+  if (!strcmp(s, "cuda")) {
+    *kind = NDF_PLACE_CUDA;
+    *dev = -1;
+    return 1;
+  }
+  if (!strncmp(s, "cuda:", 5) && s[5]) {
+    char *end;
+    long n = strtol(s + 5, &end, 10);
+    if (*end || n < 0 || n > 1024) return 0;
+    *kind = NDF_PLACE_CUDA;
+    *dev = (int)n;
+    return 1;
+  }
+  return 0;
+}
+
+static void use_cpu(ndf_context *c) {
+  c->place.kind = NDF_PLACE_HOST;
+  c->place.device = 0;
+  snprintf(c->device_name, sizeof c->device_name, "cpu");
+}
+
+#ifdef NDF_HAVE_CUDA
+/* First usable device from `first` on (or exactly `first` when !any). */
+static ndf_status pick_cuda(ndf_context *c, int dev, int required) {
+  int n = ndf__cuda_device_count();
+  if (dev >= 0) {
+    if (dev >= n)
+      return ndf__fail(c, NDF_ENODEV, "CUDA device %d requested, %d present", dev, n);
+    return ndf__cuda_select(c, dev);
+  }
+  for (int i = 0; i < n; i++)
+    if (ndf__cuda_select(c, i) == NDF_OK) return NDF_OK;
+  return required ? ndf__fail(c, NDF_ENODEV, "no usable CUDA device (%d present)", n)
+                  : NDF_ENODEV;
+}
+#else
+static ndf_status pick_cuda(ndf_context *c, int dev, int required) {
+  (void)dev;
+  return required ? ndf__fail(c, NDF_ENODEV, "this build of ndfilt has no CUDA support")
+                  : NDF_ENODEV;
+}
+#endif
+
+ndf_status ndf_context_create(ndf_context **out, const ndf_context_opts *opts) {
+  if (!out) return NDF_EINVAL;
+  *out = NULL;
+  if (opts && opts->struct_size < sizeof(ndf_context_opts)) return NDF_EINVAL;
+  if (opts && opts->threads < 0) return NDF_EINVAL;
+  ndf_context *c = calloc(1, sizeof *c);
+  if (!c) return NDF_ENOMEM;
+  pthread_mutex_init(&c->msg_lock, NULL);
+
+  const char *dev = opts ? opts->device : NULL;
+  if (!dev || !*dev || !strcmp(dev, "auto")) {
+    dev = getenv("NDF_DEVICE");
+    if (dev && (!*dev || !strcmp(dev, "auto"))) dev = NULL;
+  }
+  ndf_status st = NDF_OK;
+  if (!dev) {
+    if (pick_cuda(c, -1, 0) != NDF_OK) use_cpu(c);
+  } else {
+    ndf_place_kind kind;
+    int n;
+    if (!parse_device(dev, &kind, &n))
+      st = NDF_EINVAL; /* no context to carry the message */
+    else if (kind == NDF_PLACE_HOST)
+      use_cpu(c);
+    else
+      st = pick_cuda(c, n, 1);
+  }
+  if (st != NDF_OK) {
+    ndf_context_destroy(c);
+    return st;
+  }
+
+  int t = opts ? opts->threads : 0;
+  const char *env = getenv("NDF_THREADS");
+  if (t == 0 && env) t = atoi(env);
+  if (t <= 0) t = omp_get_max_threads();
+  c->threads = t;
+  *out = c;
+  return NDF_OK;
+}
+
+void ndf_context_destroy(ndf_context *c) {
+  if (!c) return;
+  pthread_mutex_destroy(&c->msg_lock);
+  free(c);
+}
+
+ndf_place ndf_context_place(const ndf_context *c) {
+  ndf_place p = {NDF_PLACE_HOST, 0};
+  return c ? c->place : p;
+}
+
+const char *ndf_context_device_name(const ndf_context *c) { return c ? c->device_name : ""; }
+int ndf_context_threads(const ndf_context *c) { return c ? c->threads : 0; }
+const char *ndf_context_message(const ndf_context *c) { return c ? c->msg : ""; }
+
+ndf_status ndf_context_synchronize(ndf_context *c) {
+  if (!c) return NDF_EINVAL;
+#ifdef NDF_HAVE_CUDA
+  if (c->place.kind == NDF_PLACE_CUDA) return ndf__cuda_sync(c);
+#endif
+  return NDF_OK;
+}

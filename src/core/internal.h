@@ -1,0 +1,118 @@
+/* internal.h - types and helpers shared by the library's files (prefix ndf__). */
+#ifndef NDF_INTERNAL_H
+#define NDF_INTERNAL_H
+
+#include <pthread.h>
+#include <stdarg.h>
+
+#include "ndf.h"
+
+/* Operations the planner knows. Adding one: a value here, its name in
+ * planner.c, a file in src/ops, and its solvers in the table (solvers.c). */
+typedef enum ndf__op { NDF__OP_CORRELATE1D = 0, NDF__OP_COUNT } ndf__op;
+
+/* A problem: operation, the arrays' descriptions (data ignored) and the
+ * operation's parameters (owned by the plan once it exists). */
+typedef struct ndf__problem {
+  ndf__op op;
+  ndf_array in, out;
+  void *params;
+  size_t params_size;
+} ndf__problem;
+
+/* Parameters of correlate1d, already in correlate form (convolve flipped). */
+typedef struct ndf__corr1d {
+  int axis; /* 0 <= axis < ndim */
+  ndf_mode mode;
+  double cval;
+  int64_t n;    /* number of weights */
+  int64_t left; /* taps left of the output point: n/2 + origin */
+  double w[];   /* n weights */
+} ndf__corr1d;
+
+struct ndf_plan;
+typedef ndf_status (*ndf__exec_fn)(const struct ndf_plan *p, const ndf_array *in, ndf_array *out);
+
+/* A solver: one way to compute an operation. `place` says which arrays its
+ * exec receives: host arrays of any dtype (NDF_PLACE_HOST), or device float32
+ * arrays on the context's device (NDF_PLACE_CUDA; the planner stages). */
+typedef struct ndf__solver {
+  const char *name;
+  ndf__op op;
+  ndf_place_kind place;
+  int (*applicable)(const ndf__problem *pb, const ndf_context *ctx);
+  double (*cost)(const ndf__problem *pb, const ndf_context *ctx); /* ~ seconds */
+  /* Sets p->state, p->exec and p->free_state. */
+  ndf_status (*make)(struct ndf_plan *p);
+} ndf__solver;
+
+struct ndf__stage; /* CUDA staging buffers, src/cuda/stage.c */
+
+struct ndf_plan {
+  const ndf__solver *solver;
+  ndf_context *ctx;
+  ndf__problem pb;
+  void *state;
+  ndf__exec_fn exec;
+  void (*free_state)(void *state);
+  struct ndf__stage *stage;
+};
+
+struct ndf_context {
+  ndf_place place;
+  int threads;
+  char device_name[160];
+  void *stream; /* cudaStream_t */
+  pthread_mutex_t msg_lock;
+  char msg[512];
+};
+
+/* Records a message on the context (ctx may be NULL) and returns s. */
+ndf_status ndf__fail(const ndf_context *ctx, ndf_status s, const char *fmt, ...)
+#ifdef __GNUC__
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Validation. `what` names the array in messages ("in", "out"). */
+ndf_status ndf__check_desc(const ndf_context *ctx, const ndf_array *a, const char *what);
+ndf_status ndf__check_same_shape(const ndf_context *ctx, const ndf_array *a, const ndf_array *b);
+/* 1 if no two indices of `a` address the same element. */
+int ndf__no_self_overlap(const ndf_array *a);
+/* 1 if a and b touch a common byte range; *same set if they are the same view. */
+int ndf__overlap(const ndf_array *a, const ndf_array *b, int *same);
+/* Fills C-contiguous strides for a's shape; ndf__is_contiguous checks them. */
+void ndf__contiguous_strides(ndf_array *a);
+int ndf__is_contiguous(const ndf_array *a);
+
+/* Planner: picks a solver for pb (method NULL/"auto" or a solver name) and
+ * makes the plan; takes ownership of pb->params in every case. */
+ndf_status ndf__plan_create(ndf_plan **out, ndf_context *ctx, ndf__problem *pb,
+                            const char *method);
+extern const ndf__solver *const ndf__solvers[];
+extern const int ndf__nsolvers;
+const char *ndf__op_name(ndf__op op);
+
+/* Solvers (one file each). */
+extern const ndf__solver ndf__cpu_corr1d_direct;
+#ifdef NDF_HAVE_CUDA
+extern const ndf__solver ndf__cuda_corr1d_direct;
+#endif
+
+/* CUDA glue (src/cuda), all NULL-safe; only in CUDA builds. */
+#ifdef NDF_HAVE_CUDA
+int ndf__cuda_device_count(void);
+ndf_status ndf__cuda_select(ndf_context *ctx, int device); /* checks usable, names it */
+ndf_status ndf__cuda_stage_create(ndf_plan *p);
+void ndf__cuda_stage_destroy(struct ndf__stage *s);
+ndf_status ndf__cuda_execute(const ndf_plan *p, const ndf_array *in, ndf_array *out);
+ndf_status ndf__cuda_sync(ndf_context *ctx);
+ndf_status ndf__cuda_alloc(ndf_context *ctx, void **p, size_t bytes);
+void ndf__cuda_free(ndf_context *ctx, void *p);
+ndf_status ndf__cuda_copy(ndf_context *ctx, void *dst, const void *src, size_t bytes);
+#endif
+
+/* Seconds on a monotonic clock. */
+double ndf__now(void);
+
+#endif /* NDF_INTERNAL_H */

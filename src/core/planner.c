@@ -1,0 +1,143 @@
+/* planner.c - picks a solver from the table for a problem, makes and runs plans. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static const char *const op_names[NDF__OP_COUNT] = {"correlate1d"};
+
+const char *ndf__op_name(ndf__op op) { return op < NDF__OP_COUNT ? op_names[op] : "?"; }
+
+const char *ndf_solver_name(int i, const char **operation) {
+  if (i < 0 || i >= ndf__nsolvers) return NULL;
+  if (operation) *operation = ndf__op_name(ndf__solvers[i]->op);
+  return ndf__solvers[i]->name;
+}
+
+static const char *place_word(ndf_place_kind k) { return k == NDF_PLACE_CUDA ? "CUDA" : "CPU"; }
+
+static ndf_status check_place(const ndf_context *ctx, const ndf_array *a, const char *what) {
+  if (a->place.kind == NDF_PLACE_CUDA &&
+      (ctx->place.kind != NDF_PLACE_CUDA || a->place.device != ctx->place.device))
+    return ndf__fail(ctx, NDF_EINVAL, "%s is on CUDA device %d but the context is on %s", what,
+                     a->place.device, ctx->device_name);
+  return NDF_OK;
+}
+
+static ndf_status choose(const ndf__solver **pick, ndf_context *ctx, const ndf__problem *pb,
+                         const char *method) {
+  const char *op = ndf__op_name(pb->op);
+  if (method && *method && strcmp(method, "auto")) {
+    for (int i = 0; i < ndf__nsolvers; i++) {
+      const ndf__solver *s = ndf__solvers[i];
+      if (s->op != pb->op || strcmp(s->name, method)) continue;
+      if (s->place != ctx->place.kind)
+        return ndf__fail(ctx, NDF_EUNSUPPORTED, "%s: method %s runs on %s, the context is on %s",
+                         op, method, place_word(s->place), ctx->device_name);
+      if (!s->applicable(pb, ctx))
+        return ndf__fail(ctx, NDF_EUNSUPPORTED, "%s: method %s does not apply to this problem",
+                         op, method);
+      *pick = s;
+      return NDF_OK;
+    }
+    char list[256] = "";
+    for (int i = 0; i < ndf__nsolvers; i++)
+      if (ndf__solvers[i]->op == pb->op) {
+        strncat(list, " ", sizeof list - strlen(list) - 1);
+        strncat(list, ndf__solvers[i]->name, sizeof list - strlen(list) - 1);
+      }
+    return ndf__fail(ctx, NDF_EINVAL, "%s: unknown method '%s' (this build has: auto%s)", op,
+                     method, list);
+  }
+  double best = 0;
+  *pick = NULL;
+  for (int i = 0; i < ndf__nsolvers; i++) {
+    const ndf__solver *s = ndf__solvers[i];
+    if (s->op != pb->op || s->place != ctx->place.kind || !s->applicable(pb, ctx)) continue;
+    double c = s->cost(pb, ctx);
+    if (!*pick || c < best) {
+      *pick = s;
+      best = c;
+    }
+  }
+  return *pick ? NDF_OK
+               : ndf__fail(ctx, NDF_EUNSUPPORTED, "%s: no solver applies on %s", op,
+                           ctx->device_name);
+}
+
+ndf_status ndf__plan_create(ndf_plan **out, ndf_context *ctx, ndf__problem *pb,
+                            const char *method) {
+  const ndf__solver *s = NULL;
+  ndf_status st = check_place(ctx, &pb->in, "in");
+  if (st == NDF_OK) st = check_place(ctx, &pb->out, "out");
+  if (st == NDF_OK) st = choose(&s, ctx, pb, method);
+  if (st != NDF_OK) {
+    free(pb->params);
+    return st;
+  }
+  ndf_plan *p = calloc(1, sizeof *p);
+  if (!p) {
+    free(pb->params);
+    return ndf__fail(ctx, NDF_ENOMEM, "out of host memory for a plan");
+  }
+  p->solver = s;
+  p->ctx = ctx;
+  p->pb = *pb;
+  pb->params = NULL;
+  st = s->make(p);
+#ifdef NDF_HAVE_CUDA
+  if (st == NDF_OK && s->place == NDF_PLACE_CUDA) st = ndf__cuda_stage_create(p);
+#endif
+  if (st != NDF_OK) {
+    ndf_plan_destroy(p);
+    return st;
+  }
+  *out = p;
+  return NDF_OK;
+}
+
+void ndf_plan_destroy(ndf_plan *p) {
+  if (!p) return;
+#ifdef NDF_HAVE_CUDA
+  ndf__cuda_stage_destroy(p->stage);
+#endif
+  if (p->free_state) p->free_state(p->state);
+  free(p->pb.params);
+  free(p);
+}
+
+const char *ndf_plan_solver(const ndf_plan *p) { return p ? p->solver->name : NULL; }
+
+static ndf_status check_exec_array(const ndf_plan *p, const ndf_array *a, const ndf_array *want,
+                                   const char *what) {
+  const ndf_context *ctx = p->ctx;
+  ndf_status st = ndf__check_desc(ctx, a, what);
+  if (st != NDF_OK) return st;
+  if (!a->data) return ndf__fail(ctx, NDF_EINVAL, "%s: data is NULL", what);
+  if (a->dtype != want->dtype)
+    return ndf__fail(ctx, NDF_EINVAL, "%s: dtype %s, the plan was made for %s", what,
+                     ndf_dtype_name(a->dtype), ndf_dtype_name(want->dtype));
+  int same = a->ndim == want->ndim;
+  for (int d = 0; same && d < a->ndim; d++) same = a->shape[d] == want->shape[d];
+  if (!same) return ndf__fail(ctx, NDF_EINVAL, "%s: shape differs from the plan's", what);
+  if (a->place.kind != want->place.kind || a->place.device != want->place.device)
+    return ndf__fail(ctx, NDF_EINVAL, "%s: place differs from the plan's", what);
+  return NDF_OK;
+}
+
+ndf_status ndf_execute(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
+  if (!p) return NDF_EINVAL;
+  ndf_status st = check_exec_array(p, in, &p->pb.in, "in");
+  if (st == NDF_OK) st = check_exec_array(p, out, &p->pb.out, "out");
+  if (st != NDF_OK) return st;
+  if (!ndf__no_self_overlap(out))
+    return ndf__fail(p->ctx, NDF_EINVAL, "out: strides make elements overlap");
+  int same;
+  if (ndf__overlap(in, out, &same) && !same)
+    return ndf__fail(p->ctx, NDF_EINVAL, "in and out overlap without being the same array");
+#ifdef NDF_HAVE_CUDA
+  if (p->solver->place == NDF_PLACE_CUDA) return ndf__cuda_execute(p, in, out);
+#endif
+  return p->exec(p, in, out);
+}

@@ -1,0 +1,11 @@
+/* solvers.c - the table of solvers the planner chooses from. */
+#include "internal.h"
+
+const ndf__solver *const ndf__solvers[] = {
+    &ndf__cpu_corr1d_direct,
+#ifdef NDF_HAVE_CUDA
+    &ndf__cuda_corr1d_direct,
+#endif
+};
+
+const int ndf__nsolvers = (int)(sizeof ndf__solvers / sizeof ndf__solvers[0]);

@@ -1,0 +1,186 @@
+/* util.c - status and type names, array descriptions and their validation, messages. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+
+#define NDF_STR2(x) #x
+#define NDF_STR(x) NDF_STR2(x)
+
+const char *ndf_version_string(void) {
+  return NDF_STR(NDF_VERSION_MAJOR) "." NDF_STR(NDF_VERSION_MINOR) "." NDF_STR(NDF_VERSION_PATCH);
+}
+
+const char *ndf_status_str(ndf_status s) {
+  switch (s) {
+  case NDF_OK: return "ok";
+  case NDF_EINVAL: return "invalid argument";
+  case NDF_ENOMEM: return "out of memory";
+  case NDF_EUNSUPPORTED: return "not supported";
+  case NDF_EIO: return "input/output error";
+  case NDF_ECUDA: return "CUDA error";
+  case NDF_ENODEV: return "no such device";
+  }
+  return "unknown status";
+}
+
+size_t ndf_dtype_size(ndf_dtype t) {
+  switch (t) {
+  case NDF_U8: return 1;
+  case NDF_U16: case NDF_I16: return 2;
+  case NDF_F32: return 4;
+  case NDF_F64: return 8;
+  }
+  return 0;
+}
+
+const char *ndf_dtype_name(ndf_dtype t) {
+  static const char *names[] = {NULL, "u8", "u16", "i16", "f32", "f64"};
+  return (t >= NDF_U8 && t <= NDF_F64) ? names[t] : NULL;
+}
+
+static const struct {
+  const char *name;
+  ndf_mode mode;
+} mode_names[] = {
+    {"reflect", NDF_MODE_REFLECT},       {"constant", NDF_MODE_CONSTANT},
+    {"nearest", NDF_MODE_NEAREST},       {"mirror", NDF_MODE_MIRROR},
+    {"wrap", NDF_MODE_WRAP},             {"grid-mirror", NDF_MODE_REFLECT},
+    {"grid-constant", NDF_MODE_CONSTANT}, {"grid-wrap", NDF_MODE_WRAP},
+};
+
+ndf_status ndf_mode_parse(const char *name, ndf_mode *mode) {
+  if (!name || !mode) return NDF_EINVAL;
+  for (size_t i = 0; i < sizeof mode_names / sizeof mode_names[0]; i++)
+    if (!strcmp(name, mode_names[i].name)) {
+      *mode = mode_names[i].mode;
+      return NDF_OK;
+    }
+  return NDF_EINVAL;
+}
+
+const char *ndf_mode_name(ndf_mode mode) {
+  return (mode >= NDF_MODE_REFLECT && mode <= NDF_MODE_WRAP) ? mode_names[mode].name : NULL;
+}
+
+void ndf__contiguous_strides(ndf_array *a) {
+  int64_t s = 1;
+  for (int d = a->ndim - 1; d >= 0; d--) {
+    a->strides[d] = s;
+    s *= a->shape[d];
+  }
+}
+
+ndf_array ndf_array_contiguous(ndf_dtype dtype, int ndim, const int64_t *shape, void *data) {
+  ndf_array a;
+  memset(&a, 0, sizeof a);
+  a.dtype = dtype;
+  a.data = data;
+  if (ndim < 1 || ndim > NDF_MAX_DIMS || !shape) return a; /* ndim 0: invalid */
+  a.ndim = ndim;
+  for (int d = 0; d < ndim; d++) a.shape[d] = shape[d];
+  ndf__contiguous_strides(&a);
+  return a;
+}
+
+int64_t ndf_array_size(const ndf_array *a) {
+  if (!a || a->ndim < 1 || a->ndim > NDF_MAX_DIMS) return 0;
+  int64_t n = 1;
+  for (int d = 0; d < a->ndim; d++) {
+    if (a->shape[d] <= 0 || n > INT64_MAX / a->shape[d]) return 0;
+    n *= a->shape[d];
+  }
+  return n;
+}
+
+ndf_status ndf__fail(const ndf_context *ctx, ndf_status s, const char *fmt, ...) {
+  if (!ctx) return s;
+  ndf_context *c = (ndf_context *)ctx; /* the message is mutable state */
+  pthread_mutex_lock(&c->msg_lock);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(c->msg, sizeof c->msg, fmt, ap);
+  va_end(ap);
+  pthread_mutex_unlock(&c->msg_lock);
+  return s;
+}
+
+ndf_status ndf__check_desc(const ndf_context *ctx, const ndf_array *a, const char *what) {
+  if (!a) return ndf__fail(ctx, NDF_EINVAL, "%s: NULL array", what);
+  if (!ndf_dtype_size(a->dtype))
+    return ndf__fail(ctx, NDF_EINVAL, "%s: unknown dtype %d", what, (int)a->dtype);
+  if (a->ndim < 1 || a->ndim > NDF_MAX_DIMS)
+    return ndf__fail(ctx, NDF_EINVAL, "%s: ndim %d is not in 1..%d", what, a->ndim, NDF_MAX_DIMS);
+  for (int d = 0; d < a->ndim; d++)
+    if (a->shape[d] <= 0)
+      return ndf__fail(ctx, NDF_EINVAL, "%s: shape[%d] = %lld is not positive", what, d,
+                       (long long)a->shape[d]);
+  if (!ndf_array_size(a)) return ndf__fail(ctx, NDF_EINVAL, "%s: element count overflows", what);
+  if (a->place.kind != NDF_PLACE_HOST && a->place.kind != NDF_PLACE_CUDA)
+    return ndf__fail(ctx, NDF_EINVAL, "%s: unknown place kind %d", what, (int)a->place.kind);
+  return NDF_OK;
+}
+
+ndf_status ndf__check_same_shape(const ndf_context *ctx, const ndf_array *a, const ndf_array *b) {
+  int same = a->ndim == b->ndim;
+  for (int d = 0; same && d < a->ndim; d++) same = a->shape[d] == b->shape[d];
+  return same ? NDF_OK : ndf__fail(ctx, NDF_EINVAL, "in and out shapes differ");
+}
+
+int ndf__no_self_overlap(const ndf_array *a) {
+  /* Sort the axes of extent > 1 by |stride|; each must step past all the
+   * elements the smaller ones span. */
+  int64_t st[NDF_MAX_DIMS], ext[NDF_MAX_DIMS];
+  int k = 0;
+  for (int d = 0; d < a->ndim; d++)
+    if (a->shape[d] > 1) {
+      int64_t s = a->strides[d] < 0 ? -a->strides[d] : a->strides[d];
+      int j = k++;
+      while (j > 0 && st[j - 1] > s) {
+        st[j] = st[j - 1];
+        ext[j] = ext[j - 1];
+        j--;
+      }
+      st[j] = s;
+      ext[j] = a->shape[d];
+    }
+  int64_t span = 0; /* largest offset reached by the axes so far */
+  for (int j = 0; j < k; j++) {
+    if (st[j] <= span) return 0;
+    span += st[j] * (ext[j] - 1);
+  }
+  return 1;
+}
+
+static void byte_range(const ndf_array *a, uintptr_t *lo, uintptr_t *hi) {
+  int64_t mn = 0, mx = 0;
+  for (int d = 0; d < a->ndim; d++) {
+    int64_t e = a->strides[d] * (a->shape[d] - 1);
+    if (e < 0) mn += e;
+    else mx += e;
+  }
+  size_t es = ndf_dtype_size(a->dtype);
+  *lo = (uintptr_t)a->data + (intptr_t)(mn * (int64_t)es);
+  *hi = (uintptr_t)a->data + (intptr_t)((mx + 1) * (int64_t)es);
+}
+
+int ndf__overlap(const ndf_array *a, const ndf_array *b, int *same) {
+  *same = 0;
+  if (a->place.kind != b->place.kind || a->place.device != b->place.device) return 0;
+  uintptr_t alo, ahi, blo, bhi;
+  byte_range(a, &alo, &ahi);
+  byte_range(b, &blo, &bhi);
+  if (ahi <= blo || bhi <= alo) return 0;
+  *same = a->data == b->data && a->dtype == b->dtype && a->ndim == b->ndim;
+  for (int d = 0; *same && d < a->ndim; d++)
+    *same = a->shape[d] == b->shape[d] && (a->strides[d] == b->strides[d] || a->shape[d] == 1);
+  return 1;
+}
+
+double ndf__now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}

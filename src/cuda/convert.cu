@@ -1,0 +1,75 @@
+// convert.cu - dtype conversion between strided device arrays and contiguous float32 buffers.
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "common.cuh"
+#include "ndf.h"
+
+template <typename T> __device__ __forceinline__ T ndf__cast_out(float v);
+template <> __device__ __forceinline__ float ndf__cast_out<float>(float v) { return v; }
+template <> __device__ __forceinline__ double ndf__cast_out<double>(float v) { return v; }
+// Integers as on the CPU: round half to even, clamp, NaN to zero.
+template <typename T, int LO, int HI> __device__ __forceinline__ T ndf__cast_int(float v) {
+  if (v != v) return 0;
+  v = rintf(v);
+  return (T)(v < LO ? LO : v > HI ? HI : v);
+}
+template <> __device__ __forceinline__ uint8_t ndf__cast_out<uint8_t>(float v) {
+  return ndf__cast_int<uint8_t, 0, 255>(v);
+}
+template <> __device__ __forceinline__ uint16_t ndf__cast_out<uint16_t>(float v) {
+  return ndf__cast_int<uint16_t, 0, 65535>(v);
+}
+template <> __device__ __forceinline__ int16_t ndf__cast_out<int16_t>(float v) {
+  return ndf__cast_int<int16_t, -32768, 32767>(v);
+}
+
+template <typename T> __global__ void to_f32(const T *src, ndf__view4 v, float *dst) {
+  int64_t n = ndf__vsize(v), c[4];
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x)
+    dst[i] = (float)src[ndf__voff(v, i, c)];
+}
+
+template <typename T> __global__ void from_f32(const float *src, T *dst, ndf__view4 v) {
+  int64_t n = ndf__vsize(v), c[4];
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x)
+    dst[ndf__voff(v, i, c)] = ndf__cast_out<T>(src[i]);
+}
+
+template <typename T> static int to_f32_t(const void *src, ndf__view4 v, float *dst, void *s) {
+  int64_t n = v.shape[0] * v.shape[1] * v.shape[2] * v.shape[3];
+  to_f32<T><<<ndf__grid(n, 256), 256, 0, (cudaStream_t)s>>>((const T *)src, v, dst);
+  return (int)cudaGetLastError();
+}
+
+template <typename T> static int from_f32_t(const float *src, void *dst, ndf__view4 v, void *s) {
+  int64_t n = v.shape[0] * v.shape[1] * v.shape[2] * v.shape[3];
+  from_f32<T><<<ndf__grid(n, 256), 256, 0, (cudaStream_t)s>>>(src, (T *)dst, v);
+  return (int)cudaGetLastError();
+}
+
+extern "C" int ndf__launch_to_f32(const void *src, int dtype, ndf__view4 v, float *dst,
+                                  void *stream) {
+  switch (dtype) {
+  case NDF_U8: return to_f32_t<uint8_t>(src, v, dst, stream);
+  case NDF_U16: return to_f32_t<uint16_t>(src, v, dst, stream);
+  case NDF_I16: return to_f32_t<int16_t>(src, v, dst, stream);
+  case NDF_F32: return to_f32_t<float>(src, v, dst, stream);
+  case NDF_F64: return to_f32_t<double>(src, v, dst, stream);
+  }
+  return (int)cudaErrorInvalidValue;
+}
+
+extern "C" int ndf__launch_from_f32(const float *src, void *dst, int dtype, ndf__view4 v,
+                                    void *stream) {
+  switch (dtype) {
+  case NDF_U8: return from_f32_t<uint8_t>(src, dst, v, stream);
+  case NDF_U16: return from_f32_t<uint16_t>(src, dst, v, stream);
+  case NDF_I16: return from_f32_t<int16_t>(src, dst, v, stream);
+  case NDF_F32: return from_f32_t<float>(src, dst, v, stream);
+  case NDF_F64: return from_f32_t<double>(src, dst, v, stream);
+  }
+  return (int)cudaErrorInvalidValue;
+}

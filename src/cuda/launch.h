@@ -1,0 +1,27 @@
+/* launch.h - C entry points of the CUDA kernels (.cu files); arrays padded to 4-D views. */
+#ifndef NDF_CUDA_LAUNCH_H
+#define NDF_CUDA_LAUNCH_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A strided view padded to 4 axes with leading extent-1 axes. */
+typedef struct ndf__view4 {
+  int64_t shape[4];
+  int64_t strides[4];
+} ndf__view4;
+
+/* Each returns a cudaError_t (0 on success) after queuing work on stream. */
+int ndf__launch_to_f32(const void *src, int dtype, ndf__view4 v, float *dst, void *stream);
+int ndf__launch_from_f32(const float *src, void *dst, int dtype, ndf__view4 v, void *stream);
+int ndf__launch_corr1d_direct(const float *in, ndf__view4 vin, float *out, ndf__view4 vout,
+                              int axis4, const float *w, int64_t n, int64_t left, int mode,
+                              float cval, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NDF_CUDA_LAUNCH_H */

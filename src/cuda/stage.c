@@ -1,0 +1,207 @@
+/* stage.c - CUDA devices, streams, and staging of host or non-float32 arrays for CUDA solvers. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "../core/elem.h"
+#include "host.h"
+#include "ndf_cuda.h"
+
+/* Buffers a CUDA plan needs to turn the caller's arrays into device float32
+ * arrays and back; which exist depends on the plan's places and dtypes. */
+struct ndf__stage {
+  float *h_in, *h_out; /* pinned host, contiguous */
+  float *d_in, *d_out; /* device, contiguous */
+  pthread_mutex_t lock; /* the buffers serve one call at a time */
+};
+
+static ndf_status cuda_fail(const ndf_context *ctx, cudaError_t e, const char *what, size_t bytes) {
+  if (e == cudaErrorMemoryAllocation)
+    return ndf__fail(ctx, NDF_ENOMEM, "%s: out of memory allocating %zu bytes", what, bytes);
+  return ndf__fail(ctx, NDF_ECUDA, "%s: %s", what, cudaGetErrorString(e));
+}
+
+int ndf__cuda_device_count(void) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError(); /* no driver or no device: not sticky */
+    return 0;
+  }
+  return n;
+}
+
+ndf_status ndf__cuda_select(ndf_context *ctx, int dev) {
+  struct cudaDeviceProp prop;
+  cudaError_t e = cudaSetDevice(dev);
+  if (e == cudaSuccess) e = cudaFree(NULL); /* creates the context: proves it usable */
+  if (e == cudaSuccess) e = cudaGetDeviceProperties(&prop, dev);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return ndf__fail(ctx, NDF_ENODEV, "CUDA device %d unusable: %s", dev, cudaGetErrorString(e));
+  }
+  ctx->place.kind = NDF_PLACE_CUDA;
+  ctx->place.device = dev;
+  snprintf(ctx->device_name, sizeof ctx->device_name, "cuda:%d (%.100s)", dev, prop.name);
+  return NDF_OK;
+}
+
+ndf_status ndf_context_set_stream(ndf_context *ctx, cudaStream_t stream) {
+  if (!ctx) return NDF_EINVAL;
+  if (ctx->place.kind != NDF_PLACE_CUDA)
+    return ndf__fail(ctx, NDF_EUNSUPPORTED, "set_stream: the context is on the CPU");
+  ctx->stream = stream;
+  return NDF_OK;
+}
+
+cudaStream_t ndf_context_stream(const ndf_context *ctx) { return ctx ? ctx->stream : NULL; }
+
+ndf_status ndf__cuda_sync(ndf_context *ctx) {
+  cudaError_t e = cudaSetDevice(ctx->place.device);
+  if (e == cudaSuccess) e = cudaStreamSynchronize((cudaStream_t)ctx->stream);
+  return e == cudaSuccess ? NDF_OK : cuda_fail(ctx, e, "synchronize", 0);
+}
+
+void ndf__cuda_stage_destroy(struct ndf__stage *s) {
+  if (!s) return;
+  cudaFreeHost(s->h_in);
+  cudaFreeHost(s->h_out);
+  cudaFree(s->d_in);
+  cudaFree(s->d_out);
+  pthread_mutex_destroy(&s->lock);
+  free(s);
+}
+
+ndf_status ndf__cuda_stage_create(ndf_plan *p) {
+  const ndf_array *in = &p->pb.in, *out = &p->pb.out;
+  size_t bin = (size_t)ndf_array_size(in) * sizeof(float);
+  size_t bout = (size_t)ndf_array_size(out) * sizeof(float);
+  struct ndf__stage *s = calloc(1, sizeof *s);
+  if (!s) return ndf__fail(p->ctx, NDF_ENOMEM, "out of host memory");
+  pthread_mutex_init(&s->lock, NULL);
+  p->stage = s;
+  int hin = in->place.kind == NDF_PLACE_HOST, hout = out->place.kind == NDF_PLACE_HOST;
+  cudaError_t e = cudaSetDevice(p->ctx->place.device);
+  const char *what = "staging";
+  size_t bytes = 0;
+  if (e == cudaSuccess && hin) e = cudaMallocHost((void **)&s->h_in, bytes = bin);
+  if (e == cudaSuccess && hout) e = cudaMallocHost((void **)&s->h_out, bytes = bout);
+  if (e == cudaSuccess && (hin || in->dtype != NDF_F32))
+    e = cudaMalloc((void **)&s->d_in, bytes = bin);
+  if (e == cudaSuccess && (hout || out->dtype != NDF_F32))
+    e = cudaMalloc((void **)&s->d_out, bytes = bout);
+  return e == cudaSuccess ? NDF_OK : cuda_fail(p->ctx, e, what, bytes);
+}
+
+static ndf__view4 view4(const ndf_array *a) {
+  ndf__view4 v;
+  int pad = 4 - a->ndim;
+  for (int d = 0; d < 4; d++) {
+    v.shape[d] = d < pad ? 1 : a->shape[d - pad];
+    v.strides[d] = d < pad ? 0 : a->strides[d - pad];
+  }
+  return v;
+}
+
+/* A contiguous float32 device array of a's shape over buf. */
+static ndf_array dev_f32(const ndf_array *a, float *buf, int device) {
+  ndf_array r = ndf_array_contiguous(NDF_F32, a->ndim, a->shape, buf);
+  r.place.kind = NDF_PLACE_CUDA;
+  r.place.device = device;
+  return r;
+}
+
+static void pack(const ndf_array *a, float *dst, int threads) {
+  int64_t n = ndf_array_size(a);
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t i = 0; i < n; i++) dst[i] = (float)ndf__load(a->dtype, a->data, ndf__offset(a, i));
+}
+
+static void unpack(const float *src, ndf_array *a, int threads) {
+  int64_t n = ndf_array_size(a);
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t i = 0; i < n; i++) ndf__store(a->dtype, a->data, ndf__offset(a, i), src[i]);
+}
+
+ndf_status ndf__cuda_execute(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
+  ndf_context *ctx = p->ctx;
+  struct ndf__stage *s = p->stage;
+  cudaStream_t st = (cudaStream_t)ctx->stream;
+  const int dev = ctx->place.device, T = ctx->threads;
+  const int hin = in->place.kind == NDF_PLACE_HOST, hout = out->place.kind == NDF_PLACE_HOST;
+  const size_t bin = (size_t)ndf_array_size(in) * sizeof(float);
+  int same = 0;
+  ndf__overlap(in, out, &same);
+  const int inplace_dev = same && !hin;
+  float *tmp = NULL;
+  ndf_array din = *in, dout = *out;
+  ndf_status r = NDF_OK;
+
+  cudaError_t e = cudaSetDevice(dev);
+  if (e != cudaSuccess) return cuda_fail(ctx, e, "cudaSetDevice", 0);
+  pthread_mutex_lock(&s->lock);
+  if (hin) {
+    pack(in, s->h_in, T);
+    e = cudaMemcpyAsync(s->d_in, s->h_in, bin, cudaMemcpyHostToDevice, st);
+    din = dev_f32(in, s->d_in, dev);
+  } else if (inplace_dev || in->dtype != NDF_F32) {
+    float *buf = s->d_in;
+    if (inplace_dev && in->dtype == NDF_F32) { /* the plan has no input buffer */
+      e = cudaMallocAsync((void **)&tmp, bin, st);
+      if (e != cudaSuccess) {
+        r = cuda_fail(ctx, e, "in-place copy", bin);
+        goto done;
+      }
+      buf = tmp;
+    }
+    e = (cudaError_t)ndf__launch_to_f32(in->data, in->dtype, view4(in), buf, st);
+    din = dev_f32(in, buf, dev);
+  }
+  if (hout || out->dtype != NDF_F32) dout = dev_f32(out, s->d_out, dev);
+  if (e != cudaSuccess) {
+    r = cuda_fail(ctx, e, "staging the input", 0);
+    goto done;
+  }
+  r = p->exec(p, &din, &dout);
+  if (r != NDF_OK) goto done;
+  if (hout) {
+    e = cudaMemcpyAsync(s->h_out, s->d_out, (size_t)ndf_array_size(out) * sizeof(float),
+                        cudaMemcpyDeviceToHost, st);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(st);
+    if (e == cudaSuccess) unpack(s->h_out, out, T);
+  } else if (out->dtype != NDF_F32) {
+    e = (cudaError_t)ndf__launch_from_f32(s->d_out, out->data, out->dtype, view4(out), st);
+  }
+  if (e != cudaSuccess) r = cuda_fail(ctx, e, "returning the output", 0);
+done:
+  if (tmp) cudaFreeAsync(tmp, st);
+  if (hin && !hout) cudaStreamSynchronize(st); /* h_in is reused by the next call */
+  pthread_mutex_unlock(&s->lock);
+  return r;
+}
+
+/* Helpers for solvers' exec functions. */
+ndf__view4 ndf__cuda_view4(const ndf_array *a) { return view4(a); }
+
+ndf_status ndf__cuda_check(const ndf_context *ctx, int err, const char *what) {
+  return err == 0 ? NDF_OK : cuda_fail(ctx, (cudaError_t)err, what, 0);
+}
+
+ndf_status ndf__cuda_alloc(ndf_context *ctx, void **p, size_t bytes) {
+  cudaError_t e = cudaSetDevice(ctx->place.device);
+  if (e == cudaSuccess) e = cudaMalloc(p, bytes);
+  return e == cudaSuccess ? NDF_OK : cuda_fail(ctx, e, "ndf_array_alloc", bytes);
+}
+
+void ndf__cuda_free(ndf_context *ctx, void *p) {
+  cudaSetDevice(ctx ? ctx->place.device : 0);
+  cudaFree(p);
+}
+
+ndf_status ndf__cuda_copy(ndf_context *ctx, void *dst, const void *src, size_t bytes) {
+  cudaError_t e = cudaSetDevice(ctx->place.device);
+  if (e == cudaSuccess) e = cudaStreamSynchronize((cudaStream_t)ctx->stream);
+  if (e == cudaSuccess) e = cudaMemcpy(dst, src, bytes, cudaMemcpyDefault);
+  return e == cudaSuccess ? NDF_OK : cuda_fail(ctx, e, "ndf_array_copy", bytes);
+}

@@ -1,0 +1,213 @@
+/* npy.c - numpy .npy reader and atomic writer. */
+#include "npy.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/elem.h"
+
+static ndf_status errf(char *err, size_t n, ndf_status s, const char *path, const char *msg) {
+  if (err && n) snprintf(err, n, "%s: %s", path, msg);
+  return s;
+}
+
+static const struct {
+  const char *descr;
+  ndf_dtype t;
+} descrs[] = {{"|u1", NDF_U8}, {"<u1", NDF_U8}, {"<u2", NDF_U16}, {"<i2", NDF_I16},
+              {"<f4", NDF_F32}, {"<f8", NDF_F64}};
+
+/* Finds the value text after 'key': in the header dict. */
+static const char *dict_value(const char *h, const char *key) {
+  char pat[32];
+  snprintf(pat, sizeof pat, "'%s'", key);
+  const char *p = strstr(h, pat);
+  if (!p) return NULL;
+  p = strchr(p + strlen(pat), ':');
+  if (!p) return NULL;
+  p++;
+  while (*p == ' ') p++;
+  return p;
+}
+
+ndf_status ndf_npy_read(const char *path, ndf_array *a, char *err, size_t errlen) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return errf(err, errlen, NDF_EIO, path, strerror(errno));
+  unsigned char pre[12];
+  char *h = NULL, msg[160];
+  ndf_status st = NDF_EINVAL;
+  void *data = NULL;
+  if (fread(pre, 1, 10, f) != 10 || memcmp(pre, "\x93NUMPY", 6)) {
+    st = errf(err, errlen, NDF_EINVAL, path, "not a .npy file (bad magic)");
+    goto out;
+  }
+  size_t hlen;
+  if (pre[6] == 1) {
+    hlen = (size_t)pre[8] | (size_t)pre[9] << 8;
+  } else if (pre[6] == 2 || pre[6] == 3) {
+    if (fread(pre + 10, 1, 2, f) != 2) {
+      st = errf(err, errlen, NDF_EINVAL, path, "truncated header");
+      goto out;
+    }
+    hlen = (size_t)pre[8] | (size_t)pre[9] << 8 | (size_t)pre[10] << 16 | (size_t)pre[11] << 24;
+  } else {
+    snprintf(msg, sizeof msg, "unsupported .npy version %d.%d", pre[6], pre[7]);
+    st = errf(err, errlen, NDF_EINVAL, path, msg);
+    goto out;
+  }
+  if (hlen > (1u << 20)) {
+    st = errf(err, errlen, NDF_EINVAL, path, "header too large");
+    goto out;
+  }
+  h = malloc(hlen + 1);
+  if (!h || fread(h, 1, hlen, f) != hlen) {
+    st = errf(err, errlen, h ? NDF_EINVAL : NDF_ENOMEM, path, h ? "truncated header" : "out of memory");
+    goto out;
+  }
+  h[hlen] = 0;
+  const char *d = dict_value(h, "descr"), *fo = dict_value(h, "fortran_order"),
+             *sh = dict_value(h, "shape");
+  if (!d || !fo || !sh || *d != '\'' || *sh != '(') {
+    st = errf(err, errlen, NDF_EINVAL, path, "malformed header");
+    goto out;
+  }
+  ndf_dtype t = 0;
+  for (size_t i = 0; i < sizeof descrs / sizeof descrs[0]; i++)
+    if (!strncmp(d + 1, descrs[i].descr, 3) && d[4] == '\'') t = descrs[i].t;
+  if (!t) {
+    const char *q = strchr(d + 1, '\'');
+    snprintf(msg, sizeof msg, "dtype %.*s not supported (u1, u2, i2, f4, f8 little-endian)",
+             q ? (int)(q - d - 1) : 8, d + 1);
+    st = errf(err, errlen, NDF_EUNSUPPORTED, path, msg);
+    goto out;
+  }
+  if (!strncmp(fo, "True", 4)) {
+    st = errf(err, errlen, NDF_EUNSUPPORTED, path,
+              "Fortran-ordered array; save it with numpy.ascontiguousarray first");
+    goto out;
+  }
+  int64_t shape[NDF_MAX_DIMS + 1];
+  int nd = 0;
+  const char *p = sh + 1;
+  for (;;) {
+    while (*p == ' ' || *p == ',') p++;
+    if (*p == ')') break;
+    char *end;
+    long long v = strtoll(p, &end, 10);
+    if (end == p || v <= 0 || nd > NDF_MAX_DIMS) {
+      st = errf(err, errlen, NDF_EUNSUPPORTED, path,
+                end == p ? "malformed shape"
+                         : v <= 0 ? "empty arrays are not supported" : "more than 4 dimensions");
+      goto out;
+    }
+    shape[nd++] = v;
+    p = end;
+  }
+  if (nd == 0 || nd > NDF_MAX_DIMS) {
+    st = errf(err, errlen, NDF_EUNSUPPORTED, path, nd ? "more than 4 dimensions" : "0-d array");
+    goto out;
+  }
+  ndf_array r = ndf_array_contiguous(t, nd, shape, NULL);
+  int64_t n = ndf_array_size(&r);
+  if (!n) {
+    st = errf(err, errlen, NDF_EINVAL, path, "element count overflows");
+    goto out;
+  }
+  size_t bytes = (size_t)n * ndf_dtype_size(t);
+  data = malloc(bytes);
+  if (!data) {
+    st = errf(err, errlen, NDF_ENOMEM, path, "out of memory");
+    goto out;
+  }
+  if (fread(data, 1, bytes, f) != bytes) {
+    st = errf(err, errlen, NDF_EINVAL, path, "truncated data");
+    goto out;
+  }
+  r.data = data;
+  data = NULL;
+  *a = r;
+  st = NDF_OK;
+out:
+  free(h);
+  free(data);
+  fclose(f);
+  return st;
+}
+
+ndf_status ndf_write_atomic(const char *path, int (*fill)(void *, void *), void *ctx, char *err,
+                            size_t errlen) {
+  size_t n = strlen(path);
+  char *tmp = malloc(n + 16);
+  if (!tmp) return errf(err, errlen, NDF_ENOMEM, path, "out of memory");
+  snprintf(tmp, n + 16, "%s.tmpXXXXXX", path);
+  int fd = mkstemp(tmp);
+  if (fd < 0) {
+    ndf_status s = errf(err, errlen, NDF_EIO, path, strerror(errno));
+    free(tmp);
+    return s;
+  }
+  mode_t mask = umask(0); /* mkstemp makes 0600; give the final file the usual mode */
+  umask(mask);
+  fchmod(fd, 0666 & ~mask);
+  FILE *f = fdopen(fd, "wb");
+  int bad = !f || fill(ctx, f) != 0;
+  if (f) {
+    bad |= ferror(f) != 0;
+    bad |= fclose(f) != 0;
+  } else {
+    close(fd);
+  }
+  if (!bad && rename(tmp, path) != 0) bad = 1;
+  ndf_status s = NDF_OK;
+  if (bad) {
+    s = errf(err, errlen, NDF_EIO, path, errno ? strerror(errno) : "write failed");
+    unlink(tmp);
+  }
+  free(tmp);
+  return s;
+}
+
+static int fill_npy(void *ctx, void *file) {
+  const ndf_array *a = ctx;
+  FILE *f = file;
+  static const char *names[] = {NULL, "|u1", "<u2", "<i2", "<f4", "<f8"};
+  char dict[256];
+  int k = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (",
+                   names[a->dtype]);
+  for (int d = 0; d < a->ndim; d++)
+    k += snprintf(dict + k, sizeof dict - (size_t)k, "%lld,%s", (long long)a->shape[d],
+                  d + 1 < a->ndim ? " " : "");
+  if (a->ndim > 1) k--; /* numpy writes (3,) but (3, 4) */
+  k += snprintf(dict + k, sizeof dict - (size_t)k, "), }");
+  int total = 10 + k + 1, pad = (64 - total % 64) % 64;
+  int hlen = k + pad + 1;
+  unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hlen & 255),
+                           (unsigned char)(hlen >> 8)};
+  fwrite(pre, 1, 10, f);
+  fwrite(dict, 1, (size_t)k, f);
+  for (int i = 0; i < pad; i++) fputc(' ', f);
+  fputc('\n', f);
+  size_t es = ndf_dtype_size(a->dtype);
+  int64_t n = ndf_array_size(a);
+  int contiguous = 1;
+  int64_t s = 1;
+  for (int d = a->ndim - 1; d >= 0; d--) {
+    if (a->shape[d] > 1 && a->strides[d] != s) contiguous = 0;
+    s *= a->shape[d];
+  }
+  if (contiguous) return fwrite(a->data, es, (size_t)n, f) == (size_t)n ? 0 : -1;
+  for (int64_t i = 0; i < n; i++)
+    if (fwrite((const char *)a->data + ndf__offset(a, i) * (int64_t)es, es, 1, f) != 1) return -1;
+  return 0;
+}
+
+ndf_status ndf_npy_write(const char *path, const ndf_array *a, char *err, size_t errlen) {
+  if (!a || !a->data || !ndf_array_size(a) || !ndf_dtype_size(a->dtype) ||
+      a->place.kind != NDF_PLACE_HOST)
+    return errf(err, errlen, NDF_EINVAL, path, "not a valid host array");
+  return ndf_write_atomic(path, fill_npy, (void *)a, err, errlen);
+}

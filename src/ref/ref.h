@@ -1,0 +1,24 @@
+/* ref.h - float64 reference implementations, slow on purpose: the test oracle. */
+#ifndef NDF_REF_H
+#define NDF_REF_H
+
+#include "ndf.h"
+
+/* All take a host input of any dtype and write a C-contiguous double array of
+ * the input's shape. Definitions are scipy.ndimage's. */
+
+/* correlate1d along axis (0 <= axis < ndim) with n weights and origin. */
+void ndf_ref_correlate1d(const ndf_array *in, double *out, const double *w, int64_t n, int axis,
+                         ndf_mode mode, double cval, int origin);
+
+/* convolve1d: scipy's definition through correlate1d (weights reversed,
+ * origin negated, minus one more for an even count). */
+void ndf_ref_convolve1d(const ndf_array *in, double *out, const double *w, int64_t n, int axis,
+                        ndf_mode mode, double cval, int origin);
+
+/* Dense N-D correlate: w has in->ndim axes of extent wshape[d] (C order),
+ * origin[d] per axis (NULL for zeros). */
+void ndf_ref_correlate(const ndf_array *in, double *out, const double *w, const int64_t *wshape,
+                       ndf_mode mode, double cval, const int *origin);
+
+#endif

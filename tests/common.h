@@ -1,0 +1,155 @@
+/* common.h - test helpers: seeded random data, strided layouts, poison, error reports. */
+#ifndef NDF_TEST_COMMON_H
+#define NDF_TEST_COMMON_H
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/elem.h"
+#include "ndf.h"
+#include "phantom.h"
+
+#define SKIP 77 /* ctest SKIP_RETURN_CODE */
+
+static int t_failures;
+#define CHECK(cond, ...)                                                 \
+  do {                                                                   \
+    if (!(cond)) {                                                       \
+      t_failures++;                                                      \
+      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);    \
+      fprintf(stderr, __VA_ARGS__);                                      \
+      fprintf(stderr, "\n");                                             \
+    }                                                                    \
+  } while (0)
+
+/* A fresh seed per run (NDF_TEST_SEED repeats one), printed for replay. */
+static inline uint64_t t_seed(void) {
+  const char *s = getenv("NDF_TEST_SEED");
+  uint64_t seed = s ? strtoull(s, NULL, 0)
+                    : ((uint64_t)time(NULL) << 20) ^ (uint64_t)getpid() ^ (uint64_t)clock();
+  printf("seed: NDF_TEST_SEED=%llu\n", (unsigned long long)seed);
+  return seed;
+}
+
+static inline int64_t t_randint(uint64_t *r, int64_t lo, int64_t hi) { /* inclusive */
+  double u = 0.5 * (ndf_rand_uniform(r) + 1.0);
+  int64_t v = lo + (int64_t)(u * (double)(hi - lo + 1));
+  return v > hi ? hi : v;
+}
+
+static inline double t_env_double(const char *name, double dflt) {
+  const char *s = getenv(name);
+  return s ? atof(s) : dflt;
+}
+
+/* A test array: a view into a larger "parent" buffer (steps of 1 or 2 per
+ * axis, some axes reversed) so strides and untouched gaps get exercised.
+ * host[] mirrors the parent; dev is the parent on the device when used. */
+typedef struct {
+  ndf_array view;  /* what the library sees */
+  ndf_array hview; /* the same view over host[] */
+  void *host;
+  size_t bytes;
+  ndf_array dev; /* device parent, or data NULL */
+} t_arr;
+
+static inline void t_arr_make(t_arr *t, uint64_t *r, ndf_dtype dt, int nd, const int64_t *shape,
+                       int strided, ndf_context *dctx) {
+  int64_t pshape[NDF_MAX_DIMS] = {0}, step[NDF_MAX_DIMS] = {0}, rev[NDF_MAX_DIMS] = {0};
+  for (int d = 0; d < nd; d++) {
+    step[d] = strided ? t_randint(r, 1, 2) : 1;
+    rev[d] = strided ? t_randint(r, 0, 3) == 0 : 0;
+    pshape[d] = shape[d] * step[d] + (strided ? 1 : 0);
+  }
+  ndf_array parent = ndf_array_contiguous(dt, nd, pshape, NULL);
+  size_t es = ndf_dtype_size(dt);
+  t->bytes = (size_t)ndf_array_size(&parent) * es;
+  t->host = malloc(t->bytes);
+  if (!t->host) abort();
+  ndf_array v = ndf_array_contiguous(dt, nd, shape, NULL);
+  int64_t off = 0;
+  for (int d = 0; d < nd; d++) {
+    v.strides[d] = parent.strides[d] * step[d] * (rev[d] ? -1 : 1);
+    if (strided) off += parent.strides[d]; /* start one in, leaving a gap */
+    if (rev[d]) off += parent.strides[d] * step[d] * (shape[d] - 1);
+  }
+  t->hview = v;
+  t->hview.data = (char *)t->host + off * (int64_t)es;
+  t->view = t->hview;
+  memset(&t->dev, 0, sizeof t->dev);
+  if (dctx) {
+    if (ndf_array_alloc(dctx, &t->dev, dt, nd, pshape) != NDF_OK) abort();
+    t->view.data = (char *)t->dev.data + off * (int64_t)es;
+    t->view.place = t->dev.place;
+  }
+}
+
+static inline void t_arr_free(t_arr *t, ndf_context *dctx) {
+  free(t->host);
+  if (t->dev.data) ndf_array_free(dctx, &t->dev);
+}
+
+/* Parent bytes: host -> device and back (no-ops for host arrays). */
+static inline void t_arr_upload(t_arr *t, ndf_context *dctx) {
+  if (!t->dev.data) return;
+  ndf_array h = t->dev;
+  h.data = t->host;
+  h.place.kind = NDF_PLACE_HOST;
+  if (ndf_array_copy(dctx, &t->dev, &h) != NDF_OK) abort();
+}
+static inline void t_arr_download(t_arr *t, ndf_context *dctx) {
+  if (!t->dev.data) return;
+  ndf_array h = t->dev;
+  h.data = t->host;
+  h.place.kind = NDF_PLACE_HOST;
+  if (ndf_array_copy(dctx, &h, &t->dev) != NDF_OK) abort();
+}
+
+/* Random non-zero-mean data in the view: floats in [-1, 1], integers over
+ * much of their range. */
+static inline void t_fill_random(t_arr *t, uint64_t *r) {
+  int64_t n = ndf_array_size(&t->hview);
+  for (int64_t i = 0; i < n; i++) {
+    double v;
+    switch (t->hview.dtype) {
+    case NDF_U8: v = (double)t_randint(r, 0, 255); break;
+    case NDF_U16: v = (double)t_randint(r, 0, 65535); break;
+    case NDF_I16: v = (double)t_randint(r, -32768, 32767); break;
+    default: v = ndf_rand_uniform(r);
+    }
+    ndf__store(t->hview.dtype, t->hview.data, ndf__offset(&t->hview, i), v);
+  }
+}
+
+/* Fills the whole parent with the poison: NaN for floats, 0xA5 bytes else. */
+static inline void t_poison(t_arr *t) {
+  if (t->hview.dtype == NDF_F32) {
+    for (size_t i = 0; i < t->bytes / 4; i++) ((float *)t->host)[i] = NAN;
+  } else if (t->hview.dtype == NDF_F64) {
+    for (size_t i = 0; i < t->bytes / 8; i++) ((double *)t->host)[i] = NAN;
+  } else {
+    memset(t->host, 0xA5, t->bytes);
+  }
+}
+
+/* Counts parent elements outside the view that lost their poison. */
+static inline int64_t t_gaps_changed(const t_arr *t, const void *poisoned_copy) {
+  size_t es = ndf_dtype_size(t->hview.dtype);
+  int64_t total = (int64_t)(t->bytes / es), n = ndf_array_size(&t->hview), changed = 0;
+  unsigned char *in_view = calloc((size_t)total, 1);
+  if (!in_view) abort();
+  int64_t base = ((const char *)t->hview.data - (const char *)t->host) / (int64_t)es;
+  for (int64_t i = 0; i < n; i++) in_view[base + ndf__offset(&t->hview, i)] = 1;
+  for (int64_t i = 0; i < total; i++)
+    if (!in_view[i] && memcmp((const char *)t->host + i * (int64_t)es,
+                              (const char *)poisoned_copy + i * (int64_t)es, es))
+      changed++;
+  free(in_view);
+  return changed;
+}
+
+#endif

@@ -1,0 +1,56 @@
+/* test_context.c - device choice (auto, NDF_DEVICE, explicit), threads, version. */
+#include "common.h"
+
+int main(void) {
+  char v[64];
+  snprintf(v, sizeof v, "%d.%d.%d", NDF_VERSION_MAJOR, NDF_VERSION_MINOR, NDF_VERSION_PATCH);
+  CHECK(!strcmp(ndf_version_string(), v), "version %s vs header %s", ndf_version_string(), v);
+
+  unsetenv("NDF_DEVICE");
+  unsetenv("NDF_THREADS");
+  ndf_context *c = NULL;
+  CHECK(ndf_context_create(&c, NULL) == NDF_OK && c, "auto context");
+  ndf_place auto_place = ndf_context_place(c);
+  printf("auto: %s, %d threads\n", ndf_context_device_name(c), ndf_context_threads(c));
+  CHECK(ndf_context_threads(c) >= 1, "threads");
+  ndf_context_destroy(c);
+
+  ndf_context_opts o = {sizeof o, "cpu", 3};
+  CHECK(ndf_context_create(&c, &o) == NDF_OK, "cpu context");
+  CHECK(ndf_context_place(c).kind == NDF_PLACE_HOST && ndf_context_threads(c) == 3, "cpu, 3 threads");
+  CHECK(ndf_context_synchronize(c) == NDF_OK, "sync on cpu");
+  ndf_context_destroy(c);
+
+  setenv("NDF_DEVICE", "cpu", 1);
+  setenv("NDF_THREADS", "2", 1);
+  CHECK(ndf_context_create(&c, NULL) == NDF_OK, "NDF_DEVICE=cpu");
+  CHECK(ndf_context_place(c).kind == NDF_PLACE_HOST, "NDF_DEVICE=cpu gives the CPU");
+  CHECK(ndf_context_threads(c) == 2, "NDF_THREADS=2 gives %d", ndf_context_threads(c));
+  ndf_context_destroy(c);
+
+  setenv("NDF_DEVICE", "bogus", 1);
+  c = (ndf_context *)&c;
+  CHECK(ndf_context_create(&c, NULL) == NDF_EINVAL && !c, "NDF_DEVICE=bogus");
+  setenv("NDF_DEVICE", "cuda:99", 1);
+  CHECK(ndf_context_create(&c, NULL) == NDF_ENODEV, "cuda:99");
+  unsetenv("NDF_DEVICE");
+  unsetenv("NDF_THREADS");
+
+  /* With no usable GPU, asking for one fails cleanly; with one, "cuda" works. */
+  o.device = "cuda";
+  ndf_status st = ndf_context_create(&c, &o);
+  if (auto_place.kind == NDF_PLACE_HOST) {
+    CHECK(st == NDF_ENODEV, "cuda without a usable GPU gave %s", ndf_status_str(st));
+  } else {
+    CHECK(st == NDF_OK && ndf_context_place(c).kind == NDF_PLACE_CUDA, "cuda with a GPU");
+    ndf_context_destroy(c);
+  }
+  o.struct_size = 4;
+  CHECK(ndf_context_create(&c, &o) == NDF_EINVAL, "struct_size too small");
+  o.struct_size = sizeof o;
+  o.device = "cpu";
+  o.threads = -1;
+  CHECK(ndf_context_create(&c, &o) == NDF_EINVAL, "negative threads");
+  printf("context checks: %d failures\n", t_failures);
+  return t_failures ? 1 : 0;
+}
