@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-check-out}
 mkdir -p "$OUT"
 B=${GPU_BUILD:-build-gpu}
+# The device machine gets a copy of the tree without .git: pass NDF_COMMIT from outside.
+COMMIT=${NDF_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 J=$(nproc)
 declare -a rows
 fail=0
@@ -15,7 +17,7 @@ row() { rows+=("$(printf '%-28s %-6s %s' "$1" "$2" "$3")"); [ "$2" = ok ] || fai
 NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
-echo "gpu: ${gpu:-none}  commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)" | tee "$OUT/env.txt"
+echo "gpu: ${gpu:-none}  commit: $COMMIT" | tee "$OUT/env.txt"
 "$NVCC" --version | tail -1 >>"$OUT/env.txt"
 
 if cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DNDF_ENABLE_CUDA=ON -DNDF_CUDA_ARCHS=90 \
@@ -33,22 +35,29 @@ summary=$(grep -E 'tests passed|tests failed' "$OUT/ctest.log" | tail -1)
 skipped=$(grep -c '\*\*\*Skipped' "$OUT/ctest.log")
 if [ $res -eq 0 ] && [ "$skipped" -eq 0 ]; then row ctest ok "$summary"
 else row ctest FAIL "$summary; $skipped skipped"; grep -E 'FAIL|worst|case:' "$OUT/ctest.log" | head -20; fi
-grep -h "worst relative error" "$OUT/ctest.log" | sed 's/^/  /'
-for t in cuda_correlate1d cuda_correlate1d_forced; do
-  w=$(sed -n "/Start.*: $t\$/,/Test #/p" "$OUT/ctest.log" | grep -o 'worst relative error [0-9.e+-]*' | head -1)
-  [ -n "$w" ] && row "$t" ok "$w (bound 1e-06)"
+# The CUDA suites once more in the open, for their figures (ctest hides passing output).
+: >"$OUT/cuda-tests.log"
+for m in auto cuda_direct; do
+  arg=$m; [ $m = auto ] && arg=
+  if "$B/tests/test_correlate1d" cuda $arg >>"$OUT/cuda-tests.log" 2>&1; then
+    row "cuda correlate1d ($m)" ok "$(tail -1 "$OUT/cuda-tests.log" | sed 's/.*: worst/worst/')"
+  else
+    row "cuda correlate1d ($m)" FAIL "see cuda-tests.log"
+  fi
 done
 
+: >"$OUT/sanitizer.log"
 if [ -n "$SAN" ]; then
   for tool in memcheck racecheck synccheck initcheck; do
     extra=
     [ $tool = memcheck ] && extra="--leak-check full"
     NDF_TEST_CASES=60 "$SAN" --tool $tool $extra --error-exitcode 99 \
-      "$B/tests/test_correlate1d" cuda >"$OUT/sanitizer-$tool.log" 2>&1
+      "$B/tests/test_correlate1d" cuda >/tmp/san.log 2>&1
     r=$?
-    errs=$(grep -E 'ERROR SUMMARY' "$OUT/sanitizer-$tool.log" | tail -1)
+    { echo "### $tool (exit $r)"; cat /tmp/san.log; } >>"$OUT/sanitizer.log"
+    errs=$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' /tmp/san.log | tail -1 | sed 's/^=* *//')
     if [ $r -eq 0 ]; then row "compute-sanitizer $tool" ok "${errs:-no summary line}"
-    else row "compute-sanitizer $tool" FAIL "exit $r; ${errs}"; tail -20 "$OUT/sanitizer-$tool.log"; fi
+    else row "compute-sanitizer $tool" FAIL "exit $r; ${errs}"; tail -20 /tmp/san.log; fi
   done
 else
   row compute-sanitizer FAIL "not found"
@@ -63,7 +72,22 @@ fi
 echo
 sed -n '/^operation/,$p' "$OUT/demo.log"
 echo
-echo "== gpu-check summary: ${gpu:-no GPU}, commit $(git rev-parse --short HEAD 2>/dev/null)"
-printf '%s\n' "${rows[@]}" | tee "$OUT/summary.txt"
+echo "== gpu-check summary: ${gpu:-no GPU}, commit $COMMIT"
+{ cat "$OUT/env.txt"; printf '%s\n' "${rows[@]}"; } >"$OUT/summary.txt"
+printf '%s\n' "${rows[@]}"
+# The same rows as JSON, for tools.
+{
+  printf '{"gpu": "%s", "commit": "%s", "pass": %s, "steps": [' "$gpu" "$COMMIT" \
+    "$([ $fail -eq 0 ] && echo true || echo false)"
+  sep=
+  for r in "${rows[@]}"; do
+    name=$(echo "${r:0:28}" | sed 's/ *$//'); st=$(echo "${r:29:6}" | sed 's/ *$//')
+    detail=$(echo "${r:36}" | sed 's/"/\\"/g')
+    printf '%s{"step": "%s", "result": "%s", "detail": "%s"}' "$sep" "$name" "$st" "$detail"
+    sep=", "
+  done
+  printf ']}\n'
+} >"$OUT/summary.json"
+rm -f "$OUT/env.txt"
 [ $fail -eq 0 ] && echo "gpu-check: PASS" || echo "gpu-check: FAIL"
 exit $fail

@@ -37,9 +37,17 @@ static ndf_status time_plan(ndf_context *ctx, ndf_plan *p, const ndf_array *in, 
 }
 
 typedef struct {
-  const char *op, *solver, *device, *note;
+  const char *op, *solver, *note; /* static strings */
+  char device[64];                /* copied: the context may be gone when printed */
   double sec, mvox;
 } row;
+
+static row make_row(const char *op, const char *solver, ndf_context *ctx, const char *note,
+                    double sec, double mvox) {
+  row r = {op, solver, note, "", sec, mvox};
+  snprintf(r.device, sizeof r.device, "%s", ndf_context_device_name(ctx));
+  return r;
+}
 
 static void print_table(const row *r, int n) {
   printf("\n%-26s %-12s %-30s %10s %10s %9s  %s\n", "operation", "solver", "device", "time ms",
@@ -97,8 +105,8 @@ static int run_device(ndf_context *ctx, const float *vol, float *smooth, int64_t
     /* Timing repeats the pass; the last run leaves dst = pass(src). */
     st = time_plan(ctx, p, src, dst, reps, &sec);
     if (st == NDF_OK)
-      rows[(*nrows)++] = (row){names[k], ndf_plan_solver(p), ndf_context_device_name(ctx),
-                               cuda ? "device arrays" : "", sec, mvox};
+      rows[(*nrows)++] =
+          make_row(names[k], ndf_plan_solver(p), ctx, cuda ? "device arrays" : "", sec, mvox);
     ndf_plan_destroy(p);
   }
   if (st == NDF_OK && cuda) {
@@ -108,8 +116,8 @@ static int run_device(ndf_context *ctx, const float *vol, float *smooth, int64_t
     double sec;
     if (st == NDF_OK) st = time_plan(ctx, p, &host_in, &host_out, 3, &sec);
     if (st == NDF_OK)
-      rows[(*nrows)++] = (row){names[0], ndf_plan_solver(p), ndf_context_device_name(ctx),
-                               "host arrays, transfers included", sec, mvox};
+      rows[(*nrows)++] = make_row(names[0], ndf_plan_solver(p), ctx,
+                                  "host arrays, transfers included", sec, mvox);
     ndf_plan_destroy(p);
   }
   if (st == NDF_OK) st = ndf_array_copy(ctx, &host_out, &b); /* after the z, y, x passes */
