@@ -12,7 +12,7 @@ COMMIT=${NDF_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 J=$(nproc)
 declare -a rows
 fail=0
-row() { rows+=("$(printf '%-28s %-6s %s' "$1" "$2" "$3")"); [ "$2" = ok ] || fail=1; }
+row() { rows+=("$(printf '%-32s %-6s %s' "$1" "$2" "$3")"); [ "$2" = ok ] || fail=1; }
 
 NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
@@ -81,8 +81,8 @@ printf '%s\n' "${rows[@]}"
     "$([ $fail -eq 0 ] && echo true || echo false)"
   sep=
   for r in "${rows[@]}"; do
-    name=$(echo "${r:0:28}" | sed 's/ *$//'); st=$(echo "${r:29:6}" | sed 's/ *$//')
-    detail=$(echo "${r:36}" | sed 's/"/\\"/g')
+    name=$(echo "${r:0:32}" | sed 's/ *$//'); st=$(echo "${r:33:6}" | sed 's/ *$//')
+    detail=$(echo "${r:40}" | sed 's/"/\\"/g')
     printf '%s{"step": "%s", "result": "%s", "detail": "%s"}' "$sep" "$name" "$st" "$detail"
     sep=", "
   done
