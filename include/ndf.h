@@ -44,13 +44,7 @@ NDF_API const char *ndf_version_string(void);
 /* ------------------------------------------------------------------ arrays */
 
 /* Element types. Zero is not a type, so a zeroed ndf_array is invalid. */
-typedef enum ndf_dtype {
-  NDF_U8 = 1,
-  NDF_U16,
-  NDF_I16,
-  NDF_F32,
-  NDF_F64
-} ndf_dtype;
+typedef enum ndf_dtype { NDF_U8 = 1, NDF_U16, NDF_I16, NDF_F32, NDF_F64 } ndf_dtype;
 
 /* Bytes per element, or 0 for an invalid type. */
 NDF_API size_t ndf_dtype_size(ndf_dtype t);
@@ -81,8 +75,7 @@ typedef struct ndf_array {
 
 /* A C-contiguous host array over `data` (which may be NULL for a plan-time
  * description). Fields beyond ndim are zero. */
-NDF_API ndf_array ndf_array_contiguous(ndf_dtype dtype, int ndim, const int64_t *shape,
-                                       void *data);
+NDF_API ndf_array ndf_array_contiguous(ndf_dtype dtype, int ndim, const int64_t *shape, void *data);
 /* Number of elements (product of the shape), or 0 if the array is invalid. */
 NDF_API int64_t ndf_array_size(const ndf_array *a);
 
@@ -181,8 +174,8 @@ typedef struct ndf_correlate1d_opts {
   size_t struct_size; /* sizeof(ndf_correlate1d_opts) */
   const char *method; /* NULL or "auto", or a solver name: "cpu_direct", "cuda_direct" */
   ndf_mode mode;
-  double cval;        /* value outside the array for NDF_MODE_CONSTANT */
-  int origin;         /* -(n/2) <= origin <= (n-1)/2 for n weights */
+  double cval; /* value outside the array for NDF_MODE_CONSTANT */
+  int origin;  /* -(n/2) <= origin <= (n-1)/2 for n weights */
 } ndf_correlate1d_opts;
 
 /* correlate1d, exactly scipy.ndimage.correlate1d along `axis` (negative

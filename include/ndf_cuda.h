@@ -2,8 +2,8 @@
 #ifndef NDF_CUDA_H
 #define NDF_CUDA_H
 
-#include <cuda_runtime_api.h>
 #include "ndf.h"
+#include <cuda_runtime_api.h>
 
 #ifdef __cplusplus
 extern "C" {

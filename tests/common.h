@@ -16,14 +16,14 @@
 #define SKIP 77 /* ctest SKIP_RETURN_CODE */
 
 static int t_failures;
-#define CHECK(cond, ...)                                                 \
-  do {                                                                   \
-    if (!(cond)) {                                                       \
-      t_failures++;                                                      \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);    \
-      fprintf(stderr, __VA_ARGS__);                                      \
-      fprintf(stderr, "\n");                                             \
-    }                                                                    \
+#define CHECK(cond, ...)                                                                           \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      t_failures++;                                                                                \
+      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                              \
+      fprintf(stderr, __VA_ARGS__);                                                                \
+      fprintf(stderr, "\n");                                                                       \
+    }                                                                                              \
   } while (0)
 
 /* A fresh seed per run (NDF_TEST_SEED repeats one), printed for replay. */
@@ -58,7 +58,7 @@ typedef struct {
 } t_arr;
 
 static inline void t_arr_make(t_arr *t, uint64_t *r, ndf_dtype dt, int nd, const int64_t *shape,
-                       int strided, ndf_context *dctx) {
+                              int strided, ndf_context *dctx) {
   int64_t pshape[NDF_MAX_DIMS] = {0}, step[NDF_MAX_DIMS] = {0}, rev[NDF_MAX_DIMS] = {0};
   for (int d = 0; d < nd; d++) {
     step[d] = strided ? t_randint(r, 1, 2) : 1;
@@ -128,9 +128,11 @@ static inline void t_fill_random(t_arr *t, uint64_t *r) {
 /* Fills the whole parent with the poison: NaN for floats, 0xA5 bytes else. */
 static inline void t_poison(t_arr *t) {
   if (t->hview.dtype == NDF_F32) {
-    for (size_t i = 0; i < t->bytes / 4; i++) ((float *)t->host)[i] = NAN;
+    for (size_t i = 0; i < t->bytes / 4; i++)
+      ((float *)t->host)[i] = NAN;
   } else if (t->hview.dtype == NDF_F64) {
-    for (size_t i = 0; i < t->bytes / 8; i++) ((double *)t->host)[i] = NAN;
+    for (size_t i = 0; i < t->bytes / 8; i++)
+      ((double *)t->host)[i] = NAN;
   } else {
     memset(t->host, 0xA5, t->bytes);
   }
@@ -143,7 +145,8 @@ static inline int64_t t_gaps_changed(const t_arr *t, const void *poisoned_copy) 
   unsigned char *in_view = calloc((size_t)total, 1);
   if (!in_view) abort();
   int64_t base = ((const char *)t->hview.data - (const char *)t->host) / (int64_t)es;
-  for (int64_t i = 0; i < n; i++) in_view[base + ndf__offset(&t->hview, i)] = 1;
+  for (int64_t i = 0; i < n; i++)
+    in_view[base + ndf__offset(&t->hview, i)] = 1;
   for (int64_t i = 0; i < total; i++)
     if (!in_view[i] && memcmp((const char *)t->host + i * (int64_t)es,
                               (const char *)poisoned_copy + i * (int64_t)es, es))

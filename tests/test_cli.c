@@ -38,7 +38,8 @@ int main(int argc, char **argv) {
 
   CHECK(run("--version") == 0 && file_has("stdout", ndf_version_string()), "--version");
   CHECK(run("--help") == 0 && file_has("stdout", "exit codes"), "--help");
-  CHECK(run("info") == 0 && file_has("stdout", "cpu_direct") && file_has("stdout", "device:"), "info");
+  CHECK(run("info") == 0 && file_has("stdout", "cpu_direct") && file_has("stdout", "device:"),
+        "info");
   CHECK(run("correlate1d --help") == 0 && file_has("stdout", "--weights"), "correlate1d --help");
   CHECK(run("demo --help") == 0 && file_has("stdout", "phantom"), "demo --help");
   CHECK(run("frobnicate") == 2 && file_has("stderr", "unknown command"), "unknown command");
@@ -52,26 +53,30 @@ int main(int argc, char **argv) {
   const double w[4] = {0.25, -1, 2, 0.5};
   double ref[210];
   ndf_ref_convolve1d(&x.hview, ref, w, 4, 1, NDF_MODE_WRAP, 0, -1);
-  snprintf(args, sizeof args, "convolve1d %s %s --weights 0.25,-1,2,0.5 --axis -2 --mode wrap --origin -1", in, out);
+  snprintf(args, sizeof args,
+           "convolve1d %s %s --weights 0.25,-1,2,0.5 --axis -2 --mode wrap --origin -1", in, out);
   CHECK(run(args) == 0, "convolve1d run");
   ndf_array y;
   if (ndf_npy_read(out, &y, err, sizeof err) == NDF_OK) {
     double worst = 0;
-    for (int i = 0; i < 210; i++) worst = fmax(worst, fabs(((float *)y.data)[i] - ref[i]));
+    for (int i = 0; i < 210; i++)
+      worst = fmax(worst, fabs(((float *)y.data)[i] - ref[i]));
     CHECK(y.dtype == NDF_F32 && worst < 1e-5, "convolve1d output off by %g", worst);
     free(y.data);
   } else {
     CHECK(0, "output unreadable: %s", err);
   }
   snprintf(args, sizeof args, "correlate1d %s %s --weights 1,2,1 --dtype f64", in, out);
-  CHECK(run(args) == 0 && ndf_npy_read(out, &y, err, sizeof err) == NDF_OK && y.dtype == NDF_F64, "--dtype f64");
+  CHECK(run(args) == 0 && ndf_npy_read(out, &y, err, sizeof err) == NDF_OK && y.dtype == NDF_F64,
+        "--dtype f64");
   free(y.data);
 
   /* Failures: the right code, a message naming the problem, no output written. */
   unlink(out);
   struct stat sb;
   snprintf(args, sizeof args, "correlate1d %s/missing.npy %s --weights 1", dir, out);
-  CHECK(run(args) == 3 && file_has("stderr", "missing.npy") && stat(out, &sb) != 0, "missing input");
+  CHECK(run(args) == 3 && file_has("stderr", "missing.npy") && stat(out, &sb) != 0,
+        "missing input");
   snprintf(args, sizeof args, "correlate1d %s %s --weights 1,x", in, out);
   CHECK(run(args) == 2 && stat(out, &sb) != 0, "bad weights");
   snprintf(args, sizeof args, "correlate1d %s %s --weights 1,2,3 --origin 5", in, out);

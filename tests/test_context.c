@@ -17,7 +17,8 @@ int main(void) {
 
   ndf_context_opts o = {sizeof o, "cpu", 3};
   CHECK(ndf_context_create(&c, &o) == NDF_OK, "cpu context");
-  CHECK(ndf_context_place(c).kind == NDF_PLACE_HOST && ndf_context_threads(c) == 3, "cpu, 3 threads");
+  CHECK(ndf_context_place(c).kind == NDF_PLACE_HOST && ndf_context_threads(c) == 3,
+        "cpu, 3 threads");
   CHECK(ndf_context_synchronize(c) == NDF_OK, "sync on cpu");
   ndf_context_destroy(c);
 

@@ -15,7 +15,8 @@ typedef struct {
 
 static void describe(const tcase *c, const char *method) {
   fprintf(stderr, "  case: %s ndim=%d shape=(", c->conv ? "convolve1d" : "correlate1d", c->nd);
-  for (int d = 0; d < c->nd; d++) fprintf(stderr, "%lld%s", (long long)c->shape[d], d + 1 < c->nd ? "," : "");
+  for (int d = 0; d < c->nd; d++)
+    fprintf(stderr, "%lld%s", (long long)c->shape[d], d + 1 < c->nd ? "," : "");
   fprintf(stderr, ") axis=%d n=%d origin=%d mode=%s cval=%g in=%s%s%s out=%s%s%s%s method=%s\n",
           c->axis, c->n, c->origin, ndf_mode_name(c->mode), c->cval, ndf_dtype_name(c->idt),
           c->strided_in ? "/strided" : "", c->dev_in ? "/device" : "", ndf_dtype_name(c->odt),
@@ -27,7 +28,8 @@ static void run_case(ndf_context *ctx, int cuda, const char *method, const tcase
   t_arr in, out, *po = &out;
   t_arr_make(&in, r, c->idt, c->nd, c->shape, c->strided_in, c->dev_in ? ctx : NULL);
   t_fill_random(&in, r);
-  if (c->inplace) po = &in;
+  if (c->inplace)
+    po = &in;
   else {
     t_arr_make(&out, r, c->odt, c->nd, c->shape, c->strided_out, c->dev_out ? ctx : NULL);
     t_poison(&out);
@@ -77,7 +79,8 @@ static void run_case(ndf_context *ctx, int cuda, const char *method, const tcase
   t_arr_download(po, ctx);
 
   double scale = 0;
-  for (int64_t i = 0; i < total; i++) scale = mag[i] > scale ? mag[i] : scale;
+  for (int64_t i = 0; i < total; i++)
+    scale = mag[i] > scale ? mag[i] : scale;
   if (scale == 0) scale = 1;
   int isfloat = c->odt == NDF_F32 || c->odt == NDF_F64;
   double worst = -1;
@@ -88,7 +91,9 @@ static void run_case(ndf_context *ctx, int cuda, const char *method, const tcase
       if (isnan(v)) unwritten++;
       e = isnan(v) ? INFINITY : fabs(v - ref[i]) / scale;
     } else {
-      double lo = c->odt == NDF_I16 ? -32768 : 0, hi = c->odt == NDF_U8 ? 255 : c->odt == NDF_U16 ? 65535 : 32767;
+      double lo = c->odt == NDF_I16 ? -32768 : 0, hi = c->odt == NDF_U8    ? 255
+                                                       : c->odt == NDF_U16 ? 65535
+                                                                           : 32767;
       e = fabs(v - ndf__round_clamp(ref[i], lo, hi)); /* float rounding may flip a .5 */
     }
     if (e > worst) {
@@ -109,15 +114,22 @@ static void run_case(ndf_context *ctx, int cuda, const char *method, const tcase
         rem /= c->shape[d];
       }
       fprintf(stderr, "  worst element #%lld (", (long long)wi);
-      for (int d = 0; d < c->nd; d++) fprintf(stderr, "%lld%s", (long long)co[d], d + 1 < c->nd ? "," : "");
-      fprintf(stderr, "): got %.9g, reference %.9g, error %.3g (bound %g%s); %lld unwritten, %lld "
+      for (int d = 0; d < c->nd; d++)
+        fprintf(stderr, "%lld%s", (long long)co[d], d + 1 < c->nd ? "," : "");
+      fprintf(stderr,
+              "): got %.9g, reference %.9g, error %.3g (bound %g%s); %lld unwritten, %lld "
               "elements outside the view changed\n",
               ndf__load(po->hview.dtype, po->hview.data, ndf__offset(&po->hview, wi)), ref[wi],
               worst, isfloat ? t_tol : 1.0, isfloat ? " relative" : " absolute",
               (long long)unwritten, (long long)gaps);
     }
   }
-  free(w); free(aw); free(ref); free(mag); free(absx); free(poisoned);
+  free(w);
+  free(aw);
+  free(ref);
+  free(mag);
+  free(absx);
+  free(poisoned);
   t_arr_free(&in, ctx);
   if (!c->inplace) t_arr_free(&out, ctx);
 }
@@ -130,7 +142,8 @@ static void random_case(tcase *c, uint64_t *r, int cuda) {
     c->shape[d] = t_randint(r, 0, 5) == 0 ? 1 : t_randint(r, 2, maxdim[c->nd]);
   c->axis = (int)t_randint(r, 0, c->nd - 1);
   int64_t len = c->shape[c->axis];
-  c->n = t_randint(r, 0, 4) == 0 ? (int)t_randint(r, len + 1, 2 * len + 6) : (int)t_randint(r, 1, 12);
+  c->n =
+      t_randint(r, 0, 4) == 0 ? (int)t_randint(r, len + 1, 2 * len + 6) : (int)t_randint(r, 1, 12);
   c->origin = (int)t_randint(r, -(c->n / 2), (c->n - 1) / 2);
   c->mode = (int)t_randint(r, 0, 4);
   c->cval = 2 * ndf_rand_uniform(r);
@@ -186,7 +199,7 @@ int main(int argc, char **argv) {
       run_case(ctx, cuda, method, &c, &r);
     }
   ndf_context_destroy(ctx);
-  printf("%d random + big cases on %s: worst relative error %.3g (bound %g); %d failures\n",
-         ncases, dev, worst_seen, t_tol, t_failures);
+  printf("%d random + big cases on %s: worst relative error %.3g (bound %g); %d failures\n", ncases,
+         dev, worst_seen, t_tol, t_failures);
   return t_failures ? 1 : 0;
 }

@@ -33,41 +33,84 @@ int main(void) {
   ndf_array out = ndf_array_contiguous(NDF_F32, 2, shape, outbuf);
   ndf_array a = in, b = out;
 
-  a.ndim = 0; expect(NDF_EINVAL, &a, &out, w, 3, 0, &o, "ndim 0"); a = in;
-  a.ndim = 5; expect(NDF_EINVAL, &a, &out, w, 3, 0, &o, "ndim 5"); a = in;
-  a.shape[1] = 0; expect(NDF_EINVAL, &a, &out, w, 3, 0, &o, "zero size"); a = in;
-  a.shape[0] = -4; expect(NDF_EINVAL, &a, &out, w, 3, 0, &o, "negative size"); a = in;
-  a.data = NULL; expect(NDF_EINVAL, &a, &out, w, 3, 0, &o, "NULL input data"); a = in;
-  b.data = NULL; expect(NDF_EINVAL, &in, &b, w, 3, 0, &o, "NULL output data"); b = out;
-  b.shape[0] = 3; b.shape[1] = 8; expect(NDF_EINVAL, &in, &b, w, 3, 0, &o, "shape mismatch"); b = out;
-  b.ndim = 1; b.shape[0] = 24; expect(NDF_EINVAL, &in, &b, w, 3, 0, &o, "ndim mismatch"); b = out;
-  a.dtype = 0; expect(NDF_EINVAL, &a, &out, w, 3, 0, &o, "dtype 0"); a = in;
-  a.dtype = 99; expect(NDF_EINVAL, &a, &out, w, 3, 0, &o, "dtype 99"); a = in;
-  a.place.kind = NDF_PLACE_CUDA; expect(NDF_EINVAL, &a, &out, w, 3, 0, &o, "device array, CPU context"); a = in;
-  a.place.kind = 7; expect(NDF_EINVAL, &a, &out, w, 3, 0, &o, "bad place"); a = in;
+  a.ndim = 0;
+  expect(NDF_EINVAL, &a, &out, w, 3, 0, &o, "ndim 0");
+  a = in;
+  a.ndim = 5;
+  expect(NDF_EINVAL, &a, &out, w, 3, 0, &o, "ndim 5");
+  a = in;
+  a.shape[1] = 0;
+  expect(NDF_EINVAL, &a, &out, w, 3, 0, &o, "zero size");
+  a = in;
+  a.shape[0] = -4;
+  expect(NDF_EINVAL, &a, &out, w, 3, 0, &o, "negative size");
+  a = in;
+  a.data = NULL;
+  expect(NDF_EINVAL, &a, &out, w, 3, 0, &o, "NULL input data");
+  a = in;
+  b.data = NULL;
+  expect(NDF_EINVAL, &in, &b, w, 3, 0, &o, "NULL output data");
+  b = out;
+  b.shape[0] = 3;
+  b.shape[1] = 8;
+  expect(NDF_EINVAL, &in, &b, w, 3, 0, &o, "shape mismatch");
+  b = out;
+  b.ndim = 1;
+  b.shape[0] = 24;
+  expect(NDF_EINVAL, &in, &b, w, 3, 0, &o, "ndim mismatch");
+  b = out;
+  a.dtype = 0;
+  expect(NDF_EINVAL, &a, &out, w, 3, 0, &o, "dtype 0");
+  a = in;
+  a.dtype = 99;
+  expect(NDF_EINVAL, &a, &out, w, 3, 0, &o, "dtype 99");
+  a = in;
+  a.place.kind = NDF_PLACE_CUDA;
+  expect(NDF_EINVAL, &a, &out, w, 3, 0, &o, "device array, CPU context");
+  a = in;
+  a.place.kind = 7;
+  expect(NDF_EINVAL, &a, &out, w, 3, 0, &o, "bad place");
+  a = in;
   expect(NDF_EINVAL, &in, &out, NULL, 3, 0, &o, "NULL weights");
   expect(NDF_EINVAL, &in, &out, w, 0, 0, &o, "no weights");
   expect(NDF_EINVAL, &in, &out, w, 3, 2, &o, "axis 2 of 2-D");
   expect(NDF_EINVAL, &in, &out, w, 3, -3, &o, "axis -3 of 2-D");
-  o.origin = 2; expect(NDF_EINVAL, &in, &out, w, 3, 0, &o, "origin 2 with 3 weights");
-  o.origin = -2; expect(NDF_EINVAL, &in, &out, w, 3, 0, &o, "origin -2 with 3 weights"); o.origin = 0;
-  o.mode = 99; expect(NDF_EINVAL, &in, &out, w, 3, 0, &o, "mode 99"); o.mode = NDF_MODE_REFLECT;
-  o.method = "fastest"; expect(NDF_EINVAL, &in, &out, w, 3, 0, &o, "unknown method");
+  o.origin = 2;
+  expect(NDF_EINVAL, &in, &out, w, 3, 0, &o, "origin 2 with 3 weights");
+  o.origin = -2;
+  expect(NDF_EINVAL, &in, &out, w, 3, 0, &o, "origin -2 with 3 weights");
+  o.origin = 0;
+  o.mode = 99;
+  expect(NDF_EINVAL, &in, &out, w, 3, 0, &o, "mode 99");
+  o.mode = NDF_MODE_REFLECT;
+  o.method = "fastest";
+  expect(NDF_EINVAL, &in, &out, w, 3, 0, &o, "unknown method");
   o.method = "cuda_direct";
   /* On a CUDA build the solver exists but not on this CPU context; else it is unknown. */
   {
     const char *op;
     int have = 0;
-    for (int i = 0; ndf_solver_name(i, &op); i++) have |= !strcmp(ndf_solver_name(i, NULL), "cuda_direct");
+    for (int i = 0; ndf_solver_name(i, &op); i++)
+      have |= !strcmp(ndf_solver_name(i, NULL), "cuda_direct");
     expect(have ? NDF_EUNSUPPORTED : NDF_EINVAL, &in, &out, w, 3, 0, &o, "CUDA method on CPU");
   }
   o.method = NULL;
-  o.struct_size = 8; expect(NDF_EINVAL, &in, &out, w, 3, 0, &o, "struct_size too small");
+  o.struct_size = 8;
+  expect(NDF_EINVAL, &in, &out, w, 3, 0, &o, "struct_size too small");
   o.struct_size = sizeof o;
-  b.strides[0] = 0; expect(NDF_EINVAL, &in, &b, w, 3, 0, &o, "output stride 0"); b = out;
-  b.strides[0] = 3; b.strides[1] = 1; expect(NDF_EINVAL, &in, &b, w, 3, 0, &o, "overlapping output strides"); b = out;
-  a.data = outbuf + 2; a.shape[0] = 2; b.shape[0] = 2;
-  expect(NDF_EINVAL, &a, &b, w, 3, 0, &o, "partial overlap of in and out"); a = in; b = out;
+  b.strides[0] = 0;
+  expect(NDF_EINVAL, &in, &b, w, 3, 0, &o, "output stride 0");
+  b = out;
+  b.strides[0] = 3;
+  b.strides[1] = 1;
+  expect(NDF_EINVAL, &in, &b, w, 3, 0, &o, "overlapping output strides");
+  b = out;
+  a.data = outbuf + 2;
+  a.shape[0] = 2;
+  b.shape[0] = 2;
+  expect(NDF_EINVAL, &a, &b, w, 3, 0, &o, "partial overlap of in and out");
+  a = in;
+  b = out;
 
   ndf_mode m;
   CHECK(ndf_mode_parse("bogus", &m) == NDF_EINVAL, "mode 'bogus' parsed");
@@ -76,7 +119,8 @@ int main(void) {
 
   /* Plans: NULL-safety, and arrays that differ from the plan's. */
   ndf_plan *p = (ndf_plan *)&p;
-  CHECK(ndf_plan_correlate1d(&p, NULL, &in, &out, w, 3, 0, &o) == NDF_EINVAL && p == NULL, "NULL ctx");
+  CHECK(ndf_plan_correlate1d(&p, NULL, &in, &out, w, 3, 0, &o) == NDF_EINVAL && p == NULL,
+        "NULL ctx");
   CHECK(ndf_plan_correlate1d(NULL, ctx, &in, &out, w, 3, 0, &o) == NDF_EINVAL, "NULL plan pointer");
   ndf_plan_destroy(NULL);
   CHECK(ndf_execute(NULL, &in, &out) == NDF_EINVAL, "NULL plan");

@@ -19,7 +19,8 @@ static void expect_error(const char *name, const char *bytes, size_t n, const ch
   ndf_array a;
   ndf_status st = ndf_npy_read(path, &a, err, sizeof err);
   CHECK(st != NDF_OK, "%s read", name);
-  CHECK(strstr(err, needle) && strstr(err, path), "%s: message '%s' lacks '%s' or the path", name, err, needle);
+  CHECK(strstr(err, needle) && strstr(err, path), "%s: message '%s' lacks '%s' or the path", name,
+        err, needle);
 }
 
 /* A v1 file with this header dict and 64 bytes of data. */
@@ -43,7 +44,8 @@ int main(void) {
   for (ndf_dtype t = NDF_U8; t <= NDF_F64; t++)
     for (int nd = 1; nd <= 4; nd++) {
       int64_t shape[4];
-      for (int d = 0; d < nd; d++) shape[d] = t_randint(&r, 1, 7);
+      for (int d = 0; d < nd; d++)
+        shape[d] = t_randint(&r, 1, 7);
       t_arr src;
       t_arr_make(&src, &r, t, nd, shape, 1, NULL); /* strided source */
       t_fill_random(&src, &r);
@@ -54,8 +56,10 @@ int main(void) {
       CHECK(back.dtype == t && back.ndim == nd, "dtype/ndim");
       int64_t n = ndf_array_size(&src.hview), bad = 0;
       for (int64_t i = 0; i < n; i++)
-        bad += ndf__load(t, back.data, i) != ndf__load(t, src.hview.data, ndf__offset(&src.hview, i));
-      CHECK(bad == 0, "%lld elements differ (dtype %s ndim %d)", (long long)bad, ndf_dtype_name(t), nd);
+        bad +=
+            ndf__load(t, back.data, i) != ndf__load(t, src.hview.data, ndf__offset(&src.hview, i));
+      CHECK(bad == 0, "%lld elements differ (dtype %s ndim %d)", (long long)bad, ndf_dtype_name(t),
+            nd);
       /* the header is what numpy writes: 64-byte aligned data */
       struct stat sb;
       stat(path, &sb);
@@ -63,7 +67,8 @@ int main(void) {
       free(back.data);
       t_arr_free(&src, NULL);
     }
-  static const char good_hdr[] = "\x93NUMPY\x01\x00\x76\x00{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }";
+  static const char good_hdr[] =
+      "\x93NUMPY\x01\x00\x76\x00{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }";
   expect_error("magic.npy", "NOTNUMPY\x01\x00", 10, "bad magic");
   expect_error("short.npy", "\x93NUM", 4, "bad magic");
   expect_error("trunc_hdr.npy", good_hdr, 30, "truncated header");
@@ -75,13 +80,18 @@ int main(void) {
     memcpy(buf + 128, "\0\0\0\0\0\0\0\0", 8);
     expect_error("trunc_data.npy", buf, 136, "truncated data");
   }
-  expect_header("bigendian.npy", "{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", ">f4");
-  expect_header("fortran.npy", "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", "Fortran");
-  expect_header("5d.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1, 1, 1, 2), }", "4 dimensions");
-  expect_header("int64.npy", "{'descr': '<i8', 'fortran_order': False, 'shape': (2,), }", "not supported");
+  expect_header("bigendian.npy", "{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }",
+                ">f4");
+  expect_header("fortran.npy", "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }",
+                "Fortran");
+  expect_header("5d.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1, 1, 1, 2), }",
+                "4 dimensions");
+  expect_header("int64.npy", "{'descr': '<i8', 'fortran_order': False, 'shape': (2,), }",
+                "not supported");
   expect_header("noshape.npy", "{'descr': '<f4', 'fortran_order': False}", "malformed header");
   expect_header("scalar.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (), }", "0-d");
-  expect_header("empty.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 3), }", "empty");
+  expect_header("empty.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 3), }",
+                "empty");
   ndf_array a;
   CHECK(ndf_npy_read("/nonexistent/x.npy", &a, err, sizeof err) == NDF_EIO, "missing file");
 
@@ -89,7 +99,8 @@ int main(void) {
   float v[3] = {1, 2, 3};
   int64_t s1[1] = {3};
   ndf_array x = ndf_array_contiguous(NDF_F32, 1, s1, v);
-  CHECK(ndf_npy_write("/nonexistent/dir/y.npy", &x, err, sizeof err) == NDF_EIO, "write to missing dir");
+  CHECK(ndf_npy_write("/nonexistent/dir/y.npy", &x, err, sizeof err) == NDF_EIO,
+        "write to missing dir");
   snprintf(path, sizeof path, "%s/keep.npy", dir);
   write_bytes(path, "keep", 4);
   x.data = NULL;

@@ -5,7 +5,8 @@
 
 static double maxdiff(const double *a, const double *b, int n) {
   double m = 0;
-  for (int i = 0; i < n; i++) m = fmax(m, fabs(a[i] - b[i]));
+  for (int i = 0; i < n; i++)
+    m = fmax(m, fabs(a[i] - b[i]));
   return m;
 }
 
@@ -16,11 +17,14 @@ int main(void) {
     const g1d *g = &golden1d[k];
     int64_t shape[1] = {g->len};
     ndf_array x = ndf_array_contiguous(NDF_F64, 1, shape, (void *)g->x);
-    if (g->conv) ndf_ref_convolve1d(&x, y, g->w, g->n, 0, g->mode, G_CVAL, g->origin);
-    else ndf_ref_correlate1d(&x, y, g->w, g->n, 0, g->mode, G_CVAL, g->origin);
+    if (g->conv)
+      ndf_ref_convolve1d(&x, y, g->w, g->n, 0, g->mode, G_CVAL, g->origin);
+    else
+      ndf_ref_correlate1d(&x, y, g->w, g->n, 0, g->mode, G_CVAL, g->origin);
     double e = maxdiff(y, g->y, g->len);
-    CHECK(e < 1e-12, "1-D case %d (%s len=%d n=%d origin=%d mode=%s): off by %g (got %g, scipy %g at 0)",
-          k, g->conv ? "convolve" : "correlate", g->len, g->n, g->origin, ndf_mode_name(g->mode), e,
+    CHECK(e < 1e-12,
+          "1-D case %d (%s len=%d n=%d origin=%d mode=%s): off by %g (got %g, scipy %g at 0)", k,
+          g->conv ? "convolve" : "correlate", g->len, g->n, g->origin, ndf_mode_name(g->mode), e,
           y[0], g->y[0]);
   }
   int64_t s2[2] = {5, 4};

@@ -78,8 +78,8 @@ static int fill_pgm(void *ctx, void *file) {
  * phantom; the result of the three passes is left in `smooth` (host). */
 static int run_device(ndf_context *ctx, const float *vol, float *smooth, int64_t n, row *rows,
                       int *nrows) {
-  static const double w[9] = {1 / 256., 8 / 256., 28 / 256., 56 / 256., 70 / 256.,
-                              56 / 256., 28 / 256., 8 / 256., 1 / 256.};
+  static const double w[9] = {1 / 256.,  8 / 256.,  28 / 256., 56 / 256., 70 / 256.,
+                              56 / 256., 28 / 256., 8 / 256.,  1 / 256.};
   static const char *names[3] = {"correlate1d axis 0 (z)", "correlate1d axis 1 (y)",
                                  "correlate1d axis 2 (x)"};
   const int64_t shape[3] = {n, n, n};
@@ -116,8 +116,8 @@ static int run_device(ndf_context *ctx, const float *vol, float *smooth, int64_t
     double sec;
     if (st == NDF_OK) st = time_plan(ctx, p, &host_in, &host_out, 3, &sec);
     if (st == NDF_OK)
-      rows[(*nrows)++] = make_row(names[0], ndf_plan_solver(p), ctx,
-                                  "host arrays, transfers included", sec, mvox);
+      rows[(*nrows)++] =
+          make_row(names[0], ndf_plan_solver(p), ctx, "host arrays, transfers included", sec, mvox);
     ndf_plan_destroy(p);
   }
   if (st == NDF_OK) st = ndf_array_copy(ctx, &host_out, &b); /* after the z, y, x passes */
@@ -142,8 +142,10 @@ int ndf_cli_demo(ndf_context *ctx, int argc, char **argv) {
              "slices.pgm (central slice, before | after) to DIR (default demo-out).\n");
       return NDF_EXIT_OK;
     }
-    if (i + 1 < argc && !strcmp(argv[i], "--out")) dir = argv[++i];
-    else if (i + 1 < argc && !strcmp(argv[i], "--size")) n = atoll(argv[++i]);
+    if (i + 1 < argc && !strcmp(argv[i], "--out"))
+      dir = argv[++i];
+    else if (i + 1 < argc && !strcmp(argv[i], "--size"))
+      n = atoll(argv[++i]);
     else {
       fprintf(stderr, "ndfilt demo: unknown argument '%s' (see ndfilt demo --help)\n", argv[i]);
       return NDF_EXIT_USAGE;
@@ -205,7 +207,8 @@ int ndf_cli_demo(ndf_context *ctx, int argc, char **argv) {
       rc = NDF_EXIT_IO;
     } else {
       printf("wrote %s/phantom.npy, %s/smoothed.npy (binomial-9 blur along z, y, x), "
-             "%s/slices.pgm\n", dir, dir, dir);
+             "%s/slices.pgm\n",
+             dir, dir, dir);
     }
   }
   free(vol);

@@ -64,7 +64,8 @@ static int cmd_info(ndf_context *ctx) {
   printf("cpu threads: %d\n", ndf_context_threads(ctx));
   printf("solvers:\n");
   const char *op;
-  for (int i = 0; ndf_solver_name(i, &op); i++) printf("  %-12s %s\n", op, ndf_solver_name(i, NULL));
+  for (int i = 0; ndf_solver_name(i, &op); i++)
+    printf("  %-12s %s\n", op, ndf_solver_name(i, NULL));
   return NDF_EXIT_OK;
 }
 
@@ -86,7 +87,8 @@ static int cmd_corr1d(ndf_context *ctx, int argc, char **argv, int convolve) {
       return NDF_EXIT_OK;
     }
     if (a[0] == '-' && a[1] == '-' && !v) return usage_error("option %s needs a value", a);
-    if (!strcmp(a, "--weights")) wlist = argv[++i];
+    if (!strcmp(a, "--weights"))
+      wlist = argv[++i];
     else if (!strcmp(a, "--axis")) {
       if (!parse_int(argv[++i], &axis)) return usage_error("bad --axis '%s'", v);
     } else if (!strcmp(a, "--mode")) {
@@ -97,13 +99,18 @@ static int cmd_corr1d(ndf_context *ctx, int argc, char **argv, int convolve) {
       if (end == v || *end) return usage_error("bad --cval '%s'", v);
     } else if (!strcmp(a, "--origin")) {
       if (!parse_int(argv[++i], &o.origin)) return usage_error("bad --origin '%s'", v);
-    } else if (!strcmp(a, "--method")) method = argv[++i];
+    } else if (!strcmp(a, "--method"))
+      method = argv[++i];
     else if (!strcmp(a, "--dtype")) {
       if (!(odt = parse_dtype(argv[++i]))) return usage_error("unknown --dtype '%s'", v);
-    } else if (a[0] == '-' && a[1]) return usage_error("unknown option %s", a);
-    else if (!in_path) in_path = a;
-    else if (!out_path) out_path = a;
-    else return usage_error("unexpected argument '%s'", a);
+    } else if (a[0] == '-' && a[1])
+      return usage_error("unknown option %s", a);
+    else if (!in_path)
+      in_path = a;
+    else if (!out_path)
+      out_path = a;
+    else
+      return usage_error("unexpected argument '%s'", a);
   }
   if (!in_path || !out_path) return usage_error("%s", "needs IN.npy and OUT.npy");
   if (!wlist) return usage_error("%s", "needs --weights");
@@ -171,11 +178,13 @@ int main(int argc, char **argv) {
     }
     if ((!strcmp(a, "--device") || !strcmp(a, "--threads")) && i + 1 >= argc)
       return usage_error("option %s needs a value", a);
-    if (!strcmp(a, "--device")) co.device = argv[++i];
+    if (!strcmp(a, "--device"))
+      co.device = argv[++i];
     else if (!strcmp(a, "--threads")) {
       if (!parse_int(argv[++i], &co.threads) || co.threads < 1)
         return usage_error("bad --threads '%s'", argv[i]);
-    } else return usage_error("unknown option %s", a);
+    } else
+      return usage_error("unknown option %s", a);
   }
   if (i >= argc) {
     fputs(usage_main, stderr);
@@ -190,14 +199,19 @@ int main(int argc, char **argv) {
   ndf_status st = ndf_context_create(&ctx, &co);
   if (st != NDF_OK) {
     fprintf(stderr, "ndfilt: cannot use device '%s': %s\n",
-            co.device ? co.device : getenv("NDF_DEVICE") ? getenv("NDF_DEVICE") : "auto",
+            co.device              ? co.device
+            : getenv("NDF_DEVICE") ? getenv("NDF_DEVICE")
+                                   : "auto",
             ndf_status_str(st));
     return st == NDF_EINVAL ? NDF_EXIT_USAGE : NDF_EXIT_FAIL;
   }
   int rc;
-  if (!strcmp(cmd, "info")) rc = cmd_info(ctx);
-  else if (!strcmp(cmd, "demo")) rc = ndf_cli_demo(ctx, argc - i, argv + i);
-  else rc = cmd_corr1d(ctx, argc - i, argv + i, !strcmp(cmd, "convolve1d"));
+  if (!strcmp(cmd, "info"))
+    rc = cmd_info(ctx);
+  else if (!strcmp(cmd, "demo"))
+    rc = ndf_cli_demo(ctx, argc - i, argv + i);
+  else
+    rc = cmd_corr1d(ctx, argc - i, argv + i, !strcmp(cmd, "convolve1d"));
   ndf_context_destroy(ctx);
   return rc;
 }

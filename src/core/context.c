@@ -41,14 +41,12 @@ static void use_cpu(ndf_context *c) {
 static ndf_status pick_cuda(ndf_context *c, int dev, int required) {
   int n = ndf__cuda_device_count();
   if (dev >= 0) {
-    if (dev >= n)
-      return ndf__fail(c, NDF_ENODEV, "CUDA device %d requested, %d present", dev, n);
+    if (dev >= n) return ndf__fail(c, NDF_ENODEV, "CUDA device %d requested, %d present", dev, n);
     return ndf__cuda_select(c, dev);
   }
   for (int i = 0; i < n; i++)
     if (ndf__cuda_select(c, i) == NDF_OK) return NDF_OK;
-  return required ? ndf__fail(c, NDF_ENODEV, "no usable CUDA device (%d present)", n)
-                  : NDF_ENODEV;
+  return required ? ndf__fail(c, NDF_ENODEV, "no usable CUDA device (%d present)", n) : NDF_ENODEV;
 }
 #else
 static ndf_status pick_cuda(ndf_context *c, int dev, int required) {

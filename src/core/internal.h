@@ -87,8 +87,7 @@ int ndf__is_contiguous(const ndf_array *a);
 
 /* Planner: picks a solver for pb (method NULL/"auto" or a solver name) and
  * makes the plan; takes ownership of pb->params in every case. */
-ndf_status ndf__plan_create(ndf_plan **out, ndf_context *ctx, ndf__problem *pb,
-                            const char *method);
+ndf_status ndf__plan_create(ndf_plan **out, ndf_context *ctx, ndf__problem *pb, const char *method);
 extern const ndf__solver *const ndf__solvers[];
 extern const int ndf__nsolvers;
 const char *ndf__op_name(ndf__op op);

@@ -38,7 +38,8 @@ ndf_status ndf_array_alloc(ndf_context *ctx, ndf_array *a, ndf_dtype dtype, int 
 void ndf_array_free(ndf_context *ctx, ndf_array *a) {
   if (!a || !a->data) return;
 #ifdef NDF_HAVE_CUDA
-  if (a->place.kind == NDF_PLACE_CUDA) ndf__cuda_free(ctx, a->data);
+  if (a->place.kind == NDF_PLACE_CUDA)
+    ndf__cuda_free(ctx, a->data);
   else
 #endif
     free(a->data);

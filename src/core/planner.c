@@ -36,8 +36,8 @@ static ndf_status choose(const ndf__solver **pick, ndf_context *ctx, const ndf__
         return ndf__fail(ctx, NDF_EUNSUPPORTED, "%s: method %s runs on %s, the context is on %s",
                          op, method, place_word(s->place), ctx->device_name);
       if (!s->applicable(pb, ctx))
-        return ndf__fail(ctx, NDF_EUNSUPPORTED, "%s: method %s does not apply to this problem",
-                         op, method);
+        return ndf__fail(ctx, NDF_EUNSUPPORTED, "%s: method %s does not apply to this problem", op,
+                         method);
       *pick = s;
       return NDF_OK;
     }
@@ -119,7 +119,8 @@ static ndf_status check_exec_array(const ndf_plan *p, const ndf_array *a, const 
     return ndf__fail(ctx, NDF_EINVAL, "%s: dtype %s, the plan was made for %s", what,
                      ndf_dtype_name(a->dtype), ndf_dtype_name(want->dtype));
   int same = a->ndim == want->ndim;
-  for (int d = 0; same && d < a->ndim; d++) same = a->shape[d] == want->shape[d];
+  for (int d = 0; same && d < a->ndim; d++)
+    same = a->shape[d] == want->shape[d];
   if (!same) return ndf__fail(ctx, NDF_EINVAL, "%s: shape differs from the plan's", what);
   if (a->place.kind != want->place.kind || a->place.device != want->place.device)
     return ndf__fail(ctx, NDF_EINVAL, "%s: place differs from the plan's", what);

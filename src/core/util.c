@@ -29,7 +29,8 @@ const char *ndf_status_str(ndf_status s) {
 size_t ndf_dtype_size(ndf_dtype t) {
   switch (t) {
   case NDF_U8: return 1;
-  case NDF_U16: case NDF_I16: return 2;
+  case NDF_U16:
+  case NDF_I16: return 2;
   case NDF_F32: return 4;
   case NDF_F64: return 8;
   }
@@ -45,10 +46,14 @@ static const struct {
   const char *name;
   ndf_mode mode;
 } mode_names[] = {
-    {"reflect", NDF_MODE_REFLECT},       {"constant", NDF_MODE_CONSTANT},
-    {"nearest", NDF_MODE_NEAREST},       {"mirror", NDF_MODE_MIRROR},
-    {"wrap", NDF_MODE_WRAP},             {"grid-mirror", NDF_MODE_REFLECT},
-    {"grid-constant", NDF_MODE_CONSTANT}, {"grid-wrap", NDF_MODE_WRAP},
+    {"reflect", NDF_MODE_REFLECT},
+    {"constant", NDF_MODE_CONSTANT},
+    {"nearest", NDF_MODE_NEAREST},
+    {"mirror", NDF_MODE_MIRROR},
+    {"wrap", NDF_MODE_WRAP},
+    {"grid-mirror", NDF_MODE_REFLECT},
+    {"grid-constant", NDF_MODE_CONSTANT},
+    {"grid-wrap", NDF_MODE_WRAP},
 };
 
 ndf_status ndf_mode_parse(const char *name, ndf_mode *mode) {
@@ -80,7 +85,8 @@ ndf_array ndf_array_contiguous(ndf_dtype dtype, int ndim, const int64_t *shape, 
   a.data = data;
   if (ndim < 1 || ndim > NDF_MAX_DIMS || !shape) return a; /* ndim 0: invalid */
   a.ndim = ndim;
-  for (int d = 0; d < ndim; d++) a.shape[d] = shape[d];
+  for (int d = 0; d < ndim; d++)
+    a.shape[d] = shape[d];
   ndf__contiguous_strides(&a);
   return a;
 }
@@ -125,7 +131,8 @@ ndf_status ndf__check_desc(const ndf_context *ctx, const ndf_array *a, const cha
 
 ndf_status ndf__check_same_shape(const ndf_context *ctx, const ndf_array *a, const ndf_array *b) {
   int same = a->ndim == b->ndim;
-  for (int d = 0; same && d < a->ndim; d++) same = a->shape[d] == b->shape[d];
+  for (int d = 0; same && d < a->ndim; d++)
+    same = a->shape[d] == b->shape[d];
   return same ? NDF_OK : ndf__fail(ctx, NDF_EINVAL, "in and out shapes differ");
 }
 
@@ -158,8 +165,10 @@ static void byte_range(const ndf_array *a, uintptr_t *lo, uintptr_t *hi) {
   int64_t mn = 0, mx = 0;
   for (int d = 0; d < a->ndim; d++) {
     int64_t e = a->strides[d] * (a->shape[d] - 1);
-    if (e < 0) mn += e;
-    else mx += e;
+    if (e < 0)
+      mn += e;
+    else
+      mx += e;
   }
   size_t es = ndf_dtype_size(a->dtype);
   *lo = (uintptr_t)a->data + (intptr_t)(mn * (int64_t)es);

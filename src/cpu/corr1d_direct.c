@@ -1,4 +1,5 @@
-/* corr1d_direct.c - correlate1d on the CPU: each line copied with its extension, then a plain dot product. */
+/* corr1d_direct.c - correlate1d on the CPU: each line copied with its extension, then a plain dot
+ * product. */
 #include <stdlib.h>
 
 #include <omp.h>
@@ -8,8 +9,8 @@
 #include "../core/internal.h"
 
 typedef struct {
-  float *w;      /* weights in float32 */
-  float *bufs;   /* one extended line per thread */
+  float *w;    /* weights in float32 */
+  float *bufs; /* one extended line per thread */
   int64_t buflen;
   int threads;
 } state;
@@ -56,7 +57,8 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
       }
       for (int64_t i = 0; i < len; i++) {
         float acc = 0.f;
-        for (int64_t j = 0; j < n; j++) acc += s->w[j] * buf[i + j];
+        for (int64_t j = 0; j < n; j++)
+          acc += s->w[j] * buf[i + j];
         ndf__store(out->dtype, out->data, oo + i * sout, acc);
       }
     }
@@ -76,7 +78,8 @@ static ndf_status make(ndf_plan *p) {
     free_state(s);
     return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_direct: out of host memory for line buffers");
   }
-  for (int64_t j = 0; j < c->n; j++) s->w[j] = (float)c->w[j];
+  for (int64_t j = 0; j < c->n; j++)
+    s->w[j] = (float)c->w[j];
   p->state = s;
   p->exec = exec;
   p->free_state = free_state;

@@ -34,7 +34,8 @@ static ndf_status make(ndf_plan *p) {
   const ndf__corr1d *c = p->pb.params;
   float *hw = malloc((size_t)c->n * sizeof(float)), *dw = NULL;
   if (!hw) return ndf__fail(p->ctx, NDF_ENOMEM, "out of host memory");
-  for (int64_t j = 0; j < c->n; j++) hw[j] = (float)c->w[j];
+  for (int64_t j = 0; j < c->n; j++)
+    hw[j] = (float)c->w[j];
   size_t bytes = (size_t)c->n * sizeof(float);
   cudaError_t e = cudaSetDevice(p->ctx->place.device);
   if (e == cudaSuccess) e = cudaMalloc((void **)&dw, bytes);

@@ -4,10 +4,9 @@
 #include "../core/boundary.h"
 #include "common.cuh"
 
-__global__ void corr1d_direct(const float *__restrict__ in, ndf__view4 vin,
-                              float *__restrict__ out, ndf__view4 vout, int axis,
-                              const float *__restrict__ w, int64_t n, int64_t left, int mode,
-                              float cval) {
+__global__ void corr1d_direct(const float *__restrict__ in, ndf__view4 vin, float *__restrict__ out,
+                              ndf__view4 vout, int axis, const float *__restrict__ w, int64_t n,
+                              int64_t left, int mode, float cval) {
   const int64_t total = ndf__vsize(vout), len = vin.shape[axis], sa = vin.strides[axis];
   int64_t c[4];
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;

@@ -12,8 +12,8 @@
 /* Buffers a CUDA plan needs to turn the caller's arrays into device float32
  * arrays and back; which exist depends on the plan's places and dtypes. */
 struct ndf__stage {
-  float *h_in, *h_out; /* pinned host, contiguous */
-  float *d_in, *d_out; /* device, contiguous */
+  float *h_in, *h_out;  /* pinned host, contiguous */
+  float *d_in, *d_out;  /* device, contiguous */
   pthread_mutex_t lock; /* the buffers serve one call at a time */
 };
 
@@ -115,13 +115,15 @@ static ndf_array dev_f32(const ndf_array *a, float *buf, int device) {
 static void pack(const ndf_array *a, float *dst, int threads) {
   int64_t n = ndf_array_size(a);
 #pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t i = 0; i < n; i++) dst[i] = (float)ndf__load(a->dtype, a->data, ndf__offset(a, i));
+  for (int64_t i = 0; i < n; i++)
+    dst[i] = (float)ndf__load(a->dtype, a->data, ndf__offset(a, i));
 }
 
 static void unpack(const float *src, ndf_array *a, int threads) {
   int64_t n = ndf_array_size(a);
 #pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t i = 0; i < n; i++) ndf__store(a->dtype, a->data, ndf__offset(a, i), src[i]);
+  for (int64_t i = 0; i < n; i++)
+    ndf__store(a->dtype, a->data, ndf__offset(a, i), src[i]);
 }
 
 ndf_status ndf__cuda_execute(const ndf_plan *p, const ndf_array *in, ndf_array *out) {

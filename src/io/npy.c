@@ -18,8 +18,8 @@ static ndf_status errf(char *err, size_t n, ndf_status s, const char *path, cons
 static const struct {
   const char *descr;
   ndf_dtype t;
-} descrs[] = {{"|u1", NDF_U8}, {"<u1", NDF_U8}, {"<u2", NDF_U16}, {"<i2", NDF_I16},
-              {"<f4", NDF_F32}, {"<f8", NDF_F64}};
+} descrs[] = {{"|u1", NDF_U8},  {"<u1", NDF_U8},  {"<u2", NDF_U16},
+              {"<i2", NDF_I16}, {"<f4", NDF_F32}, {"<f8", NDF_F64}};
 
 /* Finds the value text after 'key': in the header dict. */
 static const char *dict_value(const char *h, const char *key) {
@@ -30,7 +30,8 @@ static const char *dict_value(const char *h, const char *key) {
   p = strchr(p + strlen(pat), ':');
   if (!p) return NULL;
   p++;
-  while (*p == ' ') p++;
+  while (*p == ' ')
+    p++;
   return p;
 }
 
@@ -65,7 +66,8 @@ ndf_status ndf_npy_read(const char *path, ndf_array *a, char *err, size_t errlen
   }
   h = malloc(hlen + 1);
   if (!h || fread(h, 1, hlen, f) != hlen) {
-    st = errf(err, errlen, h ? NDF_EINVAL : NDF_ENOMEM, path, h ? "truncated header" : "out of memory");
+    st = errf(err, errlen, h ? NDF_EINVAL : NDF_ENOMEM, path,
+              h ? "truncated header" : "out of memory");
     goto out;
   }
   h[hlen] = 0;
@@ -94,14 +96,16 @@ ndf_status ndf_npy_read(const char *path, ndf_array *a, char *err, size_t errlen
   int nd = 0;
   const char *p = sh + 1;
   for (;;) {
-    while (*p == ' ' || *p == ',') p++;
+    while (*p == ' ' || *p == ',')
+      p++;
     if (*p == ')') break;
     char *end;
     long long v = strtoll(p, &end, 10);
     if (end == p || v <= 0 || nd > NDF_MAX_DIMS) {
       st = errf(err, errlen, NDF_EUNSUPPORTED, path,
                 end == p ? "malformed shape"
-                         : v <= 0 ? "empty arrays are not supported" : "more than 4 dimensions");
+                : v <= 0 ? "empty arrays are not supported"
+                         : "more than 4 dimensions");
       goto out;
     }
     shape[nd++] = v;
@@ -185,11 +189,12 @@ static int fill_npy(void *ctx, void *file) {
   k += snprintf(dict + k, sizeof dict - (size_t)k, "), }");
   int total = 10 + k + 1, pad = (64 - total % 64) % 64;
   int hlen = k + pad + 1;
-  unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hlen & 255),
-                           (unsigned char)(hlen >> 8)};
+  unsigned char pre[10] = {
+      0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hlen & 255), (unsigned char)(hlen >> 8)};
   fwrite(pre, 1, 10, f);
   fwrite(dict, 1, (size_t)k, f);
-  for (int i = 0; i < pad; i++) fputc(' ', f);
+  for (int i = 0; i < pad; i++)
+    fputc(' ', f);
   fputc('\n', f);
   size_t es = ndf_dtype_size(a->dtype);
   int64_t n = ndf_array_size(a);

@@ -29,8 +29,9 @@ static ndf_status plan1d(ndf_plan **plan, ndf_context *ctx, const ndf_array *in,
   if (!ndf_mode_name(o.mode))
     return ndf__fail(ctx, NDF_EINVAL, "correlate1d: unknown mode %d", (int)o.mode);
   if (o.origin < -(n / 2) || o.origin > (n - 1) / 2)
-    return ndf__fail(ctx, NDF_EINVAL, "correlate1d: origin %d outside [%lld, %lld] for %lld weights",
-                     o.origin, -(long long)(n / 2), (long long)((n - 1) / 2), (long long)n);
+    return ndf__fail(ctx, NDF_EINVAL,
+                     "correlate1d: origin %d outside [%lld, %lld] for %lld weights", o.origin,
+                     -(long long)(n / 2), (long long)((n - 1) / 2), (long long)n);
 
   size_t sz = sizeof(ndf__corr1d) + (size_t)n * sizeof(double);
   ndf__corr1d *c = malloc(sz);
@@ -41,7 +42,8 @@ static ndf_status plan1d(ndf_plan **plan, ndf_context *ctx, const ndf_array *in,
   c->n = n;
   int64_t origin = o.origin;
   if (convolve) { /* scipy: reverse, negate origin, one more for even n */
-    for (int64_t j = 0; j < n; j++) c->w[j] = w[n - 1 - j];
+    for (int64_t j = 0; j < n; j++)
+      c->w[j] = w[n - 1 - j];
     origin = -origin - (n % 2 == 0);
   } else {
     memcpy(c->w, w, (size_t)n * sizeof(double));
@@ -81,13 +83,12 @@ static ndf_status oneshot(ndf_context *ctx, const ndf_array *in, ndf_array *out,
   return st;
 }
 
-ndf_status ndf_correlate1d(ndf_context *ctx, const ndf_array *in, ndf_array *out,
-                           const double *w, int64_t n, int axis,
-                           const ndf_correlate1d_opts *opts) {
+ndf_status ndf_correlate1d(ndf_context *ctx, const ndf_array *in, ndf_array *out, const double *w,
+                           int64_t n, int axis, const ndf_correlate1d_opts *opts) {
   return oneshot(ctx, in, out, w, n, axis, opts, 0);
 }
 
-ndf_status ndf_convolve1d(ndf_context *ctx, const ndf_array *in, ndf_array *out,
-                          const double *w, int64_t n, int axis, const ndf_correlate1d_opts *opts) {
+ndf_status ndf_convolve1d(ndf_context *ctx, const ndf_array *in, ndf_array *out, const double *w,
+                          int64_t n, int axis, const ndf_correlate1d_opts *opts) {
   return oneshot(ctx, in, out, w, n, axis, opts, 1);
 }

@@ -10,7 +10,8 @@ void ndf_ref_correlate(const ndf_array *in, double *out, const double *w, const 
                        ndf_mode mode, double cval, const int *origin) {
   const int nd = in->ndim;
   int64_t total = ndf_array_size(in), wtotal = 1;
-  for (int d = 0; d < nd; d++) wtotal *= wshape[d];
+  for (int d = 0; d < nd; d++)
+    wtotal *= wshape[d];
   for (int64_t i = 0; i < total; i++) {
     int64_t c[NDF_MAX_DIMS], r = i;
     for (int d = nd - 1; d >= 0; d--) {
@@ -26,8 +27,10 @@ void ndf_ref_correlate(const ndf_array *in, double *out, const double *w, const 
         kr /= wshape[d];
         int64_t o = origin ? origin[d] : 0;
         int64_t x = ndf__map_index(c[d] + kd - wshape[d] / 2 - o, in->shape[d], mode);
-        if (x < 0) outside = 1;
-        else off += x * in->strides[d];
+        if (x < 0)
+          outside = 1;
+        else
+          off += x * in->strides[d];
       }
       acc += w[k] * (outside ? cval : ndf__load(in->dtype, in->data, off));
     }
@@ -39,7 +42,8 @@ void ndf_ref_correlate1d(const ndf_array *in, double *out, const double *w, int6
                          ndf_mode mode, double cval, int origin) {
   int64_t wshape[NDF_MAX_DIMS];
   int orig[NDF_MAX_DIMS] = {0};
-  for (int d = 0; d < in->ndim; d++) wshape[d] = 1;
+  for (int d = 0; d < in->ndim; d++)
+    wshape[d] = 1;
   wshape[axis] = n;
   orig[axis] = origin;
   ndf_ref_correlate(in, out, w, wshape, mode, cval, orig);
@@ -49,7 +53,8 @@ void ndf_ref_convolve1d(const ndf_array *in, double *out, const double *w, int64
                         ndf_mode mode, double cval, int origin) {
   double *r = malloc((size_t)n * sizeof *r);
   if (!r) abort();
-  for (int64_t j = 0; j < n; j++) r[j] = w[n - 1 - j];
+  for (int64_t j = 0; j < n; j++)
+    r[j] = w[n - 1 - j];
   ndf_ref_correlate1d(in, out, r, n, axis, mode, cval, -origin - (n % 2 == 0));
   free(r);
 }
