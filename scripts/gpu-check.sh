@@ -5,6 +5,7 @@
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-check-out}
+LOG=$(mktemp -d)  # step logs, concatenated into $OUT/logs.txt at the end
 mkdir -p "$OUT"
 B=${GPU_BUILD:-build-gpu}
 # The device machine gets a copy of the tree without .git: pass NDF_COMMIT from outside.
@@ -21,32 +22,32 @@ echo "gpu: ${gpu:-none}  commit: $COMMIT" | tee "$OUT/env.txt"
 "$NVCC" --version | tail -1 >>"$OUT/env.txt"
 
 if cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DNDF_ENABLE_CUDA=ON -DNDF_CUDA_ARCHS=90 \
-     -DCMAKE_CUDA_COMPILER="$NVCC" >"$OUT/configure.log" 2>&1 &&
-   cmake --build "$B" -j "$J" >"$OUT/build.log" 2>&1; then
-  row build ok "sm_90 + PTX, $(grep -c 'warning' "$OUT/build.log") warnings"
+     -DCMAKE_CUDA_COMPILER="$NVCC" -DNDF_PYTHON="$(command -v python3)" >"$LOG/configure.log" 2>&1 &&
+   cmake --build "$B" -j "$J" >"$LOG/build.log" 2>&1; then
+  row build ok "sm_90 + PTX, $(grep -c 'warning' "$LOG/build.log") warnings"
 else
-  row build FAIL "see build.log"; tail -30 "$OUT/build.log"
+  row build FAIL "see build.log"; tail -30 "$LOG/build.log"
   printf '%s\n' "${rows[@]}"; exit 1
 fi
 
-(cd "$B" && ctest --output-on-failure -j 4) >"$OUT/ctest.log" 2>&1
+(cd "$B" && ctest --output-on-failure -j 4) >"$LOG/ctest.log" 2>&1
 res=$?
-summary=$(grep -E 'tests passed|tests failed' "$OUT/ctest.log" | tail -1)
-skipped=$(grep -c '\*\*\*Skipped' "$OUT/ctest.log")
+summary=$(grep -E 'tests passed|tests failed' "$LOG/ctest.log" | tail -1)
+skipped=$(grep -c '\*\*\*Skipped' "$LOG/ctest.log")
 if [ $res -eq 0 ] && [ "$skipped" -eq 0 ]; then row ctest ok "$summary"
-else row ctest FAIL "$summary; $skipped skipped"; grep -E 'FAIL|worst|case:' "$OUT/ctest.log" | head -20; fi
+else row ctest FAIL "$summary; $skipped skipped"; grep -E 'FAIL|worst|case:' "$LOG/ctest.log" | head -20; fi
 # The CUDA suites once more in the open, for their figures (ctest hides passing output).
-: >"$OUT/cuda-tests.log"
+: >"$LOG/cuda-tests.log"
 for m in auto cuda_direct; do
   arg=$m; [ $m = auto ] && arg=
-  if "$B/tests/test_correlate1d" cuda $arg >>"$OUT/cuda-tests.log" 2>&1; then
-    row "cuda correlate1d ($m)" ok "$(tail -1 "$OUT/cuda-tests.log" | sed 's/.*: worst/worst/')"
+  if "$B/tests/test_correlate1d" cuda $arg >>"$LOG/cuda-tests.log" 2>&1; then
+    row "cuda correlate1d ($m)" ok "$(tail -1 "$LOG/cuda-tests.log" | sed 's/.*: worst/worst/')"
   else
     row "cuda correlate1d ($m)" FAIL "see cuda-tests.log"
   fi
 done
 
-: >"$OUT/sanitizer.log"
+: >"$LOG/sanitizer.log"
 if [ -n "$SAN" ]; then
   for tool in memcheck racecheck synccheck initcheck; do
     extra=
@@ -54,7 +55,7 @@ if [ -n "$SAN" ]; then
     NDF_TEST_CASES=60 "$SAN" --tool $tool $extra --error-exitcode 99 \
       "$B/tests/test_correlate1d" cuda >/tmp/san.log 2>&1
     r=$?
-    { echo "### $tool (exit $r)"; cat /tmp/san.log; } >>"$OUT/sanitizer.log"
+    { echo "### $tool (exit $r)"; cat /tmp/san.log; } >>"$LOG/sanitizer.log"
     errs=$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' /tmp/san.log | tail -1 | sed 's/^=* *//')
     if [ $r -eq 0 ]; then row "compute-sanitizer $tool" ok "${errs:-no summary line}"
     else row "compute-sanitizer $tool" FAIL "exit $r; ${errs}"; tail -20 /tmp/san.log; fi
@@ -63,14 +64,24 @@ else
   row compute-sanitizer FAIL "not found"
 fi
 
-if "$B/ndfilt" demo --size 256 --out /tmp/ndf-demo >"$OUT/demo.log" 2>&1; then
+if "$B/ndfilt" demo --size 256 --out /tmp/ndf-demo >"$LOG/demo.log" 2>&1; then
   row demo ok "table in demo.log"
 else
   row demo FAIL "see demo.log"
 fi
 
+# Benchmark with peers (same process, same arrays); JSON, BENCHMARKS.md and plots to $OUT.
+if NDF_COMMIT=$COMMIT NDFILT_LIBRARY="$PWD/$B/libndfilt.so" PYTHONUNBUFFERED=1 \
+     python3 bench/peers.py --out "$OUT" >"$LOG/bench.log" 2>&1; then
+  row benchmark ok "peers.json, BENCHMARKS.md"
+else
+  row benchmark FAIL "see bench.log"; tail -20 "$LOG/bench.log"
+fi
+
 echo
-sed -n '/^operation/,$p' "$OUT/demo.log"
+sed -n '/^operation/,$p' "$LOG/demo.log"
+echo
+sed -n '/^## /,$p' "$OUT/BENCHMARKS.md" 2>/dev/null
 echo
 echo "== gpu-check summary: ${gpu:-no GPU}, commit $COMMIT"
 { cat "$OUT/env.txt"; printf '%s\n' "${rows[@]}"; } >"$OUT/summary.txt"
@@ -88,6 +99,9 @@ printf '%s\n' "${rows[@]}"
   done
   printf ']}\n'
 } >"$OUT/summary.json"
-rm -f "$OUT/env.txt"
+for f in configure build ctest cuda-tests sanitizer demo bench; do
+  [ -f "$LOG/$f.log" ] && { echo "######## $f"; cat "$LOG/$f.log"; }
+done >"$OUT/logs.txt"
+rm -rf "$OUT/env.txt" "$LOG"
 [ $fail -eq 0 ] && echo "gpu-check: PASS" || echo "gpu-check: FAIL"
 exit $fail

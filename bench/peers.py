@@ -1,0 +1,249 @@
+#!/usr/bin/env python3
+"""bench/peers.py - times ndfilt and its peers on the same arrays in one process, with the
+machine's ceilings (device-to-device copy bandwidth, FP32 FMA rate) measured in the same run.
+Writes peers.json, BENCHMARKS.md and one PNG per family to --out. Run on the lent GPU machine
+(make gpu-check does): needs CuPy; uses PyTorch, SciPy and OpenCV when present."""
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "python"))
+import ndfilt  # noqa: E402
+import cupy as cp  # noqa: E402
+import cupyx.scipy.ndimage as cndi  # noqa: E402
+from scipy import ndimage as sndi  # noqa: E402
+
+try:
+    import torch
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    import torch.nn.functional as F
+except ImportError:
+    torch = None
+try:
+    import cv2
+except ImportError:
+    cv2 = None
+
+REPS, WARM = 20, 3
+
+
+def gpu_ms(fn, inputs, reps=REPS):
+    """Median ms of fn(x) over CUDA events, after warm-up, rotating the inputs."""
+    for i in range(WARM):
+        fn(inputs[i % len(inputs)])
+    cp.cuda.Device().synchronize()
+    ts = []
+    for i in range(reps):
+        a, b = cp.cuda.Event(), cp.cuda.Event()
+        a.record()
+        fn(inputs[i % len(inputs)])
+        b.record()
+        b.synchronize()
+        ts.append(cp.cuda.get_elapsed_time(a, b))
+    return float(np.median(ts))
+
+
+def cpu_ms(fn, x, reps=5):
+    fn(x)
+    ts = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        fn(x)
+        ts.append(1e3 * (time.perf_counter() - t))
+    return float(np.median(ts))
+
+
+FMA_SRC = r"""
+extern "C" __global__ void fma_loop(float *out, int iters) {
+  float x = threadIdx.x * 1e-7f, a[8];
+  for (int k = 0; k < 8; k++) a[k] = x + k;
+  for (int i = 0; i < iters; i++)
+    for (int k = 0; k < 8; k++) a[k] = fmaf(a[k], 0.99999f, 1e-6f);
+  float s = 0;
+  for (int k = 0; k < 8; k++) s += a[k];
+  out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}"""
+
+
+def ceilings():
+    n = 1 << 27  # 512 MiB of float32 per buffer, far beyond L2
+    src, dst = cp.ones(n, cp.float32), cp.empty(n, cp.float32)
+    ms = gpu_ms(lambda x: dst.__setitem__(Ellipsis, x), [src])
+    bw = 2 * src.nbytes / (ms * 1e-3)
+    k = cp.RawKernel(FMA_SRC, "fma_loop")
+    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+    grid, block, iters = sms * 16, 256, 8192
+    out = cp.empty(grid * block, cp.float32)
+    ms = gpu_ms(lambda _: k((grid,), (block,), (out, np.int32(iters))), [None])
+    fma = 2.0 * 8 * iters * grid * block / (ms * 1e-3)
+    del src, dst
+    return {"copy_bandwidth_GBs": bw / 1e9, "fp32_fma_TFLOPs": fma / 1e12}
+
+
+def torch_corr1d(shape, axis, w):
+    """torch conv2d/conv3d computing correlate1d with zero padding (mode constant)."""
+    nd, n = len(shape), len(w)
+    ks = [1] * nd
+    ks[axis] = n
+    kern = torch.tensor(w, dtype=torch.float32, device="cuda").reshape([1, 1] + ks)
+    pad = [0] * nd
+    pad[axis] = n // 2
+    conv = F.conv2d if nd == 2 else F.conv3d
+
+    def run(x):
+        return conv(x, kern, padding=tuple(pad))
+    return run
+
+
+def bench_correlate1d(ceil, quick):
+    rows = []
+    rng = np.random.default_rng(0)
+    shapes = [(4096, 4096), (256, 256, 256)]
+    radii = [1, 8] if quick else [1, 8, 32]
+    for shape in shapes:
+        hosts = [rng.uniform(-1, 1, shape).astype(np.float32) for _ in range(2)]
+        xs = [cp.asarray(h) for h in hosts]
+        out_nd, out_cx = cp.empty(shape, cp.float32), cp.empty(shape, cp.float32)
+        txs = [torch.as_tensor(x, device="cuda").reshape((1, 1) + shape) for x in xs] \
+            if torch else None
+        for axis in range(len(shape)):
+            for r in radii:
+                w = rng.uniform(-1, 1, 2 * r + 1)
+                row = {"family": "correlate1d", "shape": list(shape), "axis": axis, "radius": r,
+                       "taps": 2 * r + 1, "mode": "constant", "dtype": "float32", "ms": {}}
+                nd_fn = lambda x: ndfilt.correlate1d(x, w, axis=axis, mode="constant",
+                                                     output=out_nd)
+                cx_fn = lambda x: cndi.correlate1d(x, w, axis=axis, mode="constant",
+                                                   output=out_cx)
+                row["ms"]["ndfilt"] = gpu_ms(nd_fn, xs)
+                row["solver"] = "cuda_direct"
+                row["ms"]["cupyx.scipy.ndimage"] = gpu_ms(cx_fn, xs)
+                nd_fn(xs[0])
+                cx_fn(xs[0])
+                scale = float(cp.abs(out_cx).max())
+                row["max_rel_diff_vs_cupyx"] = float(cp.abs(out_nd - out_cx).max()) / scale
+                if torch:
+                    tf = torch_corr1d(shape, axis, w)
+                    row["ms"]["torch conv%dd (fp32, no TF32)" % len(shape)] = gpu_ms(tf, txs)
+                vox = float(np.prod(shape))
+                floor_bw = 8 * vox / (ceil["copy_bandwidth_GBs"] * 1e9) * 1e3
+                floor_fma = 2 * vox * (2 * r + 1) / (ceil["fp32_fma_TFLOPs"] * 1e12) * 1e3
+                row["floor_ms"] = max(floor_bw, floor_fma)
+                row["floor"] = "bandwidth" if floor_bw >= floor_fma else "fma"
+                if r == 8:  # CPU peers on one radius: they are slow
+                    h = hosts[0]
+                    ndfilt.set_device("cpu")
+                    row["ms"]["ndfilt cpu"] = cpu_ms(
+                        lambda x: ndfilt.correlate1d(x, w, axis=axis, mode="constant"), h)
+                    ndfilt.set_device("auto")
+                    row["ms"]["scipy.ndimage (1 thread)"] = cpu_ms(
+                        lambda x: sndi.correlate1d(x, w, axis=axis, mode="constant"), h, reps=3)
+                    if cv2 is not None and len(shape) == 2:
+                        k = w.astype(np.float32).reshape((-1, 1) if axis == 0 else (1, -1))
+                        row["ms"]["opencv filter2D (%d threads)" % cv2.getNumThreads()] = cpu_ms(
+                            lambda x: cv2.filter2D(x, -1, k, borderType=cv2.BORDER_CONSTANT), h)
+                rows.append(row)
+                print(f"correlate1d {shape} axis {axis} r {r}: " + ", ".join(
+                    f"{k} {v:.3f}" for k, v in row["ms"].items()), flush=True)
+        del xs, txs
+        cp.get_default_memory_pool().free_all_blocks()
+    return rows
+
+
+def markdown(meta, ceil, rows):
+    L = [f"# Benchmarks", "",
+         "Generated by `bench/peers.py` (run by `make gpu-check`); do not edit by hand.", "",
+         f"- GPU: {meta['gpu']} (driver {meta['driver']}), CPU threads: {meta['cpu_threads']}",
+         f"- date: {meta['date']}, ndfilt commit: {meta['commit']}",
+         f"- ceilings measured in the same run: device-to-device copy "
+         f"{ceil['copy_bandwidth_GBs']:.0f} GB/s (read + write), FP32 FMA "
+         f"{ceil['fp32_fma_TFLOPs']:.1f} TFLOP/s",
+         "- GPU times: CUDA events, median of %d after %d warm-ups, two input arrays rotated, "
+         "outputs preallocated, no transfers. CPU times: median wall time." % (REPS, WARM),
+         "- ratio = best GPU peer time / ndfilt time (above 1: ndfilt is faster). "
+         "% ceiling = floor time / ndfilt time, where the floor is one read + one write at the "
+         "copy bandwidth or the FMAs at the FMA rate, whichever is larger.", ""]
+    fams = sorted({r["family"] for r in rows})
+    for fam in fams:
+        fr = [r for r in rows if r["family"] == fam]
+        peers = [k for k in fr[0]["ms"] if k != "ndfilt"]
+        L += [f"## {fam}", "", "| shape | axis | taps | ndfilt ms | " + " | ".join(
+            f"{p} ms" for p in peers) + " | ratio | % ceiling | max rel diff |",
+            "|" + "---|" * (7 + len(peers))]
+        for r in fr:
+            gpu_peers = [v for k, v in r["ms"].items() if k != "ndfilt" and "cpu" not in k
+                         and "scipy" not in k and "opencv" not in k]
+            ratio = min(gpu_peers) / r["ms"]["ndfilt"] if gpu_peers else float("nan")
+            L.append("| %s | %d | %d | %.3f | %s | %.2f | %.0f%% | %.1e |" % (
+                "×".join(map(str, r["shape"])), r["axis"], r["taps"], r["ms"]["ndfilt"],
+                " | ".join("%.3f" % r["ms"][p] if p in r["ms"] else "–" for p in peers),
+                ratio, 100 * r["floor_ms"] / r["ms"]["ndfilt"], r["max_rel_diff_vs_cupyx"]))
+        L += ["", f"![{fam}](bench/results/{fam}.png)", ""]
+    return "\n".join(L) + "\n"
+
+
+def plot(rows, out):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    for fam in sorted({r["family"] for r in rows}):
+        fr = [r for r in rows if r["family"] == fam]
+        names = [k for k in fr[0]["ms"] if "cpu" not in k and "scipy" not in k
+                 and "opencv" not in k]
+        labels = ["%s ax%d r%d" % ("×".join(map(str, r["shape"])), r["axis"], r["radius"])
+                  for r in fr]
+        fig, ax = plt.subplots(figsize=(max(8, len(fr) * 0.7), 4.5))
+        wdt = 0.8 / len(names)
+        for i, nme in enumerate(names):
+            ax.bar(np.arange(len(fr)) + i * wdt, [r["ms"].get(nme, np.nan) for r in fr], wdt,
+                   label=nme)
+        ax.plot(np.arange(len(fr)) + 0.4 - wdt / 2, [r["floor_ms"] for r in fr], "k_", ms=14,
+                label="floor (bandwidth or FMA)")
+        ax.set_yscale("log")
+        ax.set_ylabel("ms (log)")
+        ax.set_xticks(np.arange(len(fr)) + 0.4 - wdt / 2, labels, rotation=60, ha="right",
+                      fontsize=7)
+        ax.set_title(f"{fam}: ndfilt vs peers on the same GPU arrays")
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, f"{fam}.png"), dpi=110)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--out", default="bench-out")
+    ap.add_argument("--quick", action="store_true", help="fewer cases")
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                         capture_output=True, text=True).stdout.strip().split("\n")[0].split(", ")
+    meta = {"gpu": smi[0], "driver": smi[1] if len(smi) > 1 else "?",
+            "date": datetime.date.today().isoformat(),
+            "commit": os.environ.get("NDF_COMMIT", "unknown"),
+            "cpu_threads": os.cpu_count(), "ndfilt": ndfilt.__version__,
+            "cupy": cp.__version__, "torch": torch.__version__ if torch else None,
+            "opencv": cv2.__version__ if cv2 else None, "device": ndfilt.device()}
+    ceil = ceilings()
+    print("ceilings:", json.dumps(ceil), flush=True)
+    rows = bench_correlate1d(ceil, a.quick)
+    with open(os.path.join(a.out, "peers.json"), "w") as f:
+        json.dump({"meta": meta, "ceilings": ceil, "results": rows}, f, indent=1)
+    with open(os.path.join(a.out, "BENCHMARKS.md"), "w") as f:
+        f.write(markdown(meta, ceil, rows))
+    plot(rows, a.out)
+    print(markdown(meta, ceil, rows))
+
+
+if __name__ == "__main__":
+    main()
