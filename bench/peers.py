@@ -121,7 +121,8 @@ def bench_correlate1d(ceil, quick):
                        "taps": 2 * r + 1, "mode": "constant", "dtype": "float32", "ms": {}}
                 nd_fn = lambda x: ndfilt.correlate1d(x, w, axis=axis, mode="constant",
                                                      output=out_nd)
-                cx_fn = lambda x: cndi.correlate1d(x, w, axis=axis, mode="constant",
+                wc = cp.asarray(w)
+                cx_fn = lambda x: cndi.correlate1d(x, wc, axis=axis, mode="constant",
                                                    output=out_cx)
                 row["ms"]["ndfilt"] = gpu_ms(nd_fn, xs)
                 row["solver"] = "cuda_direct"

@@ -36,6 +36,14 @@ summary=$(grep -E 'tests passed|tests failed' "$LOG/ctest.log" | tail -1)
 skipped=$(grep -c '\*\*\*Skipped' "$LOG/ctest.log")
 if [ $res -eq 0 ] && [ "$skipped" -eq 0 ]; then row ctest ok "$summary"
 else row ctest FAIL "$summary; $skipped skipped"; grep -E 'FAIL|worst|case:' "$LOG/ctest.log" | head -20; fi
+# The binding tests in the open: the CuPy and torch round trips must run, not skip.
+if NDFILT_LIBRARY="$PWD/$B/libndfilt.so" python3 python/tests/test_binding.py -v >"$LOG/python.log" 2>&1 &&
+   ! grep -q "skipped '" "$LOG/python.log"; then
+  row "python binding (numpy/cupy/torch)" ok "$(grep -E '^Ran|^OK' "$LOG/python.log" | tr '\n' ' ')"
+else
+  row "python binding (numpy/cupy/torch)" FAIL "see python.log"; tail -20 "$LOG/python.log"
+fi
+
 # The CUDA suites once more in the open, for their figures (ctest hides passing output).
 : >"$LOG/cuda-tests.log"
 for m in auto cuda_direct; do
@@ -99,7 +107,7 @@ printf '%s\n' "${rows[@]}"
   done
   printf ']}\n'
 } >"$OUT/summary.json"
-for f in configure build ctest cuda-tests sanitizer demo bench; do
+for f in configure build ctest python cuda-tests sanitizer demo bench; do
   [ -f "$LOG/$f.log" ] && { echo "######## $f"; cat "$LOG/$f.log"; }
 done >"$OUT/logs.txt"
 rm -rf "$OUT/env.txt" "$LOG"
