@@ -124,6 +124,7 @@ def bench_correlate1d(ceil, quick):
                 wc = cp.asarray(w)
                 cx_fn = lambda x: cndi.correlate1d(x, wc, axis=axis, mode="constant",
                                                    output=out_cx)
+                row["gpu_peers"], row["cpu"] = ["cupyx.scipy.ndimage"], []
                 row["ms"]["ndfilt"] = gpu_ms(nd_fn, xs)
                 row["solver"] = "cuda_direct"
                 row["ms"]["cupyx.scipy.ndimage"] = gpu_ms(cx_fn, xs)
@@ -133,7 +134,9 @@ def bench_correlate1d(ceil, quick):
                 row["max_rel_diff_vs_cupyx"] = float(cp.abs(out_nd - out_cx).max()) / scale
                 if torch:
                     tf = torch_corr1d(shape, axis, w)
-                    row["ms"]["torch conv%dd (fp32, no TF32)" % len(shape)] = gpu_ms(tf, txs)
+                    name = "torch conv%dd (fp32, no TF32)" % len(shape)
+                    row["ms"][name] = gpu_ms(tf, txs)
+                    row["gpu_peers"].append(name)
                 vox = float(np.prod(shape))
                 floor_bw = 8 * vox / (ceil["copy_bandwidth_GBs"] * 1e9) * 1e3
                 floor_fma = 2 * vox * (2 * r + 1) / (ceil["fp32_fma_TFLOPs"] * 1e12) * 1e3
@@ -141,6 +144,11 @@ def bench_correlate1d(ceil, quick):
                 row["floor"] = "bandwidth" if floor_bw >= floor_fma else "fma"
                 if r == 8:  # CPU peers on one radius: they are slow
                     h = hosts[0]
+                    ref = sndi.correlate1d(h.astype(np.float64), w, axis=axis, mode="constant")
+                    got = cp.asnumpy(out_nd)  # holds ndfilt(xs[0]) from the check above
+                    row["max_rel_err_vs_scipy_f64"] = float(np.abs(got - ref).max()
+                                                            / np.abs(ref).max())
+                    row["cpu"] = ["ndfilt cpu", "scipy.ndimage (1 thread)"]
                     ndfilt.set_device("cpu")
                     row["ms"]["ndfilt cpu"] = cpu_ms(
                         lambda x: ndfilt.correlate1d(x, w, axis=axis, mode="constant"), h)
@@ -149,8 +157,10 @@ def bench_correlate1d(ceil, quick):
                         lambda x: sndi.correlate1d(x, w, axis=axis, mode="constant"), h, reps=3)
                     if cv2 is not None and len(shape) == 2:
                         k = w.astype(np.float32).reshape((-1, 1) if axis == 0 else (1, -1))
-                        row["ms"]["opencv filter2D (%d threads)" % cv2.getNumThreads()] = cpu_ms(
+                        name = "opencv filter2D (%d threads)" % cv2.getNumThreads()
+                        row["ms"][name] = cpu_ms(
                             lambda x: cv2.filter2D(x, -1, k, borderType=cv2.BORDER_CONSTANT), h)
+                        row["cpu"].append(name)
                 rows.append(row)
                 print(f"correlate1d {shape} axis {axis} r {r}: " + ", ".join(
                     f"{k} {v:.3f}" for k, v in row["ms"].items()), flush=True)
@@ -169,24 +179,27 @@ def markdown(meta, ceil, rows):
          f"{ceil['fp32_fma_TFLOPs']:.1f} TFLOP/s",
          "- GPU times: CUDA events, median of %d after %d warm-ups, two input arrays rotated, "
          "outputs preallocated, no transfers. CPU times: median wall time." % (REPS, WARM),
-         "- ratio = best GPU peer time / ndfilt time (above 1: ndfilt is faster). "
+         "- ratio = best GPU peer time / ndfilt time (above 1: ndfilt is faster; below 1: slower). "
          "% ceiling = floor time / ndfilt time, where the floor is one read + one write at the "
          "copy bandwidth or the FMAs at the FMA rate, whichever is larger.", ""]
     fams = sorted({r["family"] for r in rows})
     for fam in fams:
         fr = [r for r in rows if r["family"] == fam]
-        peers = [k for k in fr[0]["ms"] if k != "ndfilt"]
-        L += [f"## {fam}", "", "| shape | axis | taps | ndfilt ms | " + " | ".join(
-            f"{p} ms" for p in peers) + " | ratio | % ceiling | max rel diff |",
-            "|" + "---|" * (7 + len(peers))]
+        peers = []
         for r in fr:
-            gpu_peers = [v for k, v in r["ms"].items() if k != "ndfilt" and "cpu" not in k
-                         and "scipy" not in k and "opencv" not in k]
+            peers += [k for k in r["ms"] if k != "ndfilt" and k not in peers]
+        L += [f"## {fam}", "", "| shape | axis | taps | ndfilt ms | " + " | ".join(
+            f"{p} ms" for p in peers) + " | ratio | % ceiling | rel diff vs cupyx | rel err vs scipy f64 |",
+            "|" + "---|" * (8 + len(peers))]
+        for r in fr:
+            gpu_peers = [r["ms"][k] for k in r["gpu_peers"]]
             ratio = min(gpu_peers) / r["ms"]["ndfilt"] if gpu_peers else float("nan")
-            L.append("| %s | %d | %d | %.3f | %s | %.2f | %.0f%% | %.1e |" % (
+            e64 = r.get("max_rel_err_vs_scipy_f64")
+            L.append("| %s | %d | %d | %.3f | %s | %.2f | %.0f%% | %.1e | %s |" % (
                 "×".join(map(str, r["shape"])), r["axis"], r["taps"], r["ms"]["ndfilt"],
                 " | ".join("%.3f" % r["ms"][p] if p in r["ms"] else "–" for p in peers),
-                ratio, 100 * r["floor_ms"] / r["ms"]["ndfilt"], r["max_rel_diff_vs_cupyx"]))
+                ratio, 100 * r["floor_ms"] / r["ms"]["ndfilt"], r["max_rel_diff_vs_cupyx"],
+                "%.1e" % e64 if e64 is not None else "–"))
         L += ["", f"![{fam}](bench/results/{fam}.png)", ""]
     return "\n".join(L) + "\n"
 
@@ -200,8 +213,9 @@ def plot(rows, out):
         return
     for fam in sorted({r["family"] for r in rows}):
         fr = [r for r in rows if r["family"] == fam]
-        names = [k for k in fr[0]["ms"] if "cpu" not in k and "scipy" not in k
-                 and "opencv" not in k]
+        names = ["ndfilt"]
+        for r in fr:
+            names += [k for k in r["gpu_peers"] if k not in names]
         labels = ["%s ax%d r%d" % ("×".join(map(str, r["shape"])), r["axis"], r["radius"])
                   for r in fr]
         fig, ax = plt.subplots(figsize=(max(8, len(fr) * 0.7), 4.5))
