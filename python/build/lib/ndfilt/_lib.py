@@ -1,0 +1,87 @@
+"""ndfilt._lib - finds and loads libndfilt, declares its C types and functions (ctypes)."""
+import ctypes as C
+import ctypes.util
+import os
+
+MAX_DIMS = 4
+U8, U16, I16, F32, F64 = 1, 2, 3, 4, 5
+PLACE_HOST, PLACE_CUDA = 0, 1
+OK, EINVAL, ENOMEM, EUNSUPPORTED, EIO, ECUDA, ENODEV = range(7)
+MODES = {"reflect": 0, "constant": 1, "nearest": 2, "mirror": 3, "wrap": 4,
+         "grid-mirror": 0, "grid-constant": 1, "grid-wrap": 4}
+
+
+class Place(C.Structure):
+    _fields_ = [("kind", C.c_int), ("device", C.c_int)]
+
+
+class Array(C.Structure):
+    _fields_ = [("dtype", C.c_int), ("ndim", C.c_int), ("shape", C.c_int64 * MAX_DIMS),
+                ("strides", C.c_int64 * MAX_DIMS), ("data", C.c_void_p), ("place", Place)]
+
+
+class ContextOpts(C.Structure):
+    _fields_ = [("struct_size", C.c_size_t), ("device", C.c_char_p), ("threads", C.c_int)]
+
+
+class Correlate1dOpts(C.Structure):
+    _fields_ = [("struct_size", C.c_size_t), ("method", C.c_char_p), ("mode", C.c_int),
+                ("cval", C.c_double), ("origin", C.c_int)]
+
+
+def _candidates():
+    env = os.environ.get("NDFILT_LIBRARY")
+    if env:
+        yield env
+        return
+    here = os.path.dirname(os.path.abspath(__file__))
+    yield os.path.join(here, "libndfilt.so")                       # installed beside the package
+    yield os.path.join(here, "..", "..", "build", "libndfilt.so")  # the source tree's build
+    found = ctypes.util.find_library("ndfilt")                     # the system path
+    if found:
+        yield found
+
+
+def _load():
+    tried = []
+    for path in _candidates():
+        if os.sep in path and not os.path.exists(path):
+            tried.append(path)
+            continue
+        try:
+            return C.CDLL(path)
+        except OSError as e:
+            tried.append(f"{path} ({e})")
+    raise ImportError("libndfilt not found; build it (make) or set NDFILT_LIBRARY. Tried: "
+                      + ", ".join(tried))
+
+
+lib = _load()
+P = C.POINTER
+_sig = {
+    "ndf_status_str": (C.c_char_p, [C.c_int]),
+    "ndf_version_string": (C.c_char_p, []),
+    "ndf_context_create": (C.c_int, [P(C.c_void_p), P(ContextOpts)]),
+    "ndf_context_destroy": (None, [C.c_void_p]),
+    "ndf_context_place": (Place, [C.c_void_p]),
+    "ndf_context_device_name": (C.c_char_p, [C.c_void_p]),
+    "ndf_context_threads": (C.c_int, [C.c_void_p]),
+    "ndf_context_message": (C.c_char_p, [C.c_void_p]),
+    "ndf_context_synchronize": (C.c_int, [C.c_void_p]),
+    "ndf_execute": (C.c_int, [C.c_void_p, P(Array), P(Array)]),
+    "ndf_plan_destroy": (None, [C.c_void_p]),
+    "ndf_plan_solver": (C.c_char_p, [C.c_void_p]),
+    "ndf_solver_name": (C.c_char_p, [C.c_int, P(C.c_char_p)]),
+    "ndf_plan_correlate1d": (C.c_int, [P(C.c_void_p), C.c_void_p, P(Array), P(Array),
+                                       P(C.c_double), C.c_int64, C.c_int, P(Correlate1dOpts)]),
+    "ndf_plan_convolve1d": (C.c_int, [P(C.c_void_p), C.c_void_p, P(Array), P(Array),
+                                      P(C.c_double), C.c_int64, C.c_int, P(Correlate1dOpts)]),
+}
+for _name, (_res, _args) in _sig.items():
+    _f = getattr(lib, _name)
+    _f.restype, _f.argtypes = _res, _args
+# Only in CUDA builds.
+HAVE_STREAMS = hasattr(lib, "ndf_context_set_stream")
+if HAVE_STREAMS:
+    lib.ndf_context_set_stream.restype = C.c_int
+    lib.ndf_context_set_stream.argtypes = [C.c_void_p, C.c_void_p]
