@@ -35,6 +35,16 @@ static inline void ndf__store(ndf_dtype t, void *base, int64_t i, double v) {
   }
 }
 
+/* 1 if a's strides are C-contiguous (extent-1 axes may have any stride). */
+static inline int ndf__is_contiguous(const ndf_array *a) {
+  int64_t s = 1;
+  for (int d = a->ndim - 1; d >= 0; d--) {
+    if (a->shape[d] > 1 && a->strides[d] != s) return 0;
+    s *= a->shape[d];
+  }
+  return 1;
+}
+
 /* Offset in elements of the n-th element (C order) of array a. */
 static inline int64_t ndf__offset(const ndf_array *a, int64_t n) {
   int64_t off = 0;

@@ -81,9 +81,8 @@ ndf_status ndf__check_same_shape(const ndf_context *ctx, const ndf_array *a, con
 int ndf__no_self_overlap(const ndf_array *a);
 /* 1 if a and b touch a common byte range; *same set if they are the same view. */
 int ndf__overlap(const ndf_array *a, const ndf_array *b, int *same);
-/* Fills C-contiguous strides for a's shape; ndf__is_contiguous checks them. */
+/* Fills C-contiguous strides for a's shape (elem.h's ndf__is_contiguous checks them). */
 void ndf__contiguous_strides(ndf_array *a);
-int ndf__is_contiguous(const ndf_array *a);
 
 /* Planner: picks a solver for pb (method NULL/"auto" or a solver name) and
  * makes the plan; takes ownership of pb->params in every case. */
@@ -104,7 +103,8 @@ int ndf__cuda_device_count(void);
 ndf_status ndf__cuda_select(ndf_context *ctx, int device); /* checks usable, names it */
 ndf_status ndf__cuda_stage_create(ndf_plan *p);
 void ndf__cuda_stage_destroy(struct ndf__stage *s);
-ndf_status ndf__cuda_execute(const ndf_plan *p, const ndf_array *in, ndf_array *out);
+/* same: out is in itself (ndf_execute has checked overlap). */
+ndf_status ndf__cuda_execute(const ndf_plan *p, const ndf_array *in, ndf_array *out, int same);
 ndf_status ndf__cuda_sync(ndf_context *ctx);
 ndf_status ndf__cuda_alloc(ndf_context *ctx, void **p, size_t bytes);
 void ndf__cuda_free(ndf_context *ctx, void *p);

@@ -2,16 +2,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "elem.h"
 #include "internal.h"
-
-int ndf__is_contiguous(const ndf_array *a) {
-  int64_t s = 1;
-  for (int d = a->ndim - 1; d >= 0; d--) {
-    if (a->shape[d] > 1 && a->strides[d] != s) return 0;
-    s *= a->shape[d];
-  }
-  return 1;
-}
 
 ndf_status ndf_array_alloc(ndf_context *ctx, ndf_array *a, ndf_dtype dtype, int ndim,
                            const int64_t *shape) {

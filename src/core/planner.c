@@ -138,7 +138,7 @@ ndf_status ndf_execute(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
   if (ndf__overlap(in, out, &same) && !same)
     return ndf__fail(p->ctx, NDF_EINVAL, "in and out overlap without being the same array");
 #ifdef NDF_HAVE_CUDA
-  if (p->solver->place == NDF_PLACE_CUDA) return ndf__cuda_execute(p, in, out);
+  if (p->solver->place == NDF_PLACE_CUDA) return ndf__cuda_execute(p, in, out, same);
 #endif
   return p->exec(p, in, out);
 }

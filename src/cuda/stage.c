@@ -94,7 +94,7 @@ ndf_status ndf__cuda_stage_create(ndf_plan *p) {
   return e == cudaSuccess ? NDF_OK : cuda_fail(p->ctx, e, what, bytes);
 }
 
-static ndf__view4 view4(const ndf_array *a) {
+ndf__view4 ndf__cuda_view4(const ndf_array *a) {
   ndf__view4 v;
   int pad = 4 - a->ndim;
   for (int d = 0; d < 4; d++) {
@@ -126,15 +126,13 @@ static void unpack(const float *src, ndf_array *a, int threads) {
     ndf__store(a->dtype, a->data, ndf__offset(a, i), src[i]);
 }
 
-ndf_status ndf__cuda_execute(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
+ndf_status ndf__cuda_execute(const ndf_plan *p, const ndf_array *in, ndf_array *out, int same) {
   ndf_context *ctx = p->ctx;
   struct ndf__stage *s = p->stage;
   cudaStream_t st = (cudaStream_t)ctx->stream;
   const int dev = ctx->place.device, T = ctx->threads;
   const int hin = in->place.kind == NDF_PLACE_HOST, hout = out->place.kind == NDF_PLACE_HOST;
   const size_t bin = (size_t)ndf_array_size(in) * sizeof(float);
-  int same = 0;
-  ndf__overlap(in, out, &same);
   const int inplace_dev = same && !hin;
   float *tmp = NULL;
   ndf_array din = *in, dout = *out;
@@ -157,7 +155,7 @@ ndf_status ndf__cuda_execute(const ndf_plan *p, const ndf_array *in, ndf_array *
       }
       buf = tmp;
     }
-    e = (cudaError_t)ndf__launch_to_f32(in->data, in->dtype, view4(in), buf, st);
+    e = (cudaError_t)ndf__launch_to_f32(in->data, in->dtype, ndf__cuda_view4(in), buf, st);
     din = dev_f32(in, buf, dev);
   }
   if (hout || out->dtype != NDF_F32) dout = dev_f32(out, s->d_out, dev);
@@ -173,7 +171,8 @@ ndf_status ndf__cuda_execute(const ndf_plan *p, const ndf_array *in, ndf_array *
     if (e == cudaSuccess) e = cudaStreamSynchronize(st);
     if (e == cudaSuccess) unpack(s->h_out, out, T);
   } else if (out->dtype != NDF_F32) {
-    e = (cudaError_t)ndf__launch_from_f32(s->d_out, out->data, out->dtype, view4(out), st);
+    e = (cudaError_t)ndf__launch_from_f32(s->d_out, out->data, out->dtype, ndf__cuda_view4(out),
+                                          st);
   }
   if (e != cudaSuccess) r = cuda_fail(ctx, e, "returning the output", 0);
 done:
@@ -182,9 +181,6 @@ done:
   pthread_mutex_unlock(&s->lock);
   return r;
 }
-
-/* Helpers for solvers' exec functions. */
-ndf__view4 ndf__cuda_view4(const ndf_array *a) { return view4(a); }
 
 ndf_status ndf__cuda_check(const ndf_context *ctx, int err, const char *what) {
   return err == 0 ? NDF_OK : cuda_fail(ctx, (cudaError_t)err, what, 0);

@@ -198,13 +198,7 @@ static int fill_npy(void *ctx, void *file) {
   fputc('\n', f);
   size_t es = ndf_dtype_size(a->dtype);
   int64_t n = ndf_array_size(a);
-  int contiguous = 1;
-  int64_t s = 1;
-  for (int d = a->ndim - 1; d >= 0; d--) {
-    if (a->shape[d] > 1 && a->strides[d] != s) contiguous = 0;
-    s *= a->shape[d];
-  }
-  if (contiguous) return fwrite(a->data, es, (size_t)n, f) == (size_t)n ? 0 : -1;
+  if (ndf__is_contiguous(a)) return fwrite(a->data, es, (size_t)n, f) == (size_t)n ? 0 : -1;
   for (int64_t i = 0; i < n; i++)
     if (fwrite((const char *)a->data + ndf__offset(a, i) * (int64_t)es, es, 1, f) != 1) return -1;
   return 0;
