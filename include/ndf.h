@@ -201,6 +201,67 @@ NDF_API ndf_status ndf_convolve1d(ndf_context *ctx, const ndf_array *in, ndf_arr
                                   const double *weights, int64_t nweights, int axis,
                                   const ndf_correlate1d_opts *opts);
 
+/* ------------------------------------------------------------------ sepfilter */
+
+/* Options of sepfilter. Zero-filled (with struct_size set) means scipy's
+ * defaults: correlate, mode reflect on every axis, cval 0, origin 0, method
+ * auto. */
+typedef struct ndf_sepfilter_opts {
+  size_t struct_size; /* sizeof(ndf_sepfilter_opts) */
+  /* NULL or "auto", or a solver name: "cpu_sep", "cuda_sep", or the plain
+   * one-axis solvers "cpu_direct", "cuda_direct". */
+  const char *method;
+  int convolve;                /* nonzero: convolve1d semantics on every axis */
+  ndf_mode mode[NDF_MAX_DIMS]; /* per axis */
+  int origin[NDF_MAX_DIMS];    /* per axis, in the range correlate1d allows */
+  double cval;                 /* value outside the array for NDF_MODE_CONSTANT */
+} ndf_sepfilter_opts;
+
+/* Separable filter: correlate1d (or convolve1d) along each axis d that has
+ * weights (weights[d] != NULL and nweights[d] > 0), with that axis's mode and
+ * origin, applied in increasing axis order exactly as successive
+ * scipy.ndimage.correlate1d calls would be, with float32 intermediates. Any
+ * kernel length on any axis, odd or even, longer than the axis too. With no
+ * filtered axis it is a copy (with dtype conversion). `weights` and
+ * `nweights` have in->ndim entries; the weights are copied. */
+NDF_API ndf_status ndf_plan_sepfilter(ndf_plan **plan, ndf_context *ctx, const ndf_array *in,
+                                      const ndf_array *out, const double *const *weights,
+                                      const int64_t *nweights, const ndf_sepfilter_opts *opts);
+NDF_API ndf_status ndf_sepfilter(ndf_context *ctx, const ndf_array *in, ndf_array *out,
+                                 const double *const *weights, const int64_t *nweights,
+                                 const ndf_sepfilter_opts *opts);
+
+/* ------------------------------------------------------------------ gaussian */
+
+/* Options of the Gaussian filter, scipy.ndimage.gaussian_filter's arguments.
+ * Zero-filled (with struct_size set) means: sigma 0 (no axis filtered),
+ * order 0, truncate 4.0, mode reflect, cval 0, method auto. */
+typedef struct ndf_gaussian_opts {
+  size_t struct_size; /* sizeof(ndf_gaussian_opts) */
+  /* NULL or "auto"; "fir" (the truncated, sampled Gaussian as a separable
+   * filter); or a sepfilter solver name ("cpu_sep", "cuda_sep"). */
+  const char *method;
+  double sigma[NDF_MAX_DIMS]; /* per axis, in samples; <= 1e-15 leaves the axis alone */
+  int order[NDF_MAX_DIMS];    /* derivative order per axis, >= 0 */
+  double truncate;            /* radius = (int)(truncate * sigma + 0.5); 0 means 4.0 */
+  int radius[NDF_MAX_DIMS];   /* > 0 overrides truncate on that axis (scipy's radius) */
+  ndf_mode mode[NDF_MAX_DIMS];
+  double cval;
+} ndf_gaussian_opts;
+
+/* Gaussian filter, exactly scipy.ndimage.gaussian_filter: along each axis
+ * with sigma > 1e-15, in increasing axis order, gaussian_filter1d's kernel
+ * (the sampled Gaussian of that sigma on [-radius, radius], normalised to sum
+ * 1, times the order-th derivative's polynomial) applied by correlate1d with
+ * the axis's mode. Float32 arithmetic, float64 kernels. */
+NDF_API ndf_status ndf_plan_gaussian(ndf_plan **plan, ndf_context *ctx, const ndf_array *in,
+                                     const ndf_array *out, const ndf_gaussian_opts *opts);
+NDF_API ndf_status ndf_gaussian(ndf_context *ctx, const ndf_array *in, ndf_array *out,
+                                const ndf_gaussian_opts *opts);
+/* Writes scipy's gaussian_filter1d weights (correlate form, 2*radius+1 of
+ * them) for sigma > 0, order >= 0, radius >= 0 into w. */
+NDF_API ndf_status ndf_gaussian_kernel1d(double sigma, int order, int radius, double *w);
+
 #ifdef __cplusplus
 }
 #endif

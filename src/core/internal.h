@@ -9,7 +9,7 @@
 
 /* Operations the planner knows. Adding one: a value here, its name in
  * planner.c, a file in src/ops, and its solvers in the table (solvers.c). */
-typedef enum ndf__op { NDF__OP_CORRELATE1D = 0, NDF__OP_COUNT } ndf__op;
+typedef enum ndf__op { NDF__OP_SEPFILTER = 0, NDF__OP_COUNT } ndf__op;
 
 /* A problem: operation, the arrays' descriptions (data ignored) and the
  * operation's parameters (owned by the plan once it exists). */
@@ -20,15 +20,22 @@ typedef struct ndf__problem {
   size_t params_size;
 } ndf__problem;
 
-/* Parameters of correlate1d, already in correlate form (convolve flipped). */
-typedef struct ndf__corr1d {
+/* Parameters of a separable filter (correlate1d is one with one axis), in
+ * correlate form (convolve already flipped). Axes in increasing order. */
+typedef struct ndf__sepaxis {
   int axis; /* 0 <= axis < ndim */
   ndf_mode mode;
-  double cval;
   int64_t n;    /* number of weights */
   int64_t left; /* taps left of the output point: n/2 + origin */
-  double w[];   /* n weights */
-} ndf__corr1d;
+  int64_t off;  /* first weight in w[] */
+} ndf__sepaxis;
+
+typedef struct ndf__sep {
+  double cval;
+  int naxes; /* filtered axes; 0 means a copy */
+  ndf__sepaxis ax[NDF_MAX_DIMS];
+  double w[];
+} ndf__sep;
 
 struct ndf_plan;
 typedef ndf_status (*ndf__exec_fn)(const struct ndf_plan *p, const ndf_array *in, ndf_array *out);
@@ -92,9 +99,9 @@ extern const int ndf__nsolvers;
 const char *ndf__op_name(ndf__op op);
 
 /* Solvers (one file each). */
-extern const ndf__solver ndf__cpu_corr1d_direct;
+extern const ndf__solver ndf__cpu_corr1d_direct, ndf__cpu_sep;
 #ifdef NDF_HAVE_CUDA
-extern const ndf__solver ndf__cuda_corr1d_direct;
+extern const ndf__solver ndf__cuda_corr1d_direct, ndf__cuda_sep;
 #endif
 
 /* CUDA glue (src/cuda), all NULL-safe; only in CUDA builds. */

@@ -1,5 +1,5 @@
-/* corr1d_direct.c - correlate1d on the CPU: each line copied with its extension, then a plain dot
- * product. */
+/* corr1d_direct.c - plain one-axis correlate1d on the CPU: each line copied with its extension,
+ * then a dot product per output. The baseline cpu_sep is measured against. */
 #include <stdlib.h>
 
 #include <omp.h>
@@ -17,12 +17,14 @@ typedef struct {
 
 static int applicable(const ndf__problem *pb, const ndf_context *ctx) {
   (void)ctx;
-  return pb->in.place.kind == NDF_PLACE_HOST && pb->out.place.kind == NDF_PLACE_HOST;
+  const ndf__sep *c = pb->params;
+  return c->naxes == 1 && pb->in.place.kind == NDF_PLACE_HOST &&
+         pb->out.place.kind == NDF_PLACE_HOST;
 }
 
 static double cost(const ndf__problem *pb, const ndf_context *ctx) {
-  const ndf__corr1d *c = pb->params;
-  return (double)ndf_array_size(&pb->in) * (double)c->n / (2e9 * ctx->threads);
+  const ndf__sep *c = pb->params;
+  return (double)ndf_array_size(&pb->in) * (double)c->ax[0].n / (2e9 * ctx->threads);
 }
 
 static void free_state(void *p) {
@@ -34,10 +36,10 @@ static void free_state(void *p) {
 }
 
 static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
-  const ndf__corr1d *c = p->pb.params;
+  const ndf__sep *c = p->pb.params;
   const state *s = p->state;
-  const int a = c->axis, mode = c->mode;
-  const int64_t len = in->shape[a], n = c->n, left = c->left;
+  const int a = c->ax[0].axis, mode = c->ax[0].mode;
+  const int64_t len = in->shape[a], n = c->ax[0].n, left = c->ax[0].left;
   const int64_t nlines = ndf_array_size(in) / len;
   const int64_t sin = in->strides[a], sout = out->strides[a];
   const float cval = (float)c->cval;
@@ -67,19 +69,20 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
 }
 
 static ndf_status make(ndf_plan *p) {
-  const ndf__corr1d *c = p->pb.params;
+  const ndf__sep *c = p->pb.params;
+  const ndf__sepaxis *ax = &c->ax[0];
   state *s = calloc(1, sizeof *s);
   if (!s) return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_direct: out of host memory");
   s->threads = p->ctx->threads;
-  s->buflen = p->pb.in.shape[c->axis] + c->n - 1;
-  s->w = malloc((size_t)c->n * sizeof(float));
+  s->buflen = p->pb.in.shape[ax->axis] + ax->n - 1;
+  s->w = malloc((size_t)ax->n * sizeof(float));
   s->bufs = malloc((size_t)s->buflen * (size_t)s->threads * sizeof(float));
   if (!s->w || !s->bufs) {
     free_state(s);
     return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_direct: out of host memory for line buffers");
   }
-  for (int64_t j = 0; j < c->n; j++)
-    s->w[j] = (float)c->w[j];
+  for (int64_t j = 0; j < ax->n; j++)
+    s->w[j] = (float)c->w[ax->off + j];
   p->state = s;
   p->exec = exec;
   p->free_state = free_state;
@@ -87,5 +90,5 @@ static ndf_status make(ndf_plan *p) {
 }
 
 const ndf__solver ndf__cpu_corr1d_direct = {
-    "cpu_direct", NDF__OP_CORRELATE1D, NDF_PLACE_HOST, applicable, cost, make,
+    "cpu_direct", NDF__OP_SEPFILTER, NDF_PLACE_HOST, applicable, cost, make,
 };

@@ -1,4 +1,5 @@
-/* corr1d_direct.c - host side of the plain CUDA correlate1d solver. */
+/* corr1d_direct.c - host side of the plain one-axis CUDA correlate1d solver (the
+ * baseline cuda_sep is measured against). */
 #include <stdlib.h>
 
 #include <cuda_runtime_api.h>
@@ -6,14 +7,14 @@
 #include "host.h"
 
 static int applicable(const ndf__problem *pb, const ndf_context *ctx) {
-  (void)pb;
-  return ctx->place.kind == NDF_PLACE_CUDA;
+  const ndf__sep *c = pb->params;
+  return c->naxes == 1 && ctx->place.kind == NDF_PLACE_CUDA;
 }
 
 static double cost(const ndf__problem *pb, const ndf_context *ctx) {
   (void)ctx;
-  const ndf__corr1d *c = pb->params;
-  return (double)ndf_array_size(&pb->in) * (double)c->n / 2e11;
+  const ndf__sep *c = pb->params;
+  return (double)ndf_array_size(&pb->in) * (double)c->ax[0].n / 2e11;
 }
 
 static void free_state(void *w) {
@@ -22,20 +23,22 @@ static void free_state(void *w) {
 }
 
 static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
-  const ndf__corr1d *c = p->pb.params;
+  const ndf__sepaxis *c = &((const ndf__sep *)p->pb.params)->ax[0];
+  const double cval = ((const ndf__sep *)p->pb.params)->cval;
   int axis4 = c->axis + 4 - in->ndim;
   int e = ndf__launch_corr1d_direct(in->data, ndf__cuda_view4(in), out->data, ndf__cuda_view4(out),
-                                    axis4, p->state, c->n, c->left, c->mode, (float)c->cval,
+                                    axis4, p->state, c->n, c->left, c->mode, (float)cval,
                                     p->ctx->stream);
   return ndf__cuda_check(p->ctx, e, "cuda_direct kernel");
 }
 
 static ndf_status make(ndf_plan *p) {
-  const ndf__corr1d *c = p->pb.params;
+  const ndf__sepaxis *c = &((const ndf__sep *)p->pb.params)->ax[0];
+  const double *w = ((const ndf__sep *)p->pb.params)->w + c->off;
   float *hw = malloc((size_t)c->n * sizeof(float)), *dw = NULL;
   if (!hw) return ndf__fail(p->ctx, NDF_ENOMEM, "out of host memory");
   for (int64_t j = 0; j < c->n; j++)
-    hw[j] = (float)c->w[j];
+    hw[j] = (float)w[j];
   size_t bytes = (size_t)c->n * sizeof(float);
   cudaError_t e = cudaSetDevice(p->ctx->place.device);
   if (e == cudaSuccess) e = cudaMalloc((void **)&dw, bytes);
@@ -52,5 +55,5 @@ static ndf_status make(ndf_plan *p) {
 }
 
 const ndf__solver ndf__cuda_corr1d_direct = {
-    "cuda_direct", NDF__OP_CORRELATE1D, NDF_PLACE_CUDA, applicable, cost, make,
+    "cuda_direct", NDF__OP_SEPFILTER, NDF_PLACE_CUDA, applicable, cost, make,
 };

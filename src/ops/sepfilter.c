@@ -1,0 +1,282 @@
+/* sepfilter.c - separable filters: correlate1d/convolve1d, sepfilter and the Gaussian (FIR).
+ * Validation, scipy's convolve-to-correlate flip, Gaussian kernels, and plans. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/internal.h"
+
+/* One axis as the caller gave it, before the flip. */
+typedef struct {
+  const double *w;
+  int64_t n;
+  ndf_mode mode;
+  int origin;
+} axis_in;
+
+/* Validates and builds an ndf__sep from per-axis kernels (n == 0: axis not
+ * filtered), then plans it. `what` names the operation in messages. */
+static ndf_status plan_sep(ndf_plan **plan, ndf_context *ctx, const ndf_array *in,
+                           const ndf_array *out, const axis_in *ax, double cval, int convolve,
+                           const char *method, const char *what) {
+  ndf_status st = ndf__check_desc(ctx, in, "in");
+  if (st == NDF_OK) st = ndf__check_desc(ctx, out, "out");
+  if (st == NDF_OK) st = ndf__check_same_shape(ctx, in, out);
+  if (st != NDF_OK) return st;
+  int64_t total = 0;
+  for (int d = 0; d < in->ndim; d++) {
+    const axis_in *a = &ax[d];
+    if (a->n == 0) continue;
+    if (a->n < 0 || !a->w)
+      return ndf__fail(ctx, NDF_EINVAL, "%s: axis %d has no weights", what, d);
+    if (!ndf_mode_name(a->mode))
+      return ndf__fail(ctx, NDF_EINVAL, "%s: unknown mode %d on axis %d", what, (int)a->mode, d);
+    if (a->origin < -(a->n / 2) || a->origin > (a->n - 1) / 2)
+      return ndf__fail(ctx, NDF_EINVAL, "%s: origin %d on axis %d outside [%lld, %lld] for %lld weights",
+                       what, a->origin, d, -(long long)(a->n / 2), (long long)((a->n - 1) / 2),
+                       (long long)a->n);
+    for (int64_t j = 0; j < a->n; j++)
+      if (!isfinite(a->w[j]))
+        return ndf__fail(ctx, NDF_EINVAL, "%s: weight %lld on axis %d is not finite", what,
+                         (long long)j, d);
+    total += a->n;
+  }
+  size_t sz = sizeof(ndf__sep) + (size_t)total * sizeof(double);
+  ndf__sep *s = calloc(1, sz);
+  if (!s) return ndf__fail(ctx, NDF_ENOMEM, "%s: out of host memory", what);
+  s->cval = cval;
+  int64_t off = 0;
+  for (int d = 0; d < in->ndim; d++) {
+    const axis_in *a = &ax[d];
+    if (a->n == 0) continue;
+    ndf__sepaxis *e = &s->ax[s->naxes++];
+    e->axis = d;
+    e->mode = a->mode;
+    e->n = a->n;
+    e->off = off;
+    int64_t origin = a->origin;
+    if (convolve) { /* scipy: reverse, negate origin, one more for even n */
+      for (int64_t j = 0; j < a->n; j++)
+        s->w[off + j] = a->w[a->n - 1 - j];
+      origin = -origin - (a->n % 2 == 0);
+    } else {
+      memcpy(s->w + off, a->w, (size_t)a->n * sizeof(double));
+    }
+    e->left = a->n / 2 + origin;
+    off += a->n;
+  }
+  ndf__problem pb;
+  memset(&pb, 0, sizeof pb);
+  pb.op = NDF__OP_SEPFILTER;
+  pb.in = *in;
+  pb.out = *out;
+  pb.in.data = pb.out.data = NULL;
+  pb.params = s;
+  pb.params_size = sz;
+  return ndf__plan_create(plan, ctx, &pb, method);
+}
+
+/* The one-shot forms: st is the planning call's status, *p its plan. (The
+ * plan is passed by address: argument evaluation order is unspecified.) */
+static ndf_status run_once(ndf_status st, ndf_plan **p, const ndf_array *in, ndf_array *out) {
+  if (st != NDF_OK) return st;
+  st = ndf_execute(*p, in, out);
+  ndf_plan_destroy(*p);
+  return st;
+}
+
+/* ------------------------------------------------------------------ correlate1d */
+
+static ndf_status plan1d(ndf_plan **plan, ndf_context *ctx, const ndf_array *in,
+                         const ndf_array *out, const double *w, int64_t n, int axis,
+                         const ndf_correlate1d_opts *opts, int convolve) {
+  if (!plan) return NDF_EINVAL;
+  *plan = NULL;
+  if (!ctx) return NDF_EINVAL;
+  ndf_correlate1d_opts o;
+  memset(&o, 0, sizeof o);
+  if (opts) {
+    if (opts->struct_size < sizeof o)
+      return ndf__fail(ctx, NDF_EINVAL, "correlate1d: opts.struct_size is %zu, expected %zu",
+                       opts->struct_size, sizeof o);
+    memcpy(&o, opts, sizeof o);
+  }
+  ndf_status st = ndf__check_desc(ctx, in, "in");
+  if (st != NDF_OK) return st;
+  if (!w || n < 1) return ndf__fail(ctx, NDF_EINVAL, "correlate1d: no weights");
+  if (axis < -in->ndim || axis >= in->ndim)
+    return ndf__fail(ctx, NDF_EINVAL, "correlate1d: axis %d out of range for ndim %d", axis,
+                     in->ndim);
+  axis_in ax[NDF_MAX_DIMS];
+  memset(ax, 0, sizeof ax);
+  int a = axis < 0 ? axis + in->ndim : axis;
+  ax[a] = (axis_in){w, n, o.mode, o.origin};
+  return plan_sep(plan, ctx, in, out, ax, o.cval, convolve, o.method, "correlate1d");
+}
+
+ndf_status ndf_plan_correlate1d(ndf_plan **plan, ndf_context *ctx, const ndf_array *in,
+                                const ndf_array *out, const double *w, int64_t n, int axis,
+                                const ndf_correlate1d_opts *opts) {
+  return plan1d(plan, ctx, in, out, w, n, axis, opts, 0);
+}
+
+ndf_status ndf_plan_convolve1d(ndf_plan **plan, ndf_context *ctx, const ndf_array *in,
+                               const ndf_array *out, const double *w, int64_t n, int axis,
+                               const ndf_correlate1d_opts *opts) {
+  return plan1d(plan, ctx, in, out, w, n, axis, opts, 1);
+}
+
+ndf_status ndf_correlate1d(ndf_context *ctx, const ndf_array *in, ndf_array *out, const double *w,
+                           int64_t n, int axis, const ndf_correlate1d_opts *opts) {
+  ndf_plan *p = NULL;
+  return run_once(plan1d(&p, ctx, in, out, w, n, axis, opts, 0), &p, in, out);
+}
+
+ndf_status ndf_convolve1d(ndf_context *ctx, const ndf_array *in, ndf_array *out, const double *w,
+                          int64_t n, int axis, const ndf_correlate1d_opts *opts) {
+  ndf_plan *p = NULL;
+  return run_once(plan1d(&p, ctx, in, out, w, n, axis, opts, 1), &p, in, out);
+}
+
+/* ------------------------------------------------------------------ sepfilter */
+
+ndf_status ndf_plan_sepfilter(ndf_plan **plan, ndf_context *ctx, const ndf_array *in,
+                              const ndf_array *out, const double *const *weights,
+                              const int64_t *nweights, const ndf_sepfilter_opts *opts) {
+  if (!plan) return NDF_EINVAL;
+  *plan = NULL;
+  if (!ctx) return NDF_EINVAL;
+  ndf_sepfilter_opts o;
+  memset(&o, 0, sizeof o);
+  if (opts) {
+    if (opts->struct_size < sizeof o)
+      return ndf__fail(ctx, NDF_EINVAL, "sepfilter: opts.struct_size is %zu, expected %zu",
+                       opts->struct_size, sizeof o);
+    memcpy(&o, opts, sizeof o);
+  }
+  ndf_status st = ndf__check_desc(ctx, in, "in");
+  if (st != NDF_OK) return st;
+  if (!weights || !nweights) return ndf__fail(ctx, NDF_EINVAL, "sepfilter: no weights");
+  axis_in ax[NDF_MAX_DIMS];
+  memset(ax, 0, sizeof ax);
+  for (int d = 0; d < in->ndim; d++) {
+    if (!weights[d] || nweights[d] == 0) continue;
+    ax[d] = (axis_in){weights[d], nweights[d], o.mode[d], o.origin[d]};
+  }
+  return plan_sep(plan, ctx, in, out, ax, o.cval, o.convolve, o.method, "sepfilter");
+}
+
+ndf_status ndf_sepfilter(ndf_context *ctx, const ndf_array *in, ndf_array *out,
+                         const double *const *weights, const int64_t *nweights,
+                         const ndf_sepfilter_opts *opts) {
+  ndf_plan *p = NULL;
+  return run_once(ndf_plan_sepfilter(&p, ctx, in, out, weights, nweights, opts), &p, in, out);
+}
+
+/* ------------------------------------------------------------------ gaussian */
+
+/* scipy's _gaussian_kernel1d, reversed as gaussian_filter1d reverses it. The
+ * derivative of order k is q_k(x) phi(x) with q_0 = 1 and
+ * q_{k+1} = q_k' - x q_k / sigma^2, carried as polynomial coefficients. */
+ndf_status ndf_gaussian_kernel1d(double sigma, int order, int radius, double *w) {
+  if (!(sigma > 0) || !isfinite(sigma) || order < 0 || radius < 0 || !w) return NDF_EINVAL;
+  const double s2 = sigma * sigma;
+  const int64_t n = 2 * (int64_t)radius + 1;
+  double sum = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double x = (double)(i - radius);
+    w[i] = exp(-0.5 / s2 * x * x);
+    sum += w[i];
+  }
+  for (int64_t i = 0; i < n; i++)
+    w[i] /= sum;
+  if (order > 0) {
+    double *q = calloc((size_t)order + 1, sizeof *q), *t = calloc((size_t)order + 1, sizeof *t);
+    if (!q || !t) {
+      free(q);
+      free(t);
+      return NDF_ENOMEM;
+    }
+    q[0] = 1;
+    for (int k = 0; k < order; k++) {
+      for (int e = 0; e <= order; e++) /* t = D q + P q */
+        t[e] = (e + 1 <= order ? (e + 1) * q[e + 1] : 0) + (e > 0 ? q[e - 1] / -s2 : 0);
+      memcpy(q, t, ((size_t)order + 1) * sizeof *q);
+    }
+    for (int64_t i = 0; i < n; i++) {
+      double x = (double)(i - radius), p = 0, xe = 1;
+      for (int e = 0; e <= order; e++, xe *= x)
+        p += q[e] * xe;
+      w[i] *= p;
+    }
+    free(q);
+    free(t);
+  }
+  for (int64_t i = 0; i < n / 2; i++) { /* reverse */
+    double v = w[i];
+    w[i] = w[n - 1 - i];
+    w[n - 1 - i] = v;
+  }
+  return NDF_OK;
+}
+
+ndf_status ndf_plan_gaussian(ndf_plan **plan, ndf_context *ctx, const ndf_array *in,
+                             const ndf_array *out, const ndf_gaussian_opts *opts) {
+  if (!plan) return NDF_EINVAL;
+  *plan = NULL;
+  if (!ctx) return NDF_EINVAL;
+  ndf_gaussian_opts o;
+  memset(&o, 0, sizeof o);
+  if (opts) {
+    if (opts->struct_size < sizeof o)
+      return ndf__fail(ctx, NDF_EINVAL, "gaussian: opts.struct_size is %zu, expected %zu",
+                       opts->struct_size, sizeof o);
+    memcpy(&o, opts, sizeof o);
+  }
+  ndf_status st = ndf__check_desc(ctx, in, "in");
+  if (st != NDF_OK) return st;
+  const char *method = o.method;
+  if (method && !strcmp(method, "fir")) method = NULL; /* the FIR solvers are sepfilter's */
+  double truncate = o.truncate == 0 ? 4.0 : o.truncate;
+  if (!(truncate > 0) || !isfinite(truncate))
+    return ndf__fail(ctx, NDF_EINVAL, "gaussian: truncate %g must be positive", o.truncate);
+  axis_in ax[NDF_MAX_DIMS];
+  double *w[NDF_MAX_DIMS] = {NULL};
+  memset(ax, 0, sizeof ax);
+  for (int d = 0; d < in->ndim && st == NDF_OK; d++) {
+    double sg = o.sigma[d];
+    if (!(sg >= 0) || !isfinite(sg))
+      st = ndf__fail(ctx, NDF_EINVAL, "gaussian: sigma %g on axis %d must be >= 0 and finite", sg,
+                     d);
+    else if (o.order[d] < 0)
+      st = ndf__fail(ctx, NDF_EINVAL, "gaussian: order %d on axis %d is negative", o.order[d], d);
+    else if (o.radius[d] < 0)
+      st = ndf__fail(ctx, NDF_EINVAL, "gaussian: radius %d on axis %d is negative", o.radius[d],
+                     d);
+    if (st != NDF_OK || sg <= 1e-15) continue; /* scipy skips such axes */
+    double r = o.radius[d] > 0 ? o.radius[d] : floor(truncate * sg + 0.5);
+    if (r > 1e9) {
+      st = ndf__fail(ctx, NDF_EINVAL, "gaussian: kernel radius %.0f on axis %d is too large", r, d);
+      continue;
+    }
+    int64_t n = 2 * (int64_t)r + 1;
+    w[d] = malloc((size_t)n * sizeof(double));
+    if (!w[d]) {
+      st = ndf__fail(ctx, NDF_ENOMEM, "gaussian: out of host memory for a kernel");
+      continue;
+    }
+    st = ndf_gaussian_kernel1d(sg, o.order[d], (int)r, w[d]);
+    if (st != NDF_OK) st = ndf__fail(ctx, st, "gaussian: kernel on axis %d", d);
+    ax[d] = (axis_in){w[d], n, o.mode[d], 0};
+  }
+  if (st == NDF_OK) st = plan_sep(plan, ctx, in, out, ax, o.cval, 0, method, "gaussian");
+  for (int d = 0; d < NDF_MAX_DIMS; d++)
+    free(w[d]);
+  return st;
+}
+
+ndf_status ndf_gaussian(ndf_context *ctx, const ndf_array *in, ndf_array *out,
+                        const ndf_gaussian_opts *opts) {
+  ndf_plan *p = NULL;
+  return run_once(ndf_plan_gaussian(&p, ctx, in, out, opts), &p, in, out);
+}
