@@ -56,3 +56,31 @@ print("static const double golden_axis0[5][20] = {")
 for m, y in axis0:
     print(f"  {carr(y)},")
 print("};")
+
+# Gaussian kernels (gaussian_filter1d's weights, correlate form) and gaussian_filter on x2.
+gk = []
+for sigma, order, radius in [(0.7, 0, 3), (1.5, 1, 6), (2.0, 2, 8), (1.2, 3, 5), (3.0, 4, 12),
+                             (0.3, 1, 2)]:
+    # gaussian_filter1d correlates with the reversed kernel: recover it from an impulse.
+    e = np.zeros(2 * radius + 1)
+    e[radius] = 1.0
+    w = ndi.gaussian_filter1d(e, sigma, order=order, mode="constant", radius=radius)[::-1]
+    gk.append((sigma, order, radius, w))
+gf = []
+for sigma, order, modes, trunc in [((1.0, 0.8), (0, 0), ("reflect", "nearest"), 4.0),
+                                   ((0.7, 1.3), (1, 2), ("mirror", "wrap"), 3.0),
+                                   ((2.0, 0.0), (1, 0), ("constant", "reflect"), 2.5),
+                                   ((0.5, 1.1), (2, 1), ("nearest", "constant"), 4.0)]:
+    y = ndi.gaussian_filter(x2, sigma, order=order, mode=list(modes), cval=CVAL, truncate=trunc)
+    gf.append((sigma, order, [MODES.index(m) for m in modes], trunc, y))
+print("typedef struct { double sigma; int order, radius; double w[25]; } gkern;")
+print("static const gkern golden_gkern[] = {")
+for sigma, order, radius, w in gk:
+    print(f"  {{{sigma!r}, {order}, {radius}, {carr(w)}}},")
+print("};")
+print("typedef struct { double sigma[2]; int order[2], mode[2]; double truncate; double y[20]; } ggauss;")
+print("static const ggauss golden_gauss[] = {")
+for sigma, order, modes, trunc, y in gf:
+    print(f"  {{{{{sigma[0]!r}, {sigma[1]!r}}}, {{{order[0]}, {order[1]}}}, "
+          f"{{{modes[0]}, {modes[1]}}}, {trunc!r}, {carr(y)}}},")
+print("};")

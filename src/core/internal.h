@@ -15,6 +15,8 @@ typedef enum ndf__op { NDF__OP_SEPFILTER = 0, NDF__OP_COUNT } ndf__op;
  * operation's parameters (owned by the plan once it exists). */
 typedef struct ndf__problem {
   ndf__op op;
+  const char *label;   /* the operation's name in messages; NULL: the op's */
+  const char *aliases; /* more method names the caller accepted, for messages ("fir") */
   ndf_array in, out;
   void *params;
   size_t params_size;

@@ -27,7 +27,7 @@ static ndf_status check_place(const ndf_context *ctx, const ndf_array *a, const 
 
 static ndf_status choose(const ndf__solver **pick, ndf_context *ctx, const ndf__problem *pb,
                          const char *method) {
-  const char *op = ndf__op_name(pb->op);
+  const char *op = pb->label ? pb->label : ndf__op_name(pb->op);
   if (method && *method && strcmp(method, "auto")) {
     for (int i = 0; i < ndf__nsolvers; i++) {
       const ndf__solver *s = ndf__solvers[i];
@@ -42,6 +42,7 @@ static ndf_status choose(const ndf__solver **pick, ndf_context *ctx, const ndf__
       return NDF_OK;
     }
     char list[256] = "";
+    if (pb->aliases) strncat(list, pb->aliases, sizeof list - 1);
     for (int i = 0; i < ndf__nsolvers; i++)
       if (ndf__solvers[i]->op == pb->op) {
         strncat(list, " ", sizeof list - strlen(list) - 1);

@@ -21,6 +21,16 @@ int ndf__launch_corr1d_direct(const float *in, ndf__view4 vin, float *out, ndf__
                               int axis4, const float *w, int64_t n, int64_t left, int mode,
                               float cval, void *stream);
 
+/* cuda_sep passes over contiguous float32 arrays: along the last axis of
+ * [nrows][X], or along the middle axis of [P][L][Q]. w_host: the n taps (they
+ * travel as kernel parameters); w_dev: the same in device memory. */
+int ndf__launch_sep_rows(const float *in, float *out, int64_t nrows, int64_t X,
+                         const float *w_host, const float *w_dev, int64_t n, int64_t left,
+                         int mode, float cval, void *stream);
+int ndf__launch_sep_cols(const float *in, float *out, int64_t P, int64_t L, int64_t Q,
+                         const float *w_host, const float *w_dev, int64_t n, int64_t left,
+                         int mode, float cval, void *stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -18,7 +18,7 @@ typedef struct {
  * filtered), then plans it. `what` names the operation in messages. */
 static ndf_status plan_sep(ndf_plan **plan, ndf_context *ctx, const ndf_array *in,
                            const ndf_array *out, const axis_in *ax, double cval, int convolve,
-                           const char *method, const char *what) {
+                           const char *method, const char *what, const char *aliases) {
   ndf_status st = ndf__check_desc(ctx, in, "in");
   if (st == NDF_OK) st = ndf__check_desc(ctx, out, "out");
   if (st == NDF_OK) st = ndf__check_same_shape(ctx, in, out);
@@ -68,6 +68,8 @@ static ndf_status plan_sep(ndf_plan **plan, ndf_context *ctx, const ndf_array *i
   ndf__problem pb;
   memset(&pb, 0, sizeof pb);
   pb.op = NDF__OP_SEPFILTER;
+  pb.label = what;
+  pb.aliases = aliases;
   pb.in = *in;
   pb.out = *out;
   pb.in.data = pb.out.data = NULL;
@@ -111,7 +113,7 @@ static ndf_status plan1d(ndf_plan **plan, ndf_context *ctx, const ndf_array *in,
   memset(ax, 0, sizeof ax);
   int a = axis < 0 ? axis + in->ndim : axis;
   ax[a] = (axis_in){w, n, o.mode, o.origin};
-  return plan_sep(plan, ctx, in, out, ax, o.cval, convolve, o.method, "correlate1d");
+  return plan_sep(plan, ctx, in, out, ax, o.cval, convolve, o.method, "correlate1d", NULL);
 }
 
 ndf_status ndf_plan_correlate1d(ndf_plan **plan, ndf_context *ctx, const ndf_array *in,
@@ -163,7 +165,7 @@ ndf_status ndf_plan_sepfilter(ndf_plan **plan, ndf_context *ctx, const ndf_array
     if (!weights[d] || nweights[d] == 0) continue;
     ax[d] = (axis_in){weights[d], nweights[d], o.mode[d], o.origin[d]};
   }
-  return plan_sep(plan, ctx, in, out, ax, o.cval, o.convolve, o.method, "sepfilter");
+  return plan_sep(plan, ctx, in, out, ax, o.cval, o.convolve, o.method, "sepfilter", NULL);
 }
 
 ndf_status ndf_sepfilter(ndf_context *ctx, const ndf_array *in, ndf_array *out,
@@ -269,7 +271,7 @@ ndf_status ndf_plan_gaussian(ndf_plan **plan, ndf_context *ctx, const ndf_array 
     if (st != NDF_OK) st = ndf__fail(ctx, st, "gaussian: kernel on axis %d", d);
     ax[d] = (axis_in){w[d], n, o.mode[d], 0};
   }
-  if (st == NDF_OK) st = plan_sep(plan, ctx, in, out, ax, o.cval, 0, method, "gaussian");
+  if (st == NDF_OK) st = plan_sep(plan, ctx, in, out, ax, o.cval, 0, method, "gaussian", " fir");
   for (int d = 0; d < NDF_MAX_DIMS; d++)
     free(w[d]);
   return st;

@@ -21,4 +21,16 @@ void ndf_ref_convolve1d(const ndf_array *in, double *out, const double *w, int64
 void ndf_ref_correlate(const ndf_array *in, double *out, const double *w, const int64_t *wshape,
                        ndf_mode mode, double cval, const int *origin);
 
+/* Separable filter: correlate1d (convolve1d if convolve) along each axis d
+ * with n[d] > 0 weights w[d], mode[d] and origin[d], in increasing axis
+ * order, all in float64. */
+void ndf_ref_sepfilter(const ndf_array *in, double *out, const double *const *w, const int64_t *n,
+                       const ndf_mode *mode, double cval, const int *origin, int convolve);
+
+/* gaussian_filter1d's correlate-form weights (2 radius + 1 of them) for
+ * order 0, 1 or 2, from the closed-form derivatives of the Gaussian (scipy
+ * builds them by a polynomial recurrence instead): returns 0, or -1 for
+ * another order. */
+int ndf_ref_gaussian_kernel(double sigma, int order, int radius, double *w);
+
 #endif

@@ -1,0 +1,346 @@
+/* test_sep.c - separable solvers (correlate1d/convolve1d, sepfilter, gaussian) against the
+ * float64 reference, on random shapes, kernels, modes, dtypes, strides and places.
+ * usage: test_sep cpu|cuda [method]  (exit 77 = skipped: no usable device)
+ * A one-axis method (cpu_direct, cuda_direct) gets one-axis cases only. */
+#include "common.h"
+#include "golden_scipy.h"
+#include "ref/ref.h"
+
+/* max |out - ref| / max of the same filter with |w| on |x| (float outputs) */
+static double t_tol = 1e-5;
+static double worst_seen;
+
+enum { API_1D, API_SEP, API_GAUSS };
+static const char *const api_names[3] = {"correlate1d", "sepfilter", "gaussian"};
+
+typedef struct {
+  int api, nd, conv, strided_in, strided_out, dev_in, dev_out, inplace, reuse;
+  int axis;                   /* API_1D: the axis */
+  int64_t n[NDF_MAX_DIMS];    /* weights per axis, 0: not filtered */
+  int origin[NDF_MAX_DIMS];
+  ndf_mode mode[NDF_MAX_DIMS];
+  double sigma[NDF_MAX_DIMS]; /* API_GAUSS */
+  int order[NDF_MAX_DIMS], radius[NDF_MAX_DIMS];
+  double truncate;
+  int64_t shape[NDF_MAX_DIMS];
+  ndf_dtype idt, odt;
+  double cval;
+} tcase;
+
+static void describe(const tcase *c, const char *method) {
+  fprintf(stderr, "  case: %s%s ndim=%d shape=(", api_names[c->api],
+          c->conv ? " (convolve)" : "", c->nd);
+  for (int d = 0; d < c->nd; d++)
+    fprintf(stderr, "%lld%s", (long long)c->shape[d], d + 1 < c->nd ? "," : "");
+  fprintf(stderr, ")");
+  for (int d = 0; d < c->nd; d++)
+    if (c->n[d]) {
+      fprintf(stderr, " [axis %d: n=%lld origin=%d mode=%s", d, (long long)c->n[d], c->origin[d],
+              ndf_mode_name(c->mode[d]));
+      if (c->api == API_GAUSS)
+        fprintf(stderr, " sigma=%.17g order=%d radius=%d truncate=%.17g", c->sigma[d],
+                c->order[d], c->radius[d], c->truncate);
+      fprintf(stderr, "]");
+    }
+  fprintf(stderr, " cval=%g in=%s%s%s out=%s%s%s%s method=%s\n", c->cval, ndf_dtype_name(c->idt),
+          c->strided_in ? "/strided" : "", c->dev_in ? "/device" : "", ndf_dtype_name(c->odt),
+          c->strided_out ? "/strided" : "", c->dev_out ? "/device" : "",
+          c->inplace ? " in-place" : "", method ? method : "auto");
+}
+
+/* The case's kernels: random weights, or the reference's Gaussian kernels. */
+static void make_weights(const tcase *c, uint64_t *r, double *w[NDF_MAX_DIMS],
+                         double *aw[NDF_MAX_DIMS]) {
+  for (int d = 0; d < c->nd; d++) {
+    w[d] = aw[d] = NULL;
+    if (!c->n[d]) continue;
+    w[d] = malloc((size_t)c->n[d] * sizeof(double));
+    aw[d] = malloc((size_t)c->n[d] * sizeof(double));
+    if (c->api == API_GAUSS) {
+      if (ndf_ref_gaussian_kernel(c->sigma[d], c->order[d], (int)(c->n[d] / 2), w[d])) abort();
+    } else {
+      for (int64_t j = 0; j < c->n[d]; j++)
+        w[d][j] = ndf_rand_uniform(r);
+    }
+    for (int64_t j = 0; j < c->n[d]; j++)
+      aw[d][j] = fabs(w[d][j]);
+  }
+}
+
+static ndf_status plan_case(ndf_plan **p, ndf_context *ctx, const tcase *c, const char *method,
+                            const ndf_array *in, const ndf_array *out, double *const *w,
+                            uint64_t *r) {
+  switch (c->api) {
+  case API_1D: {
+    ndf_correlate1d_opts o = {sizeof o, method, c->mode[c->axis], c->cval, c->origin[c->axis]};
+    int axis = c->axis - (t_randint(r, 0, 1) ? c->nd : 0); /* negative axes too */
+    const double *wa = w[c->axis];
+    return c->conv ? ndf_plan_convolve1d(p, ctx, in, out, wa, c->n[c->axis], axis, &o)
+                   : ndf_plan_correlate1d(p, ctx, in, out, wa, c->n[c->axis], axis, &o);
+  }
+  case API_SEP: {
+    ndf_sepfilter_opts o;
+    memset(&o, 0, sizeof o);
+    o.struct_size = sizeof o;
+    o.method = method;
+    o.convolve = c->conv;
+    o.cval = c->cval;
+    memcpy(o.mode, c->mode, sizeof o.mode);
+    memcpy(o.origin, c->origin, sizeof o.origin);
+    return ndf_plan_sepfilter(p, ctx, in, out, (const double *const *)w, c->n, &o);
+  }
+  default: {
+    ndf_gaussian_opts o;
+    memset(&o, 0, sizeof o);
+    o.struct_size = sizeof o;
+    o.method = method ? method : t_randint(r, 0, 1) ? "fir" : NULL;
+    o.truncate = c->truncate;
+    o.cval = c->cval;
+    memcpy(o.sigma, c->sigma, sizeof o.sigma);
+    memcpy(o.order, c->order, sizeof o.order);
+    memcpy(o.radius, c->radius, sizeof o.radius);
+    memcpy(o.mode, c->mode, sizeof o.mode);
+    return ndf_plan_gaussian(p, ctx, in, out, &o);
+  }
+  }
+}
+
+static void run_case(ndf_context *ctx, int cuda, const char *method, const tcase *c, uint64_t *r) {
+  t_arr in, out, *po = &out;
+  t_arr_make(&in, r, c->idt, c->nd, c->shape, c->strided_in, c->dev_in ? ctx : NULL);
+  t_fill_random(&in, r);
+  if (c->inplace)
+    po = &in;
+  else {
+    t_arr_make(&out, r, c->odt, c->nd, c->shape, c->strided_out, c->dev_out ? ctx : NULL);
+    t_poison(&out);
+  }
+  double *w[NDF_MAX_DIMS], *aw[NDF_MAX_DIMS];
+  make_weights(c, r, w, aw);
+  int64_t total = ndf_array_size(&in.hview);
+  double *ref = malloc((size_t)total * sizeof *ref), *mag = malloc((size_t)total * sizeof *mag);
+  double *absx = malloc((size_t)total * sizeof *absx);
+  for (int64_t i = 0; i < total; i++)
+    absx[i] = fabs(ndf__load(in.hview.dtype, in.hview.data, ndf__offset(&in.hview, i)));
+  ndf_array ax = ndf_array_contiguous(NDF_F64, c->nd, c->shape, absx);
+  ndf_ref_sepfilter(&in.hview, ref, (const double *const *)w, c->n, c->mode, c->cval, c->origin,
+                    c->conv);
+  ndf_ref_sepfilter(&ax, mag, (const double *const *)aw, c->n, c->mode, fabs(c->cval), c->origin,
+                    c->conv);
+  void *poisoned = malloc(po->bytes);
+  memcpy(poisoned, po->host, po->bytes);
+  t_arr_upload(&in, ctx);
+  if (!c->inplace) t_arr_upload(&out, ctx);
+
+  ndf_plan *p = NULL;
+  ndf_status st = plan_case(&p, ctx, c, method, &in.view, &po->view, w, r);
+  if (st == NDF_OK && c->reuse && !c->inplace) { /* run twice: execute must be repeatable */
+    st = ndf_execute(p, &in.view, &po->view);
+    if (st == NDF_OK) st = ndf_context_synchronize(ctx);
+    t_arr_download(po, ctx);
+    memcpy(po->host, poisoned, po->bytes);
+    t_arr_upload(po, ctx);
+  }
+  if (st == NDF_OK) st = ndf_execute(p, &in.view, &po->view);
+  if (st == NDF_OK) st = ndf_context_synchronize(ctx);
+  const char *solver = p ? ndf_plan_solver(p) : "?";
+  CHECK(st == NDF_OK, "%s: %s", ndf_status_str(st), ndf_context_message(ctx));
+  CHECK(!method || !strcmp(solver, method), "solver %s, asked for %s", solver, method);
+  CHECK(cuda == !strncmp(solver, "cuda", 4), "solver %s on the wrong device", solver);
+  ndf_plan_destroy(p);
+  t_arr_download(po, ctx);
+
+  double scale = 0;
+  for (int64_t i = 0; i < total; i++)
+    scale = mag[i] > scale ? mag[i] : scale;
+  if (scale == 0) scale = 1;
+  int isfloat = c->odt == NDF_F32 || c->odt == NDF_F64;
+  double worst = -1;
+  int64_t wi = 0, unwritten = 0;
+  for (int64_t i = 0; st == NDF_OK && i < total; i++) {
+    double v = ndf__load(po->hview.dtype, po->hview.data, ndf__offset(&po->hview, i)), e;
+    if (isfloat) {
+      if (isnan(v)) unwritten++;
+      e = isnan(v) ? INFINITY : fabs(v - ref[i]) / scale;
+    } else {
+      double lo = c->odt == NDF_I16 ? -32768 : 0, hi = c->odt == NDF_U8    ? 255
+                                                       : c->odt == NDF_U16 ? 65535
+                                                                           : 32767;
+      e = fabs(v - ndf__round_clamp(ref[i], lo, hi)); /* float rounding may flip a .5 */
+    }
+    if (e > worst) {
+      worst = e;
+      wi = i;
+    }
+  }
+  int bad = st != NDF_OK || (isfloat ? worst > t_tol : worst > 1.0);
+  if (st == NDF_OK && isfloat && worst > worst_seen) worst_seen = worst;
+  int64_t gaps = c->inplace ? 0 : t_gaps_changed(po, poisoned);
+  if (bad || unwritten || gaps) {
+    t_failures++;
+    describe(c, method);
+    if (st == NDF_OK) {
+      int64_t rem = wi, co[NDF_MAX_DIMS];
+      for (int d = c->nd - 1; d >= 0; d--) {
+        co[d] = rem % c->shape[d];
+        rem /= c->shape[d];
+      }
+      fprintf(stderr, "  worst element #%lld (", (long long)wi);
+      for (int d = 0; d < c->nd; d++)
+        fprintf(stderr, "%lld%s", (long long)co[d], d + 1 < c->nd ? "," : "");
+      fprintf(stderr,
+              "): got %.9g, reference %.9g, error %.3g (bound %g%s); %lld unwritten, %lld "
+              "elements outside the view changed\n",
+              ndf__load(po->hview.dtype, po->hview.data, ndf__offset(&po->hview, wi)), ref[wi],
+              worst, isfloat ? t_tol : 1.0, isfloat ? " relative" : " absolute",
+              (long long)unwritten, (long long)gaps);
+    }
+  }
+  for (int d = 0; d < c->nd; d++) {
+    free(w[d]);
+    free(aw[d]);
+  }
+  free(ref);
+  free(mag);
+  free(absx);
+  free(poisoned);
+  t_arr_free(&in, ctx);
+  if (!c->inplace) t_arr_free(&out, ctx);
+}
+
+/* Kernel length for an axis of length len: mostly short, sometimes longer
+ * than the axis, sometimes in the larger tap buckets of the GPU kernels. */
+static int64_t random_n(uint64_t *r, int64_t len) {
+  switch (t_randint(r, 0, 7)) {
+  case 0: return t_randint(r, len + 1, 2 * len + 6);
+  case 1: return t_randint(r, 13, 300);
+  default: return t_randint(r, 1, 12);
+  }
+}
+
+static void random_case(tcase *c, uint64_t *r, int cuda, int one_axis) {
+  static const int64_t maxdim[5] = {0, 300, 40, 14, 7};
+  memset(c, 0, sizeof *c);
+  c->api = one_axis ? API_1D : (int)t_randint(r, API_1D, API_GAUSS);
+  c->nd = (int)t_randint(r, 1, 4);
+  for (int d = 0; d < c->nd; d++) {
+    c->shape[d] = t_randint(r, 0, 5) == 0 ? 1 : t_randint(r, 2, maxdim[c->nd]);
+    c->mode[d] = (ndf_mode)t_randint(r, 0, 4);
+  }
+  if (c->api == API_1D) {
+    c->axis = (int)t_randint(r, 0, c->nd - 1);
+    c->n[c->axis] = random_n(r, c->shape[c->axis]);
+  } else if (c->api == API_SEP) {
+    for (int d = 0; d < c->nd; d++)
+      if (t_randint(r, 0, 3)) c->n[d] = random_n(r, c->shape[d]);
+  } else {
+    c->truncate = t_randint(r, 0, 1) ? 0 : 1 + 4 * fabs(ndf_rand_uniform(r) * ndf_rand_uniform(r));
+    const double tr = c->truncate == 0 ? 4.0 : c->truncate;
+    for (int d = 0; d < c->nd; d++) {
+      if (t_randint(r, 0, 4) == 0) continue; /* sigma 0: not filtered */
+      c->sigma[d] = t_randint(r, 0, 5) == 0 ? 4 + 20 * fabs(ndf_rand_uniform(r))
+                                            : 0.3 + 3 * fabs(ndf_rand_uniform(r));
+      c->order[d] = (int)t_randint(r, 0, 2);
+      if (t_randint(r, 0, 4) == 0) c->radius[d] = (int)t_randint(r, 1, 20);
+      int64_t rad = c->radius[d] ? c->radius[d] : (int64_t)(tr * c->sigma[d] + 0.5);
+      c->n[d] = 2 * rad + 1;
+    }
+  }
+  for (int d = 0; d < c->nd; d++)
+    if (c->n[d] && c->api != API_GAUSS)
+      c->origin[d] = (int)t_randint(r, -(c->n[d] / 2), (c->n[d] - 1) / 2);
+  c->cval = 2 * ndf_rand_uniform(r);
+  c->conv = c->api != API_GAUSS && t_randint(r, 0, 1);
+  c->idt = (ndf_dtype)t_randint(r, NDF_U8, NDF_F64);
+  c->odt = t_randint(r, 0, 2) ? NDF_F32 : (ndf_dtype)t_randint(r, NDF_U8, NDF_F64);
+  c->strided_in = (int)t_randint(r, 0, 1);
+  c->strided_out = (int)t_randint(r, 0, 1);
+  c->dev_in = cuda && t_randint(r, 0, 1);
+  c->dev_out = cuda && t_randint(r, 0, 1);
+  c->inplace = t_randint(r, 0, 7) == 0;
+  if (c->inplace) {
+    c->odt = c->idt;
+    c->dev_out = c->dev_in;
+    c->strided_out = c->strided_in;
+  }
+  c->reuse = t_randint(r, 0, 3) == 0;
+}
+
+/* The library's gaussian on the CPU against scipy's gaussian_filter outputs. */
+static void golden_gaussian(ndf_context *ctx, const char *method) {
+  int64_t s2[2] = {5, 4};
+  ndf_array x = ndf_array_contiguous(NDF_F64, 2, s2, (void *)golden_x2);
+  for (size_t k = 0; k < sizeof golden_gauss / sizeof golden_gauss[0]; k++) {
+    const ggauss *g = &golden_gauss[k];
+    double y[20];
+    ndf_array out = ndf_array_contiguous(NDF_F64, 2, s2, y);
+    ndf_gaussian_opts o;
+    memset(&o, 0, sizeof o);
+    o.struct_size = sizeof o;
+    o.method = method;
+    o.truncate = g->truncate;
+    o.cval = G_CVAL;
+    for (int d = 0; d < 2; d++) {
+      o.sigma[d] = g->sigma[d];
+      o.order[d] = g->order[d];
+      o.mode[d] = (ndf_mode)g->mode[d];
+    }
+    ndf_status st = ndf_gaussian(ctx, &x, &out, &o);
+    double e = 0;
+    for (int i = 0; i < 20; i++)
+      e = fmax(e, fabs(y[i] - g->y[i]));
+    CHECK(st == NDF_OK && e < 1e-5, "gaussian_filter golden case %zu: %s, off by %g", k,
+          ndf_status_str(st), e);
+  }
+}
+
+int main(int argc, char **argv) {
+  const char *dev = argc > 1 ? argv[1] : "cpu";
+  const char *method = argc > 2 ? argv[2] : NULL;
+  const int cuda = !strcmp(dev, "cuda");
+  const int one_axis = method && strstr(method, "direct");
+  ndf_context *ctx;
+  ndf_context_opts co = {sizeof co, dev, 0};
+  ndf_status st = ndf_context_create(&ctx, &co);
+  if (st != NDF_OK) {
+    printf("no usable %s device (%s): skipped\n", dev, ndf_status_str(st));
+    return cuda && st == NDF_ENODEV ? SKIP : 1;
+  }
+  printf("device %s\n", ndf_context_device_name(ctx));
+  uint64_t r = t_seed();
+  t_tol = t_env_double("NDF_TEST_TOL", t_tol);
+  int ncases = (int)t_env_double("NDF_TEST_CASES", 400);
+  tcase c;
+  for (int k = 0; k < ncases; k++) {
+    random_case(&c, &r, cuda, one_axis);
+    run_case(ctx, cuda, method, &c, &r);
+  }
+  /* Larger arrays, so that every thread and block has lines to do, with
+   * kernels in each tap bucket of the GPU kernels and past the largest. */
+  static const int64_t big[4][4] = {{37, 64, 65}, {5, 7, 33, 129}, {4099}, {67, 1031}};
+  static const int bnd[4] = {3, 4, 1, 2};
+  static const int64_t taps[] = {3, 9, 16, 33, 64, 65, 129, 200, 256, 257, 301};
+  int t = 0;
+  for (int b = 0; b < 4; b++)
+    for (int axis = 0; axis < bnd[b]; axis++)
+      for (int rep = 0; rep < (b == 3 ? 6 : 1); rep++, t++) {
+        memset(&c, 0, sizeof c);
+        c.nd = bnd[b];
+        memcpy(c.shape, big[b], sizeof c.shape);
+        c.api = one_axis ? API_1D : API_SEP;
+        c.axis = axis;
+        for (int d = 0; d < c.nd; d++) {
+          c.mode[d] = (ndf_mode)((axis + d + rep) % 5);
+          if (d == axis || (!one_axis && b == 3)) c.n[d] = taps[(t + d) % 11];
+        }
+        c.idt = c.odt = NDF_F32;
+        c.dev_in = c.dev_out = cuda;
+        c.cval = 0.5;
+        run_case(ctx, cuda, method, &c, &r);
+      }
+  if (!cuda && !one_axis) golden_gaussian(ctx, method);
+  ndf_context_destroy(ctx);
+  printf("%d random + %d big cases on %s: worst relative error %.3g (bound %g); %d failures\n",
+         ncases, t, dev, worst_seen, t_tol, t_failures);
+  return t_failures ? 1 : 0;
+}
