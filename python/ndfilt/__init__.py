@@ -10,6 +10,7 @@ nearest and clamped to the type's range (scipy truncates and wraps).
 import atexit
 import collections
 import ctypes as C
+import operator
 import threading
 
 import numpy as np
@@ -17,7 +18,8 @@ import numpy as np
 from . import _lib
 from ._lib import lib
 
-__all__ = ["correlate1d", "convolve1d", "set_device", "device", "solvers", "__version__"]
+__all__ = ["correlate1d", "convolve1d", "sepfilter", "gaussian_filter", "gaussian_filter1d",
+           "set_device", "device", "solvers", "__version__"]
 __version__ = lib.ndf_version_string().decode()
 
 _NP_CODE = {np.dtype(np.uint8): _lib.U8, np.dtype(np.uint16): _lib.U16,
@@ -233,31 +235,19 @@ def _place_key(a):
     return (a.dtype, a.ndim, tuple(a.shape[:a.ndim]), a.place.kind, a.place.device)
 
 
-# ----------------------------------------------------------------- correlate1d
+# ----------------------------------------------------------------- plans
 
-def _filter1d(conv, input, weights, axis, output, mode, cval, origin, method):
-    w = np.ascontiguousarray(weights, dtype=np.float64)
-    if w.ndim != 1 or w.size < 1:
-        raise ValueError("weights must be a non-empty 1-D sequence")
-    if not isinstance(mode, str) or mode not in _lib.MODES:
-        raise ValueError(f"boundary mode not supported: {mode!r}")
-    src, dst, back, output_arg = _inputs(input, output)
-    if src.kind == "numpy":
-        ctx = _context(_device)
-    else:
-        ctx = _context(f"cuda:{src.dev}")
-    key = ("convolve1d" if conv else "correlate1d", ctx, _place_key(src.desc),
-           _place_key(dst.desc), w.tobytes(), int(axis), mode, float(cval), int(origin), method)
+def _context_of(src):
+    return _context(_device) if src.kind == "numpy" else _context(f"cuda:{src.dev}")
+
+
+def _run(key, ctx, src, dst, make):
+    """Executes the cached plan for key, first making it with make(byref(handle))."""
     with _lock:
         plan = _plans.get(key)
         if plan is None:
             h = C.c_void_p()
-            opts = _lib.Correlate1dOpts(C.sizeof(_lib.Correlate1dOpts),
-                                        None if method in (None, "auto") else method.encode(),
-                                        _lib.MODES[mode], float(cval), int(origin))
-            f = lib.ndf_plan_convolve1d if conv else lib.ndf_plan_correlate1d
-            st = f(C.byref(h), ctx, C.byref(src.desc), C.byref(dst.desc),
-                   w.ctypes.data_as(C.POINTER(C.c_double)), w.size, int(axis), C.byref(opts))
+            st = make(C.byref(h))
             if st != _lib.OK:
                 _raise(st, ctx)
             plan = _plans[key] = h.value
@@ -270,6 +260,9 @@ def _filter1d(conv, input, weights, axis, output, mode, cval, origin, method):
         st = lib.ndf_execute(plan, C.byref(src.desc), C.byref(dst.desc))
     if st != _lib.OK:
         _raise(st, ctx)
+
+
+def _result(dst, back, output_arg):
     out = dst.arr
     if back == "torch" and not _is_array(output_arg):
         import torch
@@ -277,6 +270,92 @@ def _filter1d(conv, input, weights, axis, output, mode, cval, origin, method):
     elif back == "torch":
         out = output_arg
     return out
+
+
+def _method(method):
+    if method is None or method == "auto":
+        return None
+    if not isinstance(method, str):
+        raise ValueError(f"method must be a string, not {method!r}")
+    return method.encode()
+
+
+def _mode(m):
+    if not isinstance(m, str) or m not in _lib.MODES:
+        raise ValueError(f"boundary mode not supported: {m!r}")
+    return _lib.MODES[m]
+
+
+def _int(v, name, lo=-2**31, hi=2**31 - 1):
+    """v as a Python int in [lo, hi] (a C int), else ValueError."""
+    try:
+        i = operator.index(v)
+    except TypeError:
+        raise ValueError(f"{name} must be an integer, not {v!r}") from None
+    if not lo <= i <= hi:
+        raise ValueError(f"{name} {i} is out of range [{lo}, {hi}]")
+    return i
+
+
+def _per_axis(value, n, name):
+    """A scalar repeated n times, or a sequence of exactly n values."""
+    if value is None or isinstance(value, (str, bytes)) or np.ndim(value) == 0:
+        return [value] * n
+    vals = list(value)
+    if len(vals) != n:
+        raise ValueError(f"{name} has {len(vals)} values; expected a scalar or one per axis ({n})")
+    return vals
+
+
+def _axes(axes, ndim):
+    """scipy's axes= (None: all), made non-negative; unique, in the caller's order."""
+    if axes is None:
+        return list(range(ndim))
+    if np.ndim(axes) == 0:
+        axes = [axes]
+    out = []
+    for a in axes:
+        a = _int(a, "axis")
+        if not -ndim <= a < ndim:
+            raise ValueError(f"axis {a} is out of range for {ndim} dimensions")
+        out.append(a % ndim)
+    if len(set(out)) != len(out):
+        raise ValueError(f"axes must be unique, not {tuple(axes)}")
+    return out
+
+
+def _permute(op, perm):
+    """Reorders op's axes in place (a view: view axis i is axis perm[i])."""
+    a, b = op.desc, _lib.Array()
+    b.dtype, b.ndim, b.data, b.place = a.dtype, a.ndim, a.data, a.place
+    for i, p in enumerate(perm):
+        b.shape[i], b.strides[i] = a.shape[p], a.strides[p]
+    op.desc = b
+
+
+# ----------------------------------------------------------------- correlate1d
+
+def _filter1d(conv, input, weights, axis, output, mode, cval, origin, method):
+    w = np.ascontiguousarray(weights, dtype=np.float64)
+    if w.ndim != 1 or w.size < 1:
+        raise ValueError("weights must be a non-empty 1-D sequence")
+    if not isinstance(mode, str) or mode not in _lib.MODES:
+        raise ValueError(f"boundary mode not supported: {mode!r}")
+    src, dst, back, output_arg = _inputs(input, output)
+    ctx = _context_of(src)
+    key = ("convolve1d" if conv else "correlate1d", ctx, _place_key(src.desc),
+           _place_key(dst.desc), w.tobytes(), int(axis), mode, float(cval), int(origin), method)
+
+    def make(h):
+        opts = _lib.Correlate1dOpts(C.sizeof(_lib.Correlate1dOpts),
+                                    None if method in (None, "auto") else method.encode(),
+                                    _lib.MODES[mode], float(cval), int(origin))
+        f = lib.ndf_plan_convolve1d if conv else lib.ndf_plan_correlate1d
+        return f(h, ctx, C.byref(src.desc), C.byref(dst.desc),
+                 w.ctypes.data_as(C.POINTER(C.c_double)), w.size, int(axis), C.byref(opts))
+
+    _run(key, ctx, src, dst, make)
+    return _result(dst, back, output_arg)
 
 
 def correlate1d(input, weights, axis=-1, output=None, mode="reflect", cval=0.0, origin=0,
@@ -296,3 +375,159 @@ def convolve1d(input, weights, axis=-1, output=None, mode="reflect", cval=0.0, o
                method="auto"):
     """Convolution along one axis, as scipy.ndimage.convolve1d (see correlate1d)."""
     return _filter1d(True, input, weights, axis, output, mode, cval, origin, method)
+
+
+# ----------------------------------------------------------------- sepfilter
+
+def sepfilter(input, weights, output=None, mode="reflect", cval=0.0, origin=0, *,
+              convolve=False, method="auto"):
+    """Separable filter: correlate1d (convolve1d if convolve) along every axis
+    that has weights, in increasing axis order, as successive scipy.ndimage
+    calls would do it (with float32 intermediates), in one pass over memory
+    where the solver can.
+
+    weights: one entry per axis, each a non-empty 1-D sequence or None (axis
+    not filtered); kernels may be odd or even and longer than their axis.
+    mode, origin: a scalar or one per axis. With no filtered axis the result is
+    a copy. method: 'auto' or a solver name ('cpu_sep', 'cuda_sep', and for one
+    filtered axis 'cpu_direct', 'cuda_direct'). Arrays as correlate1d.
+    """
+    src, dst, back, output_arg = _inputs(input, output)
+    nd = src.desc.ndim
+    try:
+        ws = list(weights)
+    except TypeError:
+        raise ValueError("weights must be a sequence with one kernel (or None) per axis") from None
+    if len(ws) != nd:
+        raise ValueError(f"weights has {len(ws)} entries; expected one per axis ({nd})")
+    for d, w in enumerate(ws):
+        if w is not None:
+            w = ws[d] = np.ascontiguousarray(w, dtype=np.float64)
+            if w.ndim != 1 or w.size < 1:
+                raise ValueError(f"weights[{d}] must be None or a non-empty 1-D sequence")
+    modes = [_mode(m) for m in _per_axis(mode, nd, "mode")]
+    origins = [_int(o, "origin") for o in _per_axis(origin, nd, "origin")]
+    for d in range(nd):  # what an unfiltered axis says does not matter to the plan
+        if ws[d] is None:
+            modes[d] = origins[d] = 0
+    cval, convolve, meth = float(cval), bool(convolve), _method(method)
+    ctx = _context_of(src)
+    key = ("sepfilter", ctx, _place_key(src.desc), _place_key(dst.desc),
+           tuple(None if w is None else w.tobytes() for w in ws), tuple(modes), tuple(origins),
+           cval, convolve, meth)
+
+    def make(h):
+        wp = (C.POINTER(C.c_double) * _lib.MAX_DIMS)()
+        nw = (C.c_int64 * _lib.MAX_DIMS)()
+        opts = _lib.SepfilterOpts(C.sizeof(_lib.SepfilterOpts), meth, int(convolve))
+        opts.cval = cval
+        for d, w in enumerate(ws):
+            opts.mode[d], opts.origin[d] = modes[d], origins[d]
+            if w is not None:
+                wp[d], nw[d] = w.ctypes.data_as(C.POINTER(C.c_double)), w.size
+        return lib.ndf_plan_sepfilter(h, ctx, C.byref(src.desc), C.byref(dst.desc), wp, nw,
+                                      C.byref(opts))
+
+    _run(key, ctx, src, dst, make)
+    return _result(dst, back, output_arg)
+
+
+# ----------------------------------------------------------------- gaussian
+
+_TINY_TRUNCATE = 1e-300  # the C radius (int)(truncate * sigma + 0.5) is then 0 (sigma < 5e299)
+
+
+def _gaussian(input, sigma, order, output, mode, cval, truncate, radius, axes, method):
+    src, dst, back, output_arg = _inputs(input, output)
+    nd = src.desc.ndim
+    ax = _axes(axes, nd)
+    k = len(ax)
+    try:
+        sig = [float(s) for s in _per_axis(sigma, k, "sigma")]
+    except TypeError:
+        raise ValueError(f"sigma must be a number or one number per axis, not {sigma!r}") from None
+    orders = [_int(o, "order", 0) for o in _per_axis(order, k, "order")]
+    modes = [_mode(m) for m in _per_axis(mode, k, "mode")]
+    radii = [None if r is None else _int(r, "radius", 0) for r in _per_axis(radius, k, "radius")]
+    try:
+        trunc = float(truncate)
+    except TypeError:
+        raise ValueError(f"truncate must be a number, not {truncate!r}") from None
+    cval, meth = float(cval), _method(method)
+    # Per axis of the array: sigma 0 (unlisted) leaves an axis alone.
+    c_sig, c_ord, c_mode, c_rad = [0.0] * nd, [0] * nd, [0] * nd, [0] * nd
+    for a, s, o, m in zip(ax, sig, orders, modes):
+        c_sig[a], c_ord[a], c_mode[a] = s, o, m
+    filtered = [(a, r) for a, s, r in zip(ax, sig, radii) if s > 1e-15]  # scipy's test
+    # The C side takes radius 0 as "use truncate" and truncate 0 as 4.0; then every
+    # radius is computed here, as scipy does, and radius 0 made by a tiny truncate.
+    c_trunc = trunc
+    if not trunc > 0 or any(r == 0 for _, r in filtered):
+        c_trunc = 4.0
+        for a, r in filtered:
+            if r is None:
+                try:
+                    r = int(trunc * c_sig[a] + 0.5)
+                except (ValueError, OverflowError):
+                    raise ValueError(f"truncate {truncate!r} and sigma {c_sig[a]} give no "
+                                     "kernel radius") from None
+                r = _int(r, f"kernel radius (truncate {truncate!r} * sigma {c_sig[a]})", 0)
+            if r == 0:
+                if c_sig[a] * _TINY_TRUNCATE >= 0.5:
+                    raise ValueError(f"radius 0 with sigma {c_sig[a]} is not supported")
+                c_trunc = _TINY_TRUNCATE
+            c_rad[a] = r
+    else:
+        for a, r in filtered:
+            c_rad[a] = r or 0
+    # The library filters in increasing axis order, scipy in the order of axes=. They
+    # differ beyond rounding only when constant mode pads with cval != 0; then the
+    # arrays are passed as views whose axes put the filtered ones in scipy's order.
+    order_ax = [a for a, _ in filtered]
+    if order_ax != sorted(order_ax) and cval != 0 and any(
+            c_mode[a] == _lib.MODES["constant"] for a in order_ax):
+        perm = list(range(nd))
+        for pos, a in zip(sorted(order_ax), order_ax):
+            perm[pos] = a
+        _permute(src, perm)
+        _permute(dst, perm)
+        c_sig, c_ord, c_mode, c_rad = ([v[p] for p in perm] for v in (c_sig, c_ord, c_mode, c_rad))
+    ctx = _context_of(src)
+    key = ("gaussian", ctx, _place_key(src.desc), _place_key(dst.desc), tuple(c_sig),
+           tuple(c_ord), tuple(c_rad), c_trunc, tuple(c_mode), cval, meth)
+
+    def make(h):
+        opts = _lib.GaussianOpts(C.sizeof(_lib.GaussianOpts), meth)
+        opts.truncate, opts.cval = c_trunc, cval
+        for d in range(nd):
+            opts.sigma[d], opts.order[d] = c_sig[d], c_ord[d]
+            opts.radius[d], opts.mode[d] = c_rad[d], c_mode[d]
+        return lib.ndf_plan_gaussian(h, ctx, C.byref(src.desc), C.byref(dst.desc),
+                                     C.byref(opts))
+
+    _run(key, ctx, src, dst, make)
+    return _result(dst, back, output_arg)
+
+
+def gaussian_filter(input, sigma, order=0, output=None, mode="reflect", cval=0.0, truncate=4.0,
+                    *, radius=None, axes=None, method="auto"):
+    """Gaussian filter, as scipy.ndimage.gaussian_filter (scipy >= 1.11's axes=).
+
+    sigma, order (derivative order, >= 0), mode and radius: a scalar or one per
+    axis of axes (all axes when axes is None); an axis whose sigma is <= 1e-15
+    is left alone, and a negative sigma is an error. The kernel radius is
+    int(truncate * sigma + 0.5) unless radius gives it. method: 'auto', 'fir'
+    (the truncated sampled Gaussian as a separable filter), or a solver name
+    ('cpu_sep', 'cuda_sep'). Arrays, dtypes and output as correlate1d.
+    """
+    return _gaussian(input, sigma, order, output, mode, cval, truncate, radius, axes, method)
+
+
+def gaussian_filter1d(input, sigma, axis=-1, order=0, output=None, mode="reflect", cval=0.0,
+                      truncate=4.0, *, radius=None, method="auto"):
+    """Gaussian filter along one axis, as scipy.ndimage.gaussian_filter1d (see
+    gaussian_filter). sigma 0 gives a copy, where scipy divides by zero."""
+    for name, v in (("sigma", sigma), ("order", order), ("radius", radius), ("axis", axis)):
+        if v is not None and not isinstance(v, str) and np.ndim(v) != 0:
+            raise ValueError(f"{name} must be a scalar, not {v!r}")
+    return _gaussian(input, sigma, order, output, mode, cval, truncate, radius, [axis], method)

@@ -29,6 +29,19 @@ class Correlate1dOpts(C.Structure):
                 ("cval", C.c_double), ("origin", C.c_int)]
 
 
+class SepfilterOpts(C.Structure):
+    _fields_ = [("struct_size", C.c_size_t), ("method", C.c_char_p), ("convolve", C.c_int),
+                ("mode", C.c_int * MAX_DIMS), ("origin", C.c_int * MAX_DIMS),
+                ("cval", C.c_double)]
+
+
+class GaussianOpts(C.Structure):
+    _fields_ = [("struct_size", C.c_size_t), ("method", C.c_char_p),
+                ("sigma", C.c_double * MAX_DIMS), ("order", C.c_int * MAX_DIMS),
+                ("truncate", C.c_double), ("radius", C.c_int * MAX_DIMS),
+                ("mode", C.c_int * MAX_DIMS), ("cval", C.c_double)]
+
+
 def _candidates():
     env = os.environ.get("NDFILT_LIBRARY")
     if env:
@@ -76,6 +89,14 @@ _sig = {
                                        P(C.c_double), C.c_int64, C.c_int, P(Correlate1dOpts)]),
     "ndf_plan_convolve1d": (C.c_int, [P(C.c_void_p), C.c_void_p, P(Array), P(Array),
                                       P(C.c_double), C.c_int64, C.c_int, P(Correlate1dOpts)]),
+    "ndf_plan_sepfilter": (C.c_int, [P(C.c_void_p), C.c_void_p, P(Array), P(Array),
+                                     P(P(C.c_double)), P(C.c_int64), P(SepfilterOpts)]),
+    "ndf_sepfilter": (C.c_int, [C.c_void_p, P(Array), P(Array), P(P(C.c_double)),
+                                P(C.c_int64), P(SepfilterOpts)]),
+    "ndf_plan_gaussian": (C.c_int, [P(C.c_void_p), C.c_void_p, P(Array), P(Array),
+                                    P(GaussianOpts)]),
+    "ndf_gaussian": (C.c_int, [C.c_void_p, P(Array), P(Array), P(GaussianOpts)]),
+    "ndf_gaussian_kernel1d": (C.c_int, [C.c_double, C.c_int, C.c_int, P(C.c_double)]),
 }
 for _name, (_res, _args) in _sig.items():
     _f = getattr(lib, _name)
