@@ -1,4 +1,5 @@
-/* demo.c - `ndfilt demo`: every operation on a noisy 3-D Shepp-Logan phantom, timed. */
+/* demo.c - `ndfilt demo`: Gaussian filters on a noisy 3-D Shepp-Logan phantom, timed. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,11 +41,12 @@ typedef struct {
   const char *op, *solver, *note; /* static strings */
   char device[64];                /* copied: the context may be gone when printed */
   double sec, mvox;
+  int pipeline; /* several passes and host work: no single GB/s figure */
 } row;
 
 static row make_row(const char *op, const char *solver, ndf_context *ctx, const char *note,
                     double sec, double mvox) {
-  row r = {op, solver, note, "", sec, mvox};
+  row r = {op, solver, note, "", sec, mvox, 0};
   snprintf(r.device, sizeof r.device, "%s", ndf_context_device_name(ctx));
   return r;
 }
@@ -52,75 +54,134 @@ static row make_row(const char *op, const char *solver, ndf_context *ctx, const 
 static void print_table(const row *r, int n) {
   printf("\n%-26s %-12s %-30s %10s %10s %9s  %s\n", "operation", "solver", "device", "time ms",
          "Mvox/s", "GB/s", "note");
-  for (int i = 0; i < n; i++)
-    printf("%-26s %-12s %-30s %10.2f %10.0f %9.1f  %s\n", r[i].op, r[i].solver, r[i].device,
-           1e3 * r[i].sec, r[i].mvox / r[i].sec, 8e-3 * r[i].mvox / r[i].sec, r[i].note);
+  for (int i = 0; i < n; i++) {
+    char gbs[32] = "-";
+    if (!r[i].pipeline) snprintf(gbs, sizeof gbs, "%.1f", 8e-3 * r[i].mvox / r[i].sec);
+    printf("%-26s %-12s %-30s %10.2f %10.0f %9s  %s\n", r[i].op, r[i].solver, r[i].device,
+           1e3 * r[i].sec, r[i].mvox / r[i].sec, gbs, r[i].note);
+  }
   printf("(GB/s counts one float32 read and one write per voxel)\n");
 }
 
-/* Central z-slice of a and b side by side as an 8-bit PGM. */
+/* The demo's volumes on the host, n^3 floats each. */
+typedef struct {
+  const float *vol; /* the noisy phantom */
+  float *smooth;    /* Gaussian, sigma 2 */
+  float *gradmag;   /* Gaussian gradient magnitude, sigma 1.5 */
+  float *comp;      /* scratch: one derivative */
+  int64_t n;
+} volumes;
+
+/* Central z-slices of the phantom, the smoothed volume and the gradient
+ * magnitude side by side as an 8-bit PGM; the last panel is scaled to its
+ * own maximum. */
 static int fill_pgm(void *ctx, void *file) {
-  float **v = ctx; /* v[0], v[1]: volumes; v[2][0..2]: nz, ny, nx */
-  int64_t nz = (int64_t)v[2][0], ny = (int64_t)v[2][1], nx = (int64_t)v[2][2];
+  const volumes *v = ctx;
+  const int64_t n = v->n, off = (n / 2) * n * n;
+  const float *panel[3] = {v->vol + off, v->smooth + off, v->gradmag + off};
+  float gmax = 1e-30f;
+  for (int64_t i = 0; i < n * n; i++)
+    gmax = panel[2][i] > gmax ? panel[2][i] : gmax;
   FILE *f = file;
-  fprintf(f, "P5\n%lld %lld\n255\n", (long long)(2 * nx), (long long)ny);
-  for (int64_t y = 0; y < ny; y++)
-    for (int k = 0; k < 2; k++)
-      for (int64_t x = 0; x < nx; x++) {
-        float s = v[k][((nz / 2) * ny + y) * nx + x];
-        int g = (int)(255.f * (s + 0.1f) / 1.2f);
+  fprintf(f, "P5\n%lld %lld\n255\n", (long long)(3 * n), (long long)n);
+  for (int64_t y = 0; y < n; y++)
+    for (int k = 0; k < 3; k++)
+      for (int64_t x = 0; x < n; x++) {
+        float s = panel[k][y * n + x];
+        int g = (int)(k == 2 ? 255.f * s / gmax : 255.f * (s + 0.1f) / 1.2f);
         fputc(g < 0 ? 0 : g > 255 ? 255 : g, f);
       }
   return 0;
 }
 
-/* Runs the demo's operations on one context; appends rows. `vol` is the host
- * phantom; the result of the three passes is left in `smooth` (host). */
-static int run_device(ndf_context *ctx, const float *vol, float *smooth, int64_t n, row *rows,
-                      int *nrows) {
-  static const double w[9] = {1 / 256.,  8 / 256.,  28 / 256., 56 / 256., 70 / 256.,
-                              56 / 256., 28 / 256., 8 / 256.,  1 / 256.};
-  static const char *names[3] = {"correlate1d axis 0 (z)", "correlate1d axis 1 (y)",
-                                 "correlate1d axis 2 (x)"};
-  const int64_t shape[3] = {n, n, n};
-  const double mvox = (double)(n * n * n) / 1e6;
-  const int cuda = ndf_context_place(ctx).kind == NDF_PLACE_CUDA;
-  ndf_array host_in = ndf_array_contiguous(NDF_F32, 3, shape, (void *)vol);
-  ndf_array host_out = ndf_array_contiguous(NDF_F32, 3, shape, smooth);
-  ndf_array a, b; /* on the context's device: passes ping-pong between them */
-  ndf_correlate1d_opts o = {sizeof o, NULL, NDF_MODE_NEAREST, 0, 0};
-  ndf_status st = NDF_OK;
+/* g = c^2 (first) or g += c^2; the last call also takes the square root. */
+static void add_square(float *g, const float *c, int64_t count, int first, int last, int threads) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t i = 0; i < count; i++) {
+    float s = (first ? 0.f : g[i]) + c[i] * c[i];
+    g[i] = last ? sqrtf(s) : s;
+  }
+}
+
+/* Runs the demo's filters on one context and appends their rows: the
+ * Gaussian (sigma 2) into v->smooth, and the gradient magnitude (sigma 1.5:
+ * one Gaussian derivative per axis, combined on the host) into v->gradmag. */
+static int run_device(ndf_context *ctx, const volumes *v, row *rows, int *nrows) {
+  static const char *deriv[3] = {"gaussian d/dz, sigma 1.5", "gaussian d/dy, sigma 1.5",
+                                 "gaussian d/dx, sigma 1.5"};
+  const int64_t n = v->n, count = n * n * n, shape[3] = {n, n, n};
+  const double mvox = (double)count / 1e6;
+  const int cuda = ndf_context_place(ctx).kind == NDF_PLACE_CUDA, T = ndf_context_threads(ctx);
+  const char *where = cuda ? "device arrays" : "";
+  ndf_array host_in = ndf_array_contiguous(NDF_F32, 3, shape, (void *)v->vol);
+  ndf_array host_smooth = ndf_array_contiguous(NDF_F32, 3, shape, v->smooth);
+  ndf_array host_comp = ndf_array_contiguous(NDF_F32, 3, shape, v->comp);
+  ndf_array a, b; /* on the context's device: the phantom, and each filter's output */
+  ndf_gaussian_opts o;
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  for (int d = 0; d < 3; d++) {
+    o.sigma[d] = 2.0;
+    o.mode[d] = NDF_MODE_NEAREST;
+  }
   int reps = cuda ? 9 : 3;
+  ndf_plan *p = NULL;
+  double sec;
   a.data = b.data = NULL;
-  st = ndf_array_alloc(ctx, &a, NDF_F32, 3, shape);
+  /* Fault the host outputs' pages in now, not in the timed combine. */
+  memset(v->gradmag, 0, (size_t)count * sizeof(float));
+  memset(v->comp, 0, (size_t)count * sizeof(float));
+  ndf_status st = ndf_array_alloc(ctx, &a, NDF_F32, 3, shape);
   if (st == NDF_OK) st = ndf_array_alloc(ctx, &b, NDF_F32, 3, shape);
   if (st == NDF_OK) st = ndf_array_copy(ctx, &a, &host_in);
-  /* Pass k reads a (k even) or b and writes the other: z, then y, then x. */
-  for (int k = 0; k < 3 && st == NDF_OK; k++) {
-    ndf_array *src = k % 2 ? &b : &a, *dst = k % 2 ? &a : &b;
-    ndf_plan *p;
-    st = ndf_plan_correlate1d(&p, ctx, src, dst, w, 9, k, &o);
-    if (st != NDF_OK) break;
-    double sec;
-    /* Timing repeats the pass; the last run leaves dst = pass(src). */
-    st = time_plan(ctx, p, src, dst, reps, &sec);
-    if (st == NDF_OK)
-      rows[(*nrows)++] =
-          make_row(names[k], ndf_plan_solver(p), ctx, cuda ? "device arrays" : "", sec, mvox);
-    ndf_plan_destroy(p);
-  }
+
+  /* Smoothing. Timing repeats the filter; every run leaves b = filter(a). */
+  if (st == NDF_OK) st = ndf_plan_gaussian(&p, ctx, &a, &b, &o);
+  if (st == NDF_OK) st = time_plan(ctx, p, &a, &b, reps, &sec);
+  if (st == NDF_OK)
+    rows[(*nrows)++] = make_row("gaussian, sigma 2", ndf_plan_solver(p), ctx, where, sec, mvox);
+  ndf_plan_destroy(p);
+  p = NULL;
+  if (st == NDF_OK) st = ndf_array_copy(ctx, &host_smooth, &b);
   if (st == NDF_OK && cuda) {
-    /* The same first pass from host arrays: transfers included. */
-    ndf_plan *p;
-    st = ndf_plan_correlate1d(&p, ctx, &host_in, &host_out, w, 9, 0, &o);
-    double sec;
-    if (st == NDF_OK) st = time_plan(ctx, p, &host_in, &host_out, 3, &sec);
+    /* The same filter from host arrays: transfers included. */
+    st = ndf_plan_gaussian(&p, ctx, &host_in, &host_smooth, &o);
+    if (st == NDF_OK) st = time_plan(ctx, p, &host_in, &host_smooth, 3, &sec);
     if (st == NDF_OK)
-      rows[(*nrows)++] =
-          make_row(names[0], ndf_plan_solver(p), ctx, "host arrays, transfers included", sec, mvox);
+      rows[(*nrows)++] = make_row("gaussian, sigma 2", ndf_plan_solver(p), ctx,
+                                  "host arrays, transfers included", sec, mvox);
     ndf_plan_destroy(p);
+    p = NULL;
   }
-  if (st == NDF_OK) st = ndf_array_copy(ctx, &host_out, &b); /* after the z, y, x passes */
+
+  /* Gradient magnitude: sqrt of the sum over axes k of (d/dk Gaussian)^2. */
+  double total = 0;
+  const char *solver = "";
+  for (int k = 0; k < 3 && st == NDF_OK; k++) {
+    for (int d = 0; d < 3; d++) {
+      o.sigma[d] = 1.5;
+      o.order[d] = d == k;
+    }
+    st = ndf_plan_gaussian(&p, ctx, &a, &b, &o);
+    if (st == NDF_OK) st = time_plan(ctx, p, &a, &b, reps, &sec);
+    if (st == NDF_OK) {
+      solver = ndf_plan_solver(p);
+      rows[(*nrows)++] = make_row(deriv[k], solver, ctx, where, sec, mvox);
+      double t0 = now();
+      st = ndf_array_copy(ctx, &host_comp, &b);
+      add_square(v->gradmag, v->comp, count, k == 0, k == 2, T);
+      total += sec + (now() - t0);
+    }
+    ndf_plan_destroy(p);
+    p = NULL;
+  }
+  if (st == NDF_OK) {
+    rows[*nrows] = make_row("gradient magnitude, s 1.5", solver, ctx,
+                            cuda ? "the 3 above + copies + host sqrt(sum of squares)"
+                                 : "the 3 above + host sqrt(sum of squares)",
+                            total, mvox);
+    rows[(*nrows)++].pipeline = 1;
+  }
   ndf_array_free(ctx, &a);
   ndf_array_free(ctx, &b);
   if (st != NDF_OK) {
@@ -130,6 +191,13 @@ static int run_device(ndf_context *ctx, const float *vol, float *smooth, int64_t
   return NDF_EXIT_OK;
 }
 
+static double max_abs_diff(const float *x, const float *y, int64_t count) {
+  double m = 0;
+  for (int64_t i = 0; i < count; i++)
+    m = fmax(m, fabs((double)x[i] - (double)y[i]));
+  return m;
+}
+
 int ndf_cli_demo(ndf_context *ctx, int argc, char **argv) {
   const char *dir = "demo-out";
   int64_t n = 256;
@@ -137,9 +205,11 @@ int ndf_cli_demo(ndf_context *ctx, int argc, char **argv) {
     if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
       printf("usage: ndfilt demo [--size N] [--out DIR]\n\n"
              "Builds a noisy 3-D Shepp-Logan phantom (N^3 voxels, default 256) in memory,\n"
-             "runs every operation on the chosen device (and on the CPU as well when that is\n"
-             "a GPU), prints a table of timings and writes phantom.npy, smoothed.npy and\n"
-             "slices.pgm (central slice, before | after) to DIR (default demo-out).\n");
+             "smooths it with a Gaussian (sigma 2, mode nearest) and computes its Gaussian\n"
+             "gradient magnitude (sigma 1.5) on the chosen device (and on the CPU as well\n"
+             "when that is a GPU), prints a table of timings and writes phantom.npy,\n"
+             "smoothed.npy, gradmag.npy and slices.pgm (central slice: before | smoothed |\n"
+             "gradient magnitude) to DIR (default demo-out).\n");
       return NDF_EXIT_OK;
     }
     if (i + 1 < argc && !strcmp(argv[i], "--out"))
@@ -160,58 +230,70 @@ int ndf_cli_demo(ndf_context *ctx, int argc, char **argv) {
     fprintf(stderr, "ndfilt demo: cannot create directory %s\n", dir);
     return NDF_EXIT_IO;
   }
-  size_t count = (size_t)(n * n * n);
-  float *vol = malloc(count * sizeof(float)), *smooth = malloc(count * sizeof(float));
-  if (!vol || !smooth) {
-    free(vol);
-    free(smooth);
+  const size_t count = (size_t)(n * n * n), bytes = count * sizeof(float);
+  float *buf[4]; /* phantom, smoothed, gradient magnitude, scratch */
+  int ok = 1;
+  for (int k = 0; k < 4; k++)
+    ok &= (buf[k] = malloc(bytes)) != NULL;
+  if (!ok) {
+    for (int k = 0; k < 4; k++)
+      free(buf[k]);
     fprintf(stderr, "ndfilt demo: out of memory\n");
     return NDF_EXIT_FAIL;
   }
+  volumes v = {buf[0], buf[1], buf[2], buf[3], n};
   printf("ndfilt %s demo: noisy Shepp-Logan phantom %lld^3 (float32, %.0f MiB) on %s, %d CPU "
          "threads\n",
-         ndf_version_string(), (long long)n, (double)(count * 4) / 1048576.0,
+         ndf_version_string(), (long long)n, (double)bytes / 1048576.0,
          ndf_context_device_name(ctx), ndf_context_threads(ctx));
   double t0 = now();
-  ndf_phantom3d(vol, n, n, n, 0.05, 1);
+  ndf_phantom3d(buf[0], n, n, n, 0.05, 1);
   printf("phantom built in %.0f ms\n", 1e3 * (now() - t0));
 
   row rows[16];
-  int nrows = 0, rc = run_device(ctx, vol, smooth, n, rows, &nrows);
+  double diff[2] = {-1, -1}; /* max |gpu - cpu| of the two results, when both ran */
+  int nrows = 0, rc = run_device(ctx, &v, rows, &nrows);
   if (rc == NDF_EXIT_OK && ndf_context_place(ctx).kind == NDF_PLACE_CUDA) {
+    /* The CPU twin, into its own buffers, compared with the GPU's results. */
     ndf_context *cpu;
     ndf_context_opts co = {sizeof co, "cpu", ndf_context_threads(ctx)};
-    float *scratch = malloc(count * sizeof(float));
-    if (scratch && ndf_context_create(&cpu, &co) == NDF_OK) {
-      rc = run_device(cpu, vol, scratch, n, rows, &nrows);
+    volumes c = {buf[0], malloc(bytes), malloc(bytes), buf[3], n};
+    if (c.smooth && c.gradmag && ndf_context_create(&cpu, &co) == NDF_OK) {
+      rc = run_device(cpu, &c, rows, &nrows);
       ndf_context_destroy(cpu);
+      if (rc == NDF_EXIT_OK) {
+        diff[0] = max_abs_diff(v.smooth, c.smooth, (int64_t)count);
+        diff[1] = max_abs_diff(v.gradmag, c.gradmag, (int64_t)count);
+      }
     }
-    free(scratch);
+    free(c.smooth);
+    free(c.gradmag);
   }
   if (rc == NDF_EXIT_OK) {
     print_table(rows, nrows);
+    if (diff[0] >= 0)
+      printf("max |gpu - cpu|: smoothed %.3g, gradient magnitude %.3g\n", diff[0], diff[1]);
+    static const char *names[3] = {"phantom.npy", "smoothed.npy", "gradmag.npy"};
     char path[4096], err[512];
     const int64_t shape[3] = {n, n, n};
-    ndf_array a = ndf_array_contiguous(NDF_F32, 3, shape, vol);
-    ndf_array b = ndf_array_contiguous(NDF_F32, 3, shape, smooth);
-    float dims[3] = {(float)n, (float)n, (float)n};
-    float *pgm[3] = {vol, smooth, dims};
-    snprintf(path, sizeof path, "%s/phantom.npy", dir);
-    ndf_status st = ndf_npy_write(path, &a, err, sizeof err);
-    snprintf(path, sizeof path, "%s/smoothed.npy", dir);
-    if (st == NDF_OK) st = ndf_npy_write(path, &b, err, sizeof err);
+    ndf_status st = NDF_OK;
+    for (int k = 0; k < 3 && st == NDF_OK; k++) {
+      ndf_array a = ndf_array_contiguous(NDF_F32, 3, shape, buf[k]);
+      snprintf(path, sizeof path, "%s/%s", dir, names[k]);
+      st = ndf_npy_write(path, &a, err, sizeof err);
+    }
     snprintf(path, sizeof path, "%s/slices.pgm", dir);
-    if (st == NDF_OK) st = ndf_write_atomic(path, fill_pgm, pgm, err, sizeof err);
+    if (st == NDF_OK) st = ndf_write_atomic(path, fill_pgm, &v, err, sizeof err);
     if (st != NDF_OK) {
       fprintf(stderr, "ndfilt demo: %s\n", err);
       rc = NDF_EXIT_IO;
     } else {
-      printf("wrote %s/phantom.npy, %s/smoothed.npy (binomial-9 blur along z, y, x), "
-             "%s/slices.pgm\n",
-             dir, dir, dir);
+      printf("wrote %s/phantom.npy, %s/smoothed.npy (Gaussian, sigma 2), %s/gradmag.npy "
+             "(Gaussian gradient magnitude, sigma 1.5), %s/slices.pgm\n",
+             dir, dir, dir, dir);
     }
   }
-  free(vol);
-  free(smooth);
+  for (int k = 0; k < 4; k++)
+    free(buf[k]);
   return rc;
 }

@@ -1,5 +1,7 @@
-/* ndfilt.c - the ndfilt command-line tool: info, demo, correlate1d/convolve1d on .npy files. */
+/* ndfilt.c - the ndfilt command-line tool: info, demo, and filters on .npy files. */
 #include <errno.h>
+#include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,9 +17,11 @@ static const char *usage_main =
     "\n"
     "commands:\n"
     "  info          version, chosen device, CPU threads, solvers per operation\n"
-    "  demo          filter a noisy 3-D Shepp-Logan phantom, print timings, write demo-out/\n"
+    "  demo          Gaussian filters on a noisy 3-D Shepp-Logan phantom, timings, demo-out/\n"
     "  correlate1d   1-D correlation along an axis of a .npy array (scipy.ndimage.correlate1d)\n"
     "  convolve1d    1-D convolution along an axis (scipy.ndimage.convolve1d)\n"
+    "  sepconv       the same 1-D weights along several axes (a separable filter)\n"
+    "  gauss         Gaussian filter or derivative (scipy.ndimage.gaussian_filter)\n"
     "\n"
     "Run `ndfilt COMMAND --help` for a command's options.\n"
     "The device defaults to $NDF_DEVICE, else the first usable CUDA GPU, else the CPU.\n"
@@ -42,10 +46,67 @@ static const char *usage_corr =
     "example:\n"
     "  ndfilt correlate1d volume.npy smooth.npy --weights 1,4,6,4,1 --axis 0 --mode nearest\n";
 
-static int usage_error(const char *fmt, const char *arg) {
+static const char *usage_sepconv =
+    "usage: ndfilt sepconv IN.npy OUT.npy --weights W1,W2,... [options]\n"
+    "\n"
+    "The same 1-D weights along each listed axis, exactly as successive\n"
+    "scipy.ndimage.correlate1d (or convolve1d) calls in increasing axis order.\n"
+    "The weights are used as given, not normalised. A per-axis LIST holds one value\n"
+    "for every listed axis, or one per listed axis (in the order of --axes).\n"
+    "\n"
+    "options:\n"
+    "  --weights LIST  comma-separated filter weights (required)\n"
+    "  --axes LIST     axes to filter along; negative counts from the end (default all)\n"
+    "  --mode LIST     reflect, constant, nearest, mirror, wrap (default nearest)\n"
+    "  --cval V        value outside the array for --mode constant (default 0)\n"
+    "  --origin LIST   shift of the filter, as scipy (default 0)\n"
+    "  --convolve      convolve (scipy.ndimage.convolve1d) instead of correlate\n"
+    "  --method M      auto, or a solver from `ndfilt info` (cpu_sep, cuda_sep, ...)\n"
+    "  --dtype T       output dtype u8, u16, i16, f32, f64 (default: the input's)\n"
+    "\n"
+    "OUT is written through a temporary file and renamed, so a failure leaves no output.\n"
+    "\n"
+    "example:\n"
+    "  ndfilt sepconv volume.npy smooth.npy --weights 0.25,0.5,0.25 --axes 1,2\n";
+
+static const char *usage_gauss =
+    "usage: ndfilt gauss IN.npy OUT.npy --sigma S[,S...] [options]\n"
+    "\n"
+    "Gaussian filter, exactly scipy.ndimage.gaussian_filter (except the default mode):\n"
+    "along each axis whose sigma is > 0, in increasing axis order, the sampled Gaussian\n"
+    "on [-radius, radius], normalised to sum 1, or its derivative of the given order.\n"
+    "A LIST holds one value for every axis, or one per axis of IN (comma-separated).\n"
+    "\n"
+    "options:\n"
+    "  --sigma LIST     standard deviation in voxels, >= 0; 0 leaves an axis alone (required)\n"
+    "  --order LIST     derivative order, >= 0 (default 0: smoothing)\n"
+    "  --truncate T     radius = int(T * sigma + 0.5), T > 0 (default 4.0)\n"
+    "  --radius LIST    kernel radius >= 1; overrides --truncate\n"
+    "  --mode LIST      reflect, constant, nearest, mirror, wrap (default nearest,\n"
+    "                   as fslmaths; scipy's default is reflect)\n"
+    "  --cval V         value outside the array for --mode constant (default 0)\n"
+    "  --method M       auto, fir, or a solver: cpu_sep, cuda_sep (default auto)\n"
+    "  --dtype T        output dtype u8, u16, i16, f32, f64 (default: the input's)\n"
+    "\n"
+    "OUT is written through a temporary file and renamed, so a failure leaves no output.\n"
+    "\n"
+    "examples:\n"
+    "  ndfilt gauss t1.npy t1_smooth.npy --sigma 2\n"
+    "  ndfilt gauss t1.npy t1_dz.npy --sigma 1.5 --order 1,0,0 --mode reflect\n";
+
+static int usage_error(const char *fmt, ...)
+#ifdef __GNUC__
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+static int usage_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
   fprintf(stderr, "ndfilt: ");
-  fprintf(stderr, fmt, arg);
+  vfprintf(stderr, fmt, ap);
   fprintf(stderr, "\n(see ndfilt --help)\n");
+  va_end(ap);
   return NDF_EXIT_USAGE;
 }
 
@@ -75,80 +136,158 @@ static ndf_dtype parse_dtype(const char *s) {
   return 0;
 }
 
-static int cmd_corr1d(ndf_context *ctx, int argc, char **argv, int convolve) {
-  const char *in_path = NULL, *out_path = NULL, *wlist = NULL, *method = NULL;
-  int axis = -1;
-  ndf_dtype odt = 0;
-  ndf_correlate1d_opts o = {sizeof o, NULL, NDF_MODE_REFLECT, 0, 0};
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      fputs(usage_corr, stdout);
-      return NDF_EXIT_OK;
-    }
-    if (a[0] == '-' && a[1] == '-' && !v) return usage_error("option %s needs a value", a);
-    if (!strcmp(a, "--weights"))
-      wlist = argv[++i];
-    else if (!strcmp(a, "--axis")) {
-      if (!parse_int(argv[++i], &axis)) return usage_error("bad --axis '%s'", v);
-    } else if (!strcmp(a, "--mode")) {
-      if (ndf_mode_parse(argv[++i], &o.mode)) return usage_error("unknown --mode '%s'", v);
-    } else if (!strcmp(a, "--cval")) {
-      char *end;
-      o.cval = strtod(argv[++i], &end);
-      if (end == v || *end) return usage_error("bad --cval '%s'", v);
-    } else if (!strcmp(a, "--origin")) {
-      if (!parse_int(argv[++i], &o.origin)) return usage_error("bad --origin '%s'", v);
-    } else if (!strcmp(a, "--method"))
-      method = argv[++i];
-    else if (!strcmp(a, "--dtype")) {
-      if (!(odt = parse_dtype(argv[++i]))) return usage_error("unknown --dtype '%s'", v);
-    } else if (a[0] == '-' && a[1])
-      return usage_error("unknown option %s", a);
-    else if (!in_path)
-      in_path = a;
-    else if (!out_path)
-      out_path = a;
-    else
-      return usage_error("unexpected argument '%s'", a);
-  }
-  if (!in_path || !out_path) return usage_error("%s", "needs IN.npy and OUT.npy");
-  if (!wlist) return usage_error("%s", "needs --weights");
-  o.method = method;
+/* ------------------------------------------------------------------ lists */
 
-  size_t cap = strlen(wlist) / 2 + 2;
-  double *w = malloc(cap * sizeof *w);
-  int64_t n = 0;
-  for (const char *p = wlist; w;) {
+#define MODE_NAMES "modes (reflect, constant, nearest, mirror, wrap)"
+
+/* Parses item k of a list into dst[k]; 0 rejects it. */
+typedef int (*item_fn)(const char *item, int64_t k, void *dst);
+
+static int item_double(const char *s, int64_t k, void *dst) {
+  char *end;
+  double x = strtod(s, &end);
+  if (end == s || *end) return 0;
+  ((double *)dst)[k] = x;
+  return 1;
+}
+
+static int item_int(const char *s, int64_t k, void *dst) { return parse_int(s, (int *)dst + k); }
+
+static int item_sigma(const char *s, int64_t k, void *dst) {
+  double *v = dst;
+  return item_double(s, k, dst) && v[k] >= 0 && isfinite(v[k]);
+}
+
+static int item_order(const char *s, int64_t k, void *dst) {
+  return item_int(s, k, dst) && ((int *)dst)[k] >= 0;
+}
+
+static int item_radius(const char *s, int64_t k, void *dst) {
+  return item_int(s, k, dst) && ((int *)dst)[k] >= 1;
+}
+
+static int item_mode(const char *s, int64_t k, void *dst) {
+  return ndf_mode_parse(s, (ndf_mode *)dst + k) == NDF_OK;
+}
+
+/* Parses a comma-separated list into dst with item(); returns the count, -1
+ * if an item is malformed, or -2 if there are more than cap. */
+static int64_t parse_list(const char *s, int64_t cap, item_fn item, void *dst) {
+  char buf[64];
+  for (int64_t k = 0;; k++) {
+    size_t len = strcspn(s, ",");
+    if (k >= cap) return -2;
+    if (len >= sizeof buf) return -1;
+    memcpy(buf, s, len);
+    buf[len] = 0;
+    if (!item(buf, k, dst)) return -1;
+    if (!s[len]) return k + 1;
+    s += len + 1;
+  }
+}
+
+/* A per-axis option (at most NDF_MAX_DIMS values): parses it into dst and
+ * sets *n, or prints a usage error naming the option, saying what each item
+ * should be, and returns its code. */
+static int parse_axis_list(const char *opt, const char *s, item_fn item, void *dst, int64_t *n,
+                           const char *items) {
+  *n = parse_list(s, NDF_MAX_DIMS, item, dst);
+  if (*n == -2) return usage_error("%s '%s' has more than %d values", opt, s, NDF_MAX_DIMS);
+  if (*n < 0) return usage_error("bad %s '%s': expected %s, comma-separated", opt, s, items);
+  return NDF_EXIT_OK;
+}
+
+/* A per-axis list of n values is one for all naxes axes (those of `of`), or one for each. */
+static int check_count(const char *opt, int64_t n, int naxes, const char *of) {
+  if (n == 1 || n == naxes) return NDF_EXIT_OK;
+  return usage_error("%s has %lld values: give one, or one per axis of %s (%d)", opt, (long long)n,
+                     of, naxes);
+}
+
+/* --weights: a malloc'd array in *w (freed by the caller) and its length. */
+static int parse_weights(const char *s, double **w, int64_t *n) {
+  int64_t cap = 1;
+  for (const char *p = s; (p = strchr(p, ',')); p++)
+    cap++;
+  *w = malloc((size_t)cap * sizeof **w);
+  if (!*w) {
+    fprintf(stderr, "ndfilt: out of memory\n");
+    return NDF_EXIT_FAIL;
+  }
+  *n = parse_list(s, cap, item_double, *w);
+  if (*n < 0) {
+    free(*w);
+    *w = NULL;
+    return usage_error("bad --weights '%s'", s);
+  }
+  return NDF_EXIT_OK;
+}
+
+/* ------------------------------------------------------------------ filter commands */
+
+/* Options every filter command takes. */
+typedef struct {
+  const char *method;
+  double cval;
+  ndf_dtype dtype; /* 0: the input's */
+} common_opts;
+
+/* Handles option a with value v if it is a common one: returns -1 if it is
+ * not, NDF_EXIT_OK if it was taken, or a usage error's code. */
+static int common_option(const char *a, const char *v, common_opts *c) {
+  if (!strcmp(a, "--method")) {
+    c->method = v;
+  } else if (!strcmp(a, "--cval")) {
     char *end;
-    double x = strtod(p, &end);
-    if (end == p || (*end && *end != ',')) {
-      free(w);
-      return usage_error("bad --weights '%s'", wlist);
-    }
-    w[n++] = x;
-    if (!*end) break;
-    p = end + 1;
+    c->cval = strtod(v, &end);
+    if (end == v || *end) return usage_error("bad --cval '%s'", v);
+  } else if (!strcmp(a, "--dtype")) {
+    if (!(c->dtype = parse_dtype(v))) return usage_error("unknown --dtype '%s'", v);
+  } else {
+    return -1;
   }
-  if (!w) return NDF_EXIT_FAIL;
+  return NDF_EXIT_OK;
+}
 
+/* A positional argument: IN, then OUT; anything else is a usage error. */
+static int take_path(const char *a, const char **in_path, const char **out_path) {
+  if (a[0] == '-' && a[1]) return usage_error("unknown option %s", a);
+  if (!*in_path)
+    *in_path = a;
+  else if (!*out_path)
+    *out_path = a;
+  else
+    return usage_error("unexpected argument '%s'", a);
+  return NDF_EXIT_OK;
+}
+
+/* Reads IN.npy; on failure prints why (naming the file) and returns the exit code. */
+static int read_input(const char *path, ndf_array *in) {
   char err[512];
-  ndf_array in, out;
-  ndf_status st = ndf_npy_read(in_path, &in, err, sizeof err);
-  if (st != NDF_OK) {
-    fprintf(stderr, "ndfilt: %s\n", err);
-    free(w);
-    return st == NDF_EIO ? NDF_EXIT_IO : NDF_EXIT_USAGE;
-  }
-  out = ndf_array_contiguous(odt ? odt : in.dtype, in.ndim, in.shape, NULL);
+  ndf_status st = ndf_npy_read(path, in, err, sizeof err);
+  if (st == NDF_OK) return NDF_EXIT_OK;
+  fprintf(stderr, "ndfilt: %s\n", err);
+  return st == NDF_EIO ? NDF_EXIT_IO : NDF_EXIT_USAGE;
+}
+
+/* One library call of a command, with its arguments in `args`. */
+typedef ndf_status (*filter_fn)(ndf_context *ctx, const ndf_array *in, ndf_array *out,
+                                const void *args);
+
+/* Filters `in` (whose data it frees) into a new host array of dtype `dtype`
+ * (0: the input's) and writes that atomically to out_path: nothing is
+ * written unless every step succeeds. Returns the exit code. */
+static int filter_to_file(ndf_context *ctx, ndf_array *in, ndf_dtype dtype, const char *out_path,
+                          filter_fn f, const void *args) {
+  char err[512];
+  ndf_array out = ndf_array_contiguous(dtype ? dtype : in->dtype, in->ndim, in->shape, NULL);
   out.data = malloc((size_t)ndf_array_size(&out) * ndf_dtype_size(out.dtype));
   int rc = NDF_EXIT_OK;
   if (!out.data) {
     fprintf(stderr, "ndfilt: out of memory\n");
     rc = NDF_EXIT_FAIL;
   } else {
-    st = convolve ? ndf_convolve1d(ctx, &in, &out, w, n, axis, &o)
-                  : ndf_correlate1d(ctx, &in, &out, w, n, axis, &o);
+    ndf_status st = f(ctx, in, &out, args);
     if (st != NDF_OK) {
       fprintf(stderr, "ndfilt: %s: %s\n", ndf_status_str(st), ndf_context_message(ctx));
       rc = st == NDF_EINVAL ? NDF_EXIT_USAGE : NDF_EXIT_FAIL;
@@ -157,10 +296,245 @@ static int cmd_corr1d(ndf_context *ctx, int argc, char **argv, int convolve) {
       rc = NDF_EXIT_IO;
     }
   }
-  free(in.data);
+  free(in->data);
+  in->data = NULL;
   free(out.data);
+  return rc;
+}
+
+/* ------------------------------------------------------------------ correlate1d */
+
+typedef struct {
+  const double *w;
+  int64_t n;
+  int axis, convolve;
+  ndf_correlate1d_opts o;
+} corr1d_args;
+
+static ndf_status run_corr1d(ndf_context *ctx, const ndf_array *in, ndf_array *out,
+                             const void *args) {
+  const corr1d_args *c = args;
+  return c->convolve ? ndf_convolve1d(ctx, in, out, c->w, c->n, c->axis, &c->o)
+                     : ndf_correlate1d(ctx, in, out, c->w, c->n, c->axis, &c->o);
+}
+
+static int cmd_corr1d(ndf_context *ctx, int argc, char **argv, int convolve) {
+  const char *in_path = NULL, *out_path = NULL, *wlist = NULL;
+  common_opts co = {NULL, 0, 0};
+  corr1d_args c = {NULL, 0, -1, convolve, {sizeof c.o, NULL, NDF_MODE_REFLECT, 0, 0}};
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      fputs(usage_corr, stdout);
+      return NDF_EXIT_OK;
+    }
+    if (a[0] == '-' && a[1] == '-' && !v) return usage_error("option %s needs a value", a);
+    int rc = -1; /* -1: not an option of this command */
+    if (!strcmp(a, "--weights")) {
+      wlist = v;
+      rc = NDF_EXIT_OK;
+    } else if (!strcmp(a, "--axis")) {
+      rc = parse_int(v, &c.axis) ? NDF_EXIT_OK : usage_error("bad --axis '%s'", v);
+    } else if (!strcmp(a, "--mode")) {
+      rc = ndf_mode_parse(v, &c.o.mode) ? usage_error("unknown --mode '%s'", v) : NDF_EXIT_OK;
+    } else if (!strcmp(a, "--origin")) {
+      rc = parse_int(v, &c.o.origin) ? NDF_EXIT_OK : usage_error("bad --origin '%s'", v);
+    } else {
+      rc = common_option(a, v, &co);
+    }
+    if (rc < 0)
+      rc = take_path(a, &in_path, &out_path);
+    else if (rc == NDF_EXIT_OK)
+      i++; /* the option's value */
+    if (rc != NDF_EXIT_OK) return rc;
+  }
+  if (!in_path || !out_path) return usage_error("%s", "needs IN.npy and OUT.npy");
+  if (!wlist) return usage_error("%s", "needs --weights");
+  c.o.method = co.method;
+  c.o.cval = co.cval;
+
+  double *w;
+  int rc = parse_weights(wlist, &w, &c.n);
+  if (rc != NDF_EXIT_OK) return rc;
+  c.w = w;
+  ndf_array in;
+  rc = read_input(in_path, &in);
+  if (rc == NDF_EXIT_OK) rc = filter_to_file(ctx, &in, co.dtype, out_path, run_corr1d, &c);
   free(w);
   return rc;
+}
+
+/* ------------------------------------------------------------------ sepconv */
+
+typedef struct {
+  const double *w[NDF_MAX_DIMS];
+  int64_t n[NDF_MAX_DIMS];
+  ndf_sepfilter_opts o;
+} sep_args;
+
+static ndf_status run_sep(ndf_context *ctx, const ndf_array *in, ndf_array *out, const void *args) {
+  const sep_args *s = args;
+  return ndf_sepfilter(ctx, in, out, s->w, s->n, &s->o);
+}
+
+static int cmd_sepconv(ndf_context *ctx, int argc, char **argv) {
+  const char *in_path = NULL, *out_path = NULL, *wlist = NULL;
+  common_opts co = {NULL, 0, 0};
+  int axes[NDF_MAX_DIMS], origin[NDF_MAX_DIMS], convolve = 0;
+  ndf_mode mode[NDF_MAX_DIMS];
+  int64_t naxes = 0, norigin = 0, nmode = 0; /* 0: not given */
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      fputs(usage_sepconv, stdout);
+      return NDF_EXIT_OK;
+    }
+    if (!strcmp(a, "--convolve")) { /* the one option without a value */
+      convolve = 1;
+      continue;
+    }
+    if (a[0] == '-' && a[1] == '-' && !v) return usage_error("option %s needs a value", a);
+    int rc = -1; /* -1: not an option of this command */
+    if (!strcmp(a, "--weights")) {
+      wlist = v;
+      rc = NDF_EXIT_OK;
+    } else if (!strcmp(a, "--axes")) {
+      rc = parse_axis_list(a, v, item_int, axes, &naxes, "integers");
+    } else if (!strcmp(a, "--mode")) {
+      rc = parse_axis_list(a, v, item_mode, mode, &nmode, MODE_NAMES);
+    } else if (!strcmp(a, "--origin")) {
+      rc = parse_axis_list(a, v, item_int, origin, &norigin, "integers");
+    } else {
+      rc = common_option(a, v, &co);
+    }
+    if (rc < 0)
+      rc = take_path(a, &in_path, &out_path);
+    else if (rc == NDF_EXIT_OK)
+      i++; /* the option's value */
+    if (rc != NDF_EXIT_OK) return rc;
+  }
+  if (!in_path || !out_path) return usage_error("%s", "needs IN.npy and OUT.npy");
+  if (!wlist) return usage_error("%s", "needs --weights");
+
+  double *w;
+  int64_t n;
+  int rc = parse_weights(wlist, &w, &n);
+  if (rc != NDF_EXIT_OK) return rc;
+  ndf_array in;
+  rc = read_input(in_path, &in);
+  if (rc != NDF_EXIT_OK) {
+    free(w);
+    return rc;
+  }
+  const char *of = naxes ? "--axes" : in_path; /* what per-axis lists count */
+  if (naxes == 0)
+    for (int d = 0; d < in.ndim; d++)
+      axes[naxes++] = d;
+  sep_args s;
+  memset(&s, 0, sizeof s);
+  s.o.struct_size = sizeof s.o;
+  s.o.method = co.method;
+  s.o.cval = co.cval;
+  s.o.convolve = convolve;
+  if (nmode) rc = check_count("--mode", nmode, (int)naxes, of);
+  if (rc == NDF_EXIT_OK && norigin) rc = check_count("--origin", norigin, (int)naxes, of);
+  for (int k = 0; k < naxes && rc == NDF_EXIT_OK; k++) {
+    int d = axes[k] < 0 ? axes[k] + in.ndim : axes[k];
+    if (d < 0 || d >= in.ndim) {
+      rc = usage_error("--axes: axis %d is out of range for %s with %d axes", axes[k], in_path,
+                       in.ndim);
+      break;
+    }
+    if (s.w[d]) {
+      rc = usage_error("--axes: axis %d is listed twice", d);
+      break;
+    }
+    s.w[d] = w;
+    s.n[d] = n;
+    s.o.mode[d] = nmode ? mode[nmode == 1 ? 0 : k] : NDF_MODE_NEAREST;
+    s.o.origin[d] = norigin ? origin[norigin == 1 ? 0 : k] : 0;
+  }
+  if (rc == NDF_EXIT_OK)
+    rc = filter_to_file(ctx, &in, co.dtype, out_path, run_sep, &s);
+  else
+    free(in.data);
+  free(w);
+  return rc;
+}
+
+/* ------------------------------------------------------------------ gauss */
+
+static ndf_status run_gauss(ndf_context *ctx, const ndf_array *in, ndf_array *out,
+                            const void *args) {
+  return ndf_gaussian(ctx, in, out, args);
+}
+
+static int cmd_gauss(ndf_context *ctx, int argc, char **argv) {
+  const char *in_path = NULL, *out_path = NULL;
+  common_opts co = {NULL, 0, 0};
+  double sigma[NDF_MAX_DIMS], truncate = 4.0;
+  int order[NDF_MAX_DIMS], radius[NDF_MAX_DIMS];
+  ndf_mode mode[NDF_MAX_DIMS];
+  int64_t nsigma = 0, norder = 0, nradius = 0, nmode = 0; /* 0: not given */
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      fputs(usage_gauss, stdout);
+      return NDF_EXIT_OK;
+    }
+    if (a[0] == '-' && a[1] == '-' && !v) return usage_error("option %s needs a value", a);
+    int rc = -1; /* -1: not an option of this command */
+    if (!strcmp(a, "--sigma")) {
+      rc = parse_axis_list(a, v, item_sigma, sigma, &nsigma, "numbers >= 0");
+    } else if (!strcmp(a, "--order")) {
+      rc = parse_axis_list(a, v, item_order, order, &norder, "integers >= 0");
+    } else if (!strcmp(a, "--radius")) {
+      rc = parse_axis_list(a, v, item_radius, radius, &nradius, "integers >= 1");
+    } else if (!strcmp(a, "--mode")) {
+      rc = parse_axis_list(a, v, item_mode, mode, &nmode, MODE_NAMES);
+    } else if (!strcmp(a, "--truncate")) {
+      char *end;
+      truncate = strtod(v, &end);
+      rc = end == v || *end || !(truncate > 0) || !isfinite(truncate)
+               ? usage_error("bad --truncate '%s': expected a number > 0", v)
+               : NDF_EXIT_OK;
+    } else {
+      rc = common_option(a, v, &co);
+    }
+    if (rc < 0)
+      rc = take_path(a, &in_path, &out_path);
+    else if (rc == NDF_EXIT_OK)
+      i++; /* the option's value */
+    if (rc != NDF_EXIT_OK) return rc;
+  }
+  if (!in_path || !out_path) return usage_error("%s", "needs IN.npy and OUT.npy");
+  if (!nsigma) return usage_error("%s", "needs --sigma");
+
+  ndf_array in;
+  int rc = read_input(in_path, &in);
+  if (rc != NDF_EXIT_OK) return rc;
+  const int nd = in.ndim;
+  rc = check_count("--sigma", nsigma, nd, in_path);
+  if (rc == NDF_EXIT_OK && norder) rc = check_count("--order", norder, nd, in_path);
+  if (rc == NDF_EXIT_OK && nradius) rc = check_count("--radius", nradius, nd, in_path);
+  if (rc == NDF_EXIT_OK && nmode) rc = check_count("--mode", nmode, nd, in_path);
+  if (rc != NDF_EXIT_OK) {
+    free(in.data);
+    return rc;
+  }
+  ndf_gaussian_opts o;
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.method = co.method;
+  o.truncate = truncate;
+  o.cval = co.cval;
+  for (int d = 0; d < nd; d++) {
+    o.sigma[d] = sigma[nsigma == 1 ? 0 : d];
+    o.order[d] = norder ? order[norder == 1 ? 0 : d] : 0;
+    o.radius[d] = nradius ? radius[nradius == 1 ? 0 : d] : 0;
+    o.mode[d] = nmode ? mode[nmode == 1 ? 0 : d] : NDF_MODE_NEAREST;
+  }
+  return filter_to_file(ctx, &in, co.dtype, out_path, run_gauss, &o);
 }
 
 int main(int argc, char **argv) {
@@ -192,7 +566,7 @@ int main(int argc, char **argv) {
   }
   const char *cmd = argv[i];
   int known = !strcmp(cmd, "info") || !strcmp(cmd, "demo") || !strcmp(cmd, "correlate1d") ||
-              !strcmp(cmd, "convolve1d");
+              !strcmp(cmd, "convolve1d") || !strcmp(cmd, "sepconv") || !strcmp(cmd, "gauss");
   if (!known) return usage_error("unknown command '%s'", cmd);
 
   ndf_context *ctx;
@@ -210,6 +584,10 @@ int main(int argc, char **argv) {
     rc = cmd_info(ctx);
   else if (!strcmp(cmd, "demo"))
     rc = ndf_cli_demo(ctx, argc - i, argv + i);
+  else if (!strcmp(cmd, "sepconv"))
+    rc = cmd_sepconv(ctx, argc - i, argv + i);
+  else if (!strcmp(cmd, "gauss"))
+    rc = cmd_gauss(ctx, argc - i, argv + i);
   else
     rc = cmd_corr1d(ctx, argc - i, argv + i, !strcmp(cmd, "convolve1d"));
   ndf_context_destroy(ctx);
