@@ -46,12 +46,12 @@ fi
 
 # The CUDA suites once more in the open, for their figures (ctest hides passing output).
 : >"$LOG/cuda-tests.log"
-for m in auto cuda_direct; do
+for m in auto cuda_sep cuda_direct; do
   arg=$m; [ $m = auto ] && arg=
-  if "$B/tests/test_correlate1d" cuda $arg >>"$LOG/cuda-tests.log" 2>&1; then
-    row "cuda correlate1d ($m)" ok "$(tail -1 "$LOG/cuda-tests.log" | sed 's/.*: worst/worst/')"
+  if "$B/tests/test_sep" cuda $arg >>"$LOG/cuda-tests.log" 2>&1; then
+    row "cuda separable ($m)" ok "$(tail -1 "$LOG/cuda-tests.log" | sed 's/.*: worst/worst/')"
   else
-    row "cuda correlate1d ($m)" FAIL "see cuda-tests.log"
+    row "cuda separable ($m)" FAIL "see cuda-tests.log"
   fi
 done
 
@@ -61,7 +61,7 @@ if [ -n "$SAN" ]; then
     extra=
     [ $tool = memcheck ] && extra="--leak-check full"
     NDF_TEST_CASES=60 "$SAN" --tool $tool $extra --error-exitcode 99 \
-      "$B/tests/test_correlate1d" cuda >/tmp/san.log 2>&1
+      "$B/tests/test_sep" cuda >/tmp/san.log 2>&1
     r=$?
     { echo "### $tool (exit $r)"; cat /tmp/san.log; } >>"$LOG/sanitizer.log"
     errs=$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' /tmp/san.log | tail -1 | sed 's/^=* *//')
