@@ -87,6 +87,21 @@ static ndf_status run_once(ndf_status st, ndf_plan **p, const ndf_array *in, ndf
   return st;
 }
 
+/* Copies the caller's options (NULL: all zero, the defaults) into o, which
+ * is `size` bytes, after checking that they are at least that large; every
+ * options struct starts with its size_t struct_size. */
+static ndf_status take_opts(ndf_context *ctx, void *o, const void *opts, size_t size,
+                            const char *what) {
+  memset(o, 0, size);
+  if (!opts) return NDF_OK;
+  size_t given = *(const size_t *)opts;
+  if (given < size)
+    return ndf__fail(ctx, NDF_EINVAL, "%s: opts.struct_size is %zu, expected %zu", what, given,
+                     size);
+  memcpy(o, opts, size);
+  return NDF_OK;
+}
+
 /* ------------------------------------------------------------------ correlate1d */
 
 static ndf_status plan1d(ndf_plan **plan, ndf_context *ctx, const ndf_array *in,
@@ -96,14 +111,8 @@ static ndf_status plan1d(ndf_plan **plan, ndf_context *ctx, const ndf_array *in,
   *plan = NULL;
   if (!ctx) return NDF_EINVAL;
   ndf_correlate1d_opts o;
-  memset(&o, 0, sizeof o);
-  if (opts) {
-    if (opts->struct_size < sizeof o)
-      return ndf__fail(ctx, NDF_EINVAL, "correlate1d: opts.struct_size is %zu, expected %zu",
-                       opts->struct_size, sizeof o);
-    memcpy(&o, opts, sizeof o);
-  }
-  ndf_status st = ndf__check_desc(ctx, in, "in");
+  ndf_status st = take_opts(ctx, &o, opts, sizeof o, "correlate1d");
+  if (st == NDF_OK) st = ndf__check_desc(ctx, in, "in");
   if (st != NDF_OK) return st;
   if (!w || n < 1) return ndf__fail(ctx, NDF_EINVAL, "correlate1d: no weights");
   if (axis < -in->ndim || axis >= in->ndim)
@@ -149,14 +158,8 @@ ndf_status ndf_plan_sepfilter(ndf_plan **plan, ndf_context *ctx, const ndf_array
   *plan = NULL;
   if (!ctx) return NDF_EINVAL;
   ndf_sepfilter_opts o;
-  memset(&o, 0, sizeof o);
-  if (opts) {
-    if (opts->struct_size < sizeof o)
-      return ndf__fail(ctx, NDF_EINVAL, "sepfilter: opts.struct_size is %zu, expected %zu",
-                       opts->struct_size, sizeof o);
-    memcpy(&o, opts, sizeof o);
-  }
-  ndf_status st = ndf__check_desc(ctx, in, "in");
+  ndf_status st = take_opts(ctx, &o, opts, sizeof o, "sepfilter");
+  if (st == NDF_OK) st = ndf__check_desc(ctx, in, "in");
   if (st != NDF_OK) return st;
   if (!weights || !nweights) return ndf__fail(ctx, NDF_EINVAL, "sepfilter: no weights");
   axis_in ax[NDF_MAX_DIMS];
@@ -228,14 +231,8 @@ ndf_status ndf_plan_gaussian(ndf_plan **plan, ndf_context *ctx, const ndf_array 
   *plan = NULL;
   if (!ctx) return NDF_EINVAL;
   ndf_gaussian_opts o;
-  memset(&o, 0, sizeof o);
-  if (opts) {
-    if (opts->struct_size < sizeof o)
-      return ndf__fail(ctx, NDF_EINVAL, "gaussian: opts.struct_size is %zu, expected %zu",
-                       opts->struct_size, sizeof o);
-    memcpy(&o, opts, sizeof o);
-  }
-  ndf_status st = ndf__check_desc(ctx, in, "in");
+  ndf_status st = take_opts(ctx, &o, opts, sizeof o, "gaussian");
+  if (st == NDF_OK) st = ndf__check_desc(ctx, in, "in");
   if (st != NDF_OK) return st;
   const char *method = o.method;
   if (method && !strcmp(method, "fir")) method = NULL; /* the FIR solvers are sepfilter's */
