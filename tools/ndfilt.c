@@ -261,6 +261,14 @@ static int take_path(const char *a, const char **in_path, const char **out_path)
   return NDF_EXIT_OK;
 }
 
+/* The end of one step of a command's argument loop: rc < 0 (not an option
+ * of the command) makes a a path; a parsed option also takes its value. */
+static int finish_arg(int rc, const char *a, int *i, const char **in_path, const char **out_path) {
+  if (rc < 0) return take_path(a, in_path, out_path);
+  if (rc == NDF_EXIT_OK) (*i)++; /* the option's value */
+  return rc;
+}
+
 /* Reads IN.npy; on failure prints why (naming the file) and returns the exit code. */
 static int read_input(const char *path, ndf_array *in) {
   char err[512];
@@ -342,10 +350,7 @@ static int cmd_corr1d(ndf_context *ctx, int argc, char **argv, int convolve) {
     } else {
       rc = common_option(a, v, &co);
     }
-    if (rc < 0)
-      rc = take_path(a, &in_path, &out_path);
-    else if (rc == NDF_EXIT_OK)
-      i++; /* the option's value */
+    rc = finish_arg(rc, a, &i, &in_path, &out_path);
     if (rc != NDF_EXIT_OK) return rc;
   }
   if (!in_path || !out_path) return usage_error("%s", "needs IN.npy and OUT.npy");
@@ -407,10 +412,7 @@ static int cmd_sepconv(ndf_context *ctx, int argc, char **argv) {
     } else {
       rc = common_option(a, v, &co);
     }
-    if (rc < 0)
-      rc = take_path(a, &in_path, &out_path);
-    else if (rc == NDF_EXIT_OK)
-      i++; /* the option's value */
+    rc = finish_arg(rc, a, &i, &in_path, &out_path);
     if (rc != NDF_EXIT_OK) return rc;
   }
   if (!in_path || !out_path) return usage_error("%s", "needs IN.npy and OUT.npy");
@@ -501,10 +503,7 @@ static int cmd_gauss(ndf_context *ctx, int argc, char **argv) {
     } else {
       rc = common_option(a, v, &co);
     }
-    if (rc < 0)
-      rc = take_path(a, &in_path, &out_path);
-    else if (rc == NDF_EXIT_OK)
-      i++; /* the option's value */
+    rc = finish_arg(rc, a, &i, &in_path, &out_path);
     if (rc != NDF_EXIT_OK) return rc;
   }
   if (!in_path || !out_path) return usage_error("%s", "needs IN.npy and OUT.npy");
