@@ -86,6 +86,18 @@ def _skipped(H):
 
 # ------------------------------------------------------------------ A: gaussian (GPU)
 
+def _time_gauss(H, cndi, xs, sigma, out_nd, out_cx, row):
+    """ndfilt (cuda_sep) and cupyx gaussian_filter timed on the same arrays into
+    row["ms"]; both outputs are left holding their result for xs[0]."""
+    nd_fn = lambda x: ndfilt.gaussian_filter(x, sigma, output=out_nd, mode=MODE_GPU,
+                                             method="cuda_sep")
+    cx_fn = lambda x: cndi.gaussian_filter(x, sigma, output=out_cx, mode=MODE_GPU)
+    row["ms"]["ndfilt"] = H.gpu_ms(nd_fn, xs)
+    row["ms"]["cupyx"] = H.gpu_ms(cx_fn, xs)
+    nd_fn(xs[0])
+    cx_fn(xs[0])
+
+
 def bench_gaussian(H, ceil, quick):
     if H.no_gpu:
         return _skipped(H)
@@ -102,13 +114,7 @@ def bench_gaussian(H, ceil, quick):
             taps = 2 * radius_of(sigma) + 1
             row = {"shape": list(shape), "sigma": sigma, "taps": taps, "mode": MODE_GPU,
                    "dtype": "float32", "passes": len(shape), "ms": {}}
-            nd_fn = lambda x: ndfilt.gaussian_filter(x, sigma, output=out_nd, mode=MODE_GPU,
-                                                     method="cuda_sep")
-            cx_fn = lambda x: cndi.gaussian_filter(x, sigma, output=out_cx, mode=MODE_GPU)
-            row["ms"]["ndfilt"] = H.gpu_ms(nd_fn, xs)
-            row["ms"]["cupyx"] = H.gpu_ms(cx_fn, xs)
-            nd_fn(xs[0])
-            cx_fn(xs[0])
+            _time_gauss(H, cndi, xs, sigma, out_nd, out_cx, row)
             scale = float(cp.abs(out_cx).max())
             row["max_rel_diff_vs_cupyx"] = float(cp.abs(out_nd - out_cx).max()) / scale
             if torch:
@@ -163,13 +169,7 @@ def bench_sweep(H, ceil, quick):
     for sigma in (SWEEP_QUICK if quick else SWEEP):
         row = {"shape": list(shape), "sigma": sigma, "taps": 2 * radius_of(sigma) + 1,
                "mode": MODE_GPU, "dtype": "float32", "ms": {}}
-        nd_fn = lambda x: ndfilt.gaussian_filter(x, sigma, output=out_nd, mode=MODE_GPU,
-                                                 method="cuda_sep")
-        cx_fn = lambda x: cndi.gaussian_filter(x, sigma, output=out_cx, mode=MODE_GPU)
-        row["ms"]["ndfilt"] = H.gpu_ms(nd_fn, xs)
-        row["ms"]["cupyx"] = H.gpu_ms(cx_fn, xs)
-        nd_fn(xs[0])
-        cx_fn(xs[0])
+        _time_gauss(H, cndi, xs, sigma, out_nd, out_cx, row)
         row["max_rel_diff_vs_cupyx"] = float(cp.abs(out_nd - out_cx).max()) / float(
             cp.abs(out_cx).max())
         row["mpix_s"] = {k: npix / (v * 1e-3) / 1e6 for k, v in row["ms"].items()}
