@@ -2,8 +2,9 @@
 # gpu-check.sh - everything GPU in one call, for the lent GPU machine: build for sm_90 with all
 # cores, run every test (CUDA ones must run, not skip), compute-sanitizer memcheck / racecheck /
 # synccheck over the CUDA tests, the demo, and a short summary table last. Logs go to $OUT.
-# GPU_CHECK_PARTS=tests|bench splits it in two calls (each under the device's 10-minute limit);
-# the default runs both.
+# GPU_CHECK_PARTS (comma-separated: tests, bench, profile) splits it into calls under the device's
+# 10-minute limit; the default runs tests and bench. profile: Nsight Compute metrics of the
+# separable kernels into $OUT/ncu.md.
 set -u
 cd "$(dirname "$0")/.."
 PARTS=${GPU_CHECK_PARTS:-tests,bench}
@@ -51,7 +52,7 @@ fi
 
 # The CUDA suites once more in the open, for their figures (ctest hides passing output).
 : >"$LOG/cuda-tests.log"
-for m in auto cuda_sep cuda_direct; do
+for m in auto cuda_sep cuda_sep_unfused cuda_direct; do
   arg=$m; [ $m = auto ] && arg=
   if "$B/tests/test_sep" cuda $arg >>"$LOG/cuda-tests.log" 2>&1; then
     row "cuda separable ($m)" ok "$(tail -1 "$LOG/cuda-tests.log" | sed 's/.*: worst/worst/')"
@@ -94,10 +95,33 @@ else
 fi
 fi # bench
 
+if want profile; then
+# Nsight Compute over the separable kernels, one process per case (bench/ncu_sep.py).
+NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null)
+mkdir -p /tmp/ncu && rm -f /tmp/ncu/*.csv
+: >"$LOG/ncu.log"
+if [ -n "$NCU" ]; then
+  python3 bench/ncu_sep.py cases | while read -r shape sigma method; do
+    NDFILT_LIBRARY="$PWD/$B/libndfilt.so" "$NCU" --csv --kernel-name regex:sep_ \
+      --metrics "$(python3 bench/ncu_sep.py metrics)" \
+      python3 bench/ncu_sep.py run "$shape" "$sigma" "$method" \
+      >"/tmp/ncu/${shape}_s${sigma}_${method}.csv" 2>>"$LOG/ncu.log"
+  done
+  if python3 bench/ncu_sep.py table /tmp/ncu/*.csv >"$OUT/ncu.md" 2>>"$LOG/ncu.log"; then
+    row "ncu profile" ok "ncu.md"
+  else
+    row "ncu profile" FAIL "see ncu.log"
+  fi
+else
+  row "ncu profile" FAIL "ncu not found"
+fi
+fi # profile
+
 echo
 sed -n '/^operation/,$p' "$LOG/demo.log"
 echo
 sed -n '/^## /,$p' "$OUT/BENCHMARKS.md" 2>/dev/null
+cat "$OUT/ncu.md" 2>/dev/null
 echo
 echo "== gpu-check summary: ${gpu:-no GPU}, commit $COMMIT"
 { cat "$OUT/env.txt"; printf '%s\n' "${rows[@]}"; } >"$OUT/summary.txt"
@@ -115,7 +139,7 @@ printf '%s\n' "${rows[@]}"
   done
   printf ']}\n'
 } >"$OUT/summary.json"
-for f in configure build ctest python cuda-tests sanitizer demo bench; do
+for f in configure build ctest python cuda-tests sanitizer demo bench ncu; do
   [ -f "$LOG/$f.log" ] && { echo "######## $f"; cat "$LOG/$f.log"; }
 done >"$OUT/logs.txt"
 rm -rf "$OUT/env.txt" "$LOG"

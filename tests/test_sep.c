@@ -233,6 +233,8 @@ static void random_case(tcase *c, uint64_t *r, int cuda, int one_axis) {
   } else if (c->api == API_SEP) {
     for (int d = 0; d < c->nd; d++)
       if (t_randint(r, 0, 3)) c->n[d] = random_n(r, c->shape[d]);
+    if (c->nd >= 2 && t_randint(r, 0, 2) == 0) /* what cuda_sep fuses: same odd n <= 17 */
+      c->n[c->nd - 1] = c->n[c->nd - 2] = 2 * t_randint(r, 1, 8) + 1;
   } else {
     c->truncate = t_randint(r, 0, 1) ? 0 : 1 + 4 * fabs(ndf_rand_uniform(r) * ndf_rand_uniform(r));
     const double tr = c->truncate == 0 ? 4.0 : c->truncate;
@@ -338,6 +340,26 @@ int main(int argc, char **argv) {
         c.cval = 0.5;
         run_case(ctx, cuda, method, &c, &r);
       }
+  /* The last two axes in one pass (cuda_sep's sep_yx): tiles cut by the
+   * array's edges, every mode on each axis, origins, cval != 0. */
+  static const int64_t fz[3][3] = {{67, 1031}, {130, 129}, {3, 45, 200}};
+  for (int b = 0; b < 3 && !one_axis; b++)
+    for (int n = 3; n <= 17; n += 2, t++) {
+      memset(&c, 0, sizeof c);
+      c.nd = b == 2 ? 3 : 2;
+      memcpy(c.shape, fz[b], sizeof fz[b]);
+      c.api = API_SEP;
+      for (int d = 0; d < c.nd; d++) {
+        c.mode[d] = (ndf_mode)((n + 2 * d + b) % 5);
+        c.n[d] = d == 0 && c.nd == 3 ? 0 : n;
+        c.origin[d] = c.n[d] ? (int)t_randint(&r, -(n / 2), n / 2) : 0;
+      }
+      c.conv = n % 4 == 1;
+      c.idt = c.odt = NDF_F32;
+      c.dev_in = c.dev_out = cuda;
+      c.cval = 0.5;
+      run_case(ctx, cuda, method, &c, &r);
+    }
   if (!cuda && !one_axis) golden_gaussian(ctx, method);
   ndf_context_destroy(ctx);
   printf("%d random + %d big cases on %s: worst relative error %.3g (bound %g); %d failures\n",

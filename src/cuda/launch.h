@@ -30,6 +30,11 @@ int ndf__launch_sep_rows(const float *in, float *out, int64_t nrows, int64_t X,
 int ndf__launch_sep_cols(const float *in, float *out, int64_t P, int64_t L, int64_t Q,
                          const float *w_host, const float *w_dev, int64_t n, int64_t left,
                          int mode, float cval, void *stream);
+/* Both of the last two axes of [P][Y][X] in one pass, y first, with n taps on
+ * each (odd, 3 to 17; else cudaErrorNotSupported). wy, wx: host taps. */
+int ndf__launch_sep_yx(const float *in, float *out, int64_t P, int64_t Y, int64_t X,
+                       const float *wy, const float *wx, int64_t n, int64_t ly, int64_t lx,
+                       int my, int mx, float cval, void *stream);
 
 #ifdef __cplusplus
 }

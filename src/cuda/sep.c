@@ -4,7 +4,12 @@
  * the output, the one before it a temporary, the one before that the output
  * again, and so on, so one temporary serves any number of axes. Strided views
  * are gathered into, or scattered from, contiguous buffers taken from the
- * stream-ordered allocator for that call. */
+ * stream-ordered allocator for that call.
+ *
+ * cuda_sep does the last two axes in one pass (sep_yx) when both are filtered
+ * with the same odd tap count up to 17: the input tile and its aprons are read
+ * once and the intermediate stays in shared memory. cuda_sep_unfused is the
+ * same solver without that pass, kept to measure what the fusion buys. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,20 +22,40 @@ typedef struct {
   float *hw;  /* weights in float32 on the host (kernel parameters) */
   float *dw;  /* the same on the device (taps past the largest bucket) */
   float *tmp; /* full-size temporary, when there are two or more passes */
+  int fused;  /* the last two axes go in one sep_yx pass */
 } state;
+
+/* Whether the last two filtered axes are the array's last two, with the same
+ * odd tap count from 3 to 17 (the instantiations of sep_yx). */
+static int fusable(const ndf__sep *c, int ndim) {
+  if (c->naxes < 2) return 0;
+  const ndf__sepaxis *y = &c->ax[c->naxes - 2], *x = &c->ax[c->naxes - 1];
+  return y->axis == ndim - 2 && x->axis == ndim - 1 && y->n == x->n && x->n % 2 == 1 &&
+         x->n >= 3 && x->n <= 17;
+}
 
 static int applicable(const ndf__problem *pb, const ndf_context *ctx) {
   (void)pb;
   return ctx->place.kind == NDF_PLACE_CUDA;
 }
 
-static double cost(const ndf__problem *pb, const ndf_context *ctx) {
-  (void)ctx;
+/* A read and a write per pass at ~3 TB/s, FMAs at ~40 TFLOP/s. */
+static double cost_passes(const ndf__problem *pb, int fused) {
   const ndf__sep *c = pb->params;
   double n = (double)ndf_array_size(&pb->in), t = 5e-6;
-  for (int k = 0; k < c->naxes; k++) /* a read and a write at ~3 TB/s, FMAs at ~40 TFLOP/s */
-    t += n * (8.0 / 3e12 + 2.0 * (double)c->ax[k].n / 40e12);
+  for (int k = 0; k < c->naxes; k++)
+    t += n * ((fused && k == c->naxes - 1 ? 0.0 : 8.0 / 3e12) + 2.0 * (double)c->ax[k].n / 40e12);
   return t;
+}
+
+static double cost(const ndf__problem *pb, const ndf_context *ctx) {
+  (void)ctx;
+  return cost_passes(pb, fusable(pb->params, pb->in.ndim));
+}
+
+static double cost_unfused(const ndf__problem *pb, const ndf_context *ctx) {
+  (void)ctx;
+  return cost_passes(pb, 0) + 1e-6; /* cuda_sep does the same or better */
 }
 
 static void free_state(void *v) {
@@ -99,9 +124,19 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
   if (e != cudaSuccess) goto done;
   ndf_array g = *in;
   ndf__contiguous_strides(&g);
-  for (int k = 0; k < c->naxes && e == cudaSuccess; k++) {
-    float *to = (c->naxes - 1 - k) % 2 == 0 ? dst : s->tmp;
-    e = (cudaError_t)pass(c, s, &g, k, src, to, st);
+  const int np = c->naxes - s->fused; /* passes */
+  for (int k = 0; k < np && e == cudaSuccess; k++) {
+    float *to = (np - 1 - k) % 2 == 0 ? dst : s->tmp;
+    if (s->fused && k == np - 1) {
+      const ndf__sepaxis *y = &c->ax[k], *x = &c->ax[k + 1];
+      const int nd = g.ndim;
+      e = (cudaError_t)ndf__launch_sep_yx(
+          src, to, ndf_array_size(&g) / (g.shape[nd - 2] * g.shape[nd - 1]), g.shape[nd - 2],
+          g.shape[nd - 1], s->hw + y->off, s->hw + x->off, x->n, y->left, x->left, y->mode,
+          x->mode, (float)c->cval, st);
+    } else {
+      e = (cudaError_t)pass(c, s, &g, k, src, to, st);
+    }
     src = to;
   }
   if (e == cudaSuccess && !cout)
@@ -113,10 +148,11 @@ done:
   return r;
 }
 
-static ndf_status make(ndf_plan *p) {
+static ndf_status make_state(ndf_plan *p, int fuse) {
   const ndf__sep *c = p->pb.params;
   state *s = calloc(1, sizeof *s);
   if (!s) return ndf__fail(p->ctx, NDF_ENOMEM, "cuda_sep: out of host memory");
+  s->fused = fuse && fusable(c, p->pb.in.ndim) && ndf_array_size(&p->pb.in) > 0;
   p->state = s;
   p->exec = exec;
   p->free_state = free_state;
@@ -132,13 +168,19 @@ static ndf_status make(ndf_plan *p) {
   if (e == cudaSuccess && nw) e = cudaMalloc((void **)&s->dw, (size_t)nw * sizeof(float));
   if (e == cudaSuccess && nw)
     e = cudaMemcpy(s->dw, s->hw, (size_t)nw * sizeof(float), cudaMemcpyHostToDevice);
-  if (e == cudaSuccess && c->naxes >= 2) e = cudaMalloc((void **)&s->tmp, bytes);
+  if (e == cudaSuccess && c->naxes - s->fused >= 2) e = cudaMalloc((void **)&s->tmp, bytes);
   if (e == cudaErrorMemoryAllocation)
     return ndf__fail(p->ctx, NDF_ENOMEM, "cuda_sep: out of device memory for a %zu-byte temporary",
                      bytes);
   return ndf__cuda_check(p->ctx, e, "cuda_sep plan");
 }
 
+static ndf_status make(ndf_plan *p) { return make_state(p, 1); }
+static ndf_status make_unfused(ndf_plan *p) { return make_state(p, 0); }
+
 const ndf__solver ndf__cuda_sep = {
     "cuda_sep", NDF__OP_SEPFILTER, NDF_PLACE_CUDA, applicable, cost, make,
+};
+const ndf__solver ndf__cuda_sep_unfused = {
+    "cuda_sep_unfused", NDF__OP_SEPFILTER, NDF_PLACE_CUDA, applicable, cost_unfused, make_unfused,
 };

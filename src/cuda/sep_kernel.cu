@@ -286,7 +286,131 @@ __global__ void __launch_bounds__(CX *CY) sep_cols_any(const float *__restrict__
 
 // ------------------------------------------------------------------ launch
 
+
 int64_t capped(int64_t b) { return b < (1LL << 30) ? b : (1LL << 30); }
+
+// ------------------------------------------------------------------ fused yx
+
+// Both of the last two axes in one pass, for equal odd tap counts N <= 17 on
+// the two: the array seen as [P][Y][X], a block makes an FY x FX output tile.
+// It stages the input tile and its aprons, (FY + N - 1) x FW, once (the modes
+// applied through row and column tables), filters along y into FY x FW
+// intermediates (columns outside [0, X) in constant mode are cval, as the
+// y pass's output padded by the x pass would be), then along x into the
+// output. The axes go in the library's order, y then x, so results match the
+// two-pass solvers to rounding in every mode.
+constexpr int FX = 128, FY = 32, FT = 256; // output tile, threads
+constexpr int FCP = 4;                     // y outputs per thread, in float4 columns
+
+constexpr __host__ __device__ int fused_w(int n) { return (FX + n - 1 + 7 + 3) & ~3; }
+__host__ __device__ __forceinline__ size_t fused_smem(int n) {
+  return ((size_t)(2 * FY + n - 1) * fused_w(n) + fused_w(n) + FY + n - 1) * sizeof(float);
+}
+
+template <int N>
+__global__ void __launch_bounds__(FT) sep_yx(const float *__restrict__ in,
+                                             float *__restrict__ out, int64_t P, int64_t Y,
+                                             int64_t X, int64_t ly, int64_t lx, int my, int mx,
+                                             float cval, Taps<N> wy, Taps<N> wx) {
+  extern __shared__ float4 smem4[];
+  constexpr int W = fused_w(N), W4 = W / 4, RI = FY + N - 1;
+  float *sin = reinterpret_cast<float *>(smem4); // RI x W input
+  float *mid = sin + RI * W;                      // FY x W after the y filter
+  int *cm = reinterpret_cast<int *>(mid + FY * W), *rm = cm + W;
+  const int tid = threadIdx.x;
+  const int64_t tx = (X + FX - 1) / FX, ty = (Y + FY - 1) / FY;
+  for (int64_t b = blockIdx.x; b < P * ty * tx; b += gridDim.x) {
+    const int64_t p = b / (ty * tx), y0 = (b / tx % ty) * FY, x0 = (b % tx) * FX;
+    const float *plane = in + p * Y * X;
+    __syncthreads(); // the previous tile's readers are done
+    for (int k = tid; k < W; k += FT)
+      cm[k] = (int)ndf__map_index(x0 - lx + k, X, mx);
+    for (int k = tid; k < RI; k += FT)
+      rm[k] = (int)ndf__map_index(y0 - ly + k, Y, my);
+    __syncthreads();
+    for (int r = tid / 32; r < RI; r += FT / 32) {
+      const int yr = rm[r];
+      for (int c = tid % 32; c < W; c += 32) {
+        const int xc = cm[c];
+        sin[r * W + c] = yr < 0 || xc < 0 ? cval : __ldg(plane + (int64_t)yr * X + xc);
+      }
+    }
+    __syncthreads();
+    // y: FCP outputs down one float4 column per item.
+    for (int it = tid; it < (FY / FCP) * W4; it += FT) {
+      const int c4 = it % W4, o0 = (it / W4) * FCP;
+      const float4 *s4 = reinterpret_cast<const float4 *>(sin) + o0 * W4 + c4;
+      float4 acc[FCP];
+#pragma unroll
+      for (int k = 0; k < FCP; k++)
+        acc[k] = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+      for (int e = 0; e < N + FCP - 1; e++) {
+        const float4 v = s4[e * W4];
+#pragma unroll
+        for (int k = 0; k < FCP; k++) {
+          const int j = e - k;
+          if (j >= 0 && j < N) {
+            acc[k].x = fmaf(wy.w[j], v.x, acc[k].x);
+            acc[k].y = fmaf(wy.w[j], v.y, acc[k].y);
+            acc[k].z = fmaf(wy.w[j], v.z, acc[k].z);
+            acc[k].w = fmaf(wy.w[j], v.w, acc[k].w);
+          }
+        }
+      }
+      const int c = 4 * c4;
+#pragma unroll
+      for (int k = 0; k < FCP; k++) { // x outside the array in constant mode: cval
+        float4 v = acc[k];
+        if (cm[c] < 0) v.x = cval;
+        if (cm[c + 1] < 0) v.y = cval;
+        if (cm[c + 2] < 0) v.z = cval;
+        if (cm[c + 3] < 0) v.w = cval;
+        reinterpret_cast<float4 *>(mid)[(o0 + k) * W4 + c4] = v;
+      }
+    }
+    __syncthreads();
+    // x: RP outputs along a row per item, as sep_rows.
+    for (int it = tid; it < FY * (FX / RP); it += FT) {
+      const int r = it / (FX / RP), t = it % (FX / RP);
+      if (y0 + r >= Y) break; // items go row by row
+      float acc[RP];
+#pragma unroll
+      for (int k = 0; k < RP; k++)
+        acc[k] = 0.f;
+      const float4 *s4 = reinterpret_cast<const float4 *>(mid + r * W + t * RP);
+#pragma unroll
+      for (int g = 0; g < (N + RP - 1 + 7) / 8; g++) {
+        const float4 a = s4[2 * g], c = s4[2 * g + 1];
+        const float v[8] = {a.x, a.y, a.z, a.w, c.x, c.y, c.z, c.w};
+        feed8<N, RP>(acc, wx, 8 * g, v);
+      }
+      store_rp(out + (p * Y + y0 + r) * X, x0 + (int64_t)t * RP, X, acc);
+    }
+  }
+}
+
+template <int N>
+cudaError_t yx_n(const float *in, float *out, int64_t P, int64_t Y, int64_t X, const float *wy,
+                 const float *wx, int64_t ly, int64_t lx, int my, int mx, float cval,
+                 cudaStream_t st) {
+  Taps<N> ty, tx;
+  for (int j = 0; j < N; j++) {
+    ty.w[j] = wy[j];
+    tx.w[j] = wx[j];
+  }
+  const size_t sm = fused_smem(N);
+  if (sm > 48 * 1024) {
+    cudaError_t e =
+        cudaFuncSetAttribute(sep_yx<N>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm);
+    if (e != cudaSuccess) return e;
+  }
+  const int64_t blocks = P * ((Y + FY - 1) / FY) * ((X + FX - 1) / FX);
+  sep_yx<N><<<(unsigned)capped(blocks), FT, sm, st>>>(in, out, P, Y, X, ly, lx, my, mx, cval, ty,
+                                                      tx);
+  return cudaGetLastError();
+}
+
 
 template <int NT, bool EXACT>
 cudaError_t rows_nt(const float *in, float *out, int64_t nrows, int64_t X, const float *w,
@@ -388,4 +512,26 @@ extern "C" int ndf__launch_sep_cols(const float *in, float *out, int64_t P, int6
   grid.y = (unsigned)(gy < 65535 ? gy : 65535);
   sep_cols_any<<<grid, dim3(CX, CY), 0, st>>>(in, out, P, L, Q, ni, left, mode, cval, w_dev);
   return (int)cudaGetLastError();
+}
+
+
+// Filters along the last two axes of a contiguous [P][Y][X] array in one pass
+// (sep_yx), y first; n, the tap count on both, odd and at most 17. Returns
+// cudaErrorNotSupported for other n.
+extern "C" int ndf__launch_sep_yx(const float *in, float *out, int64_t P, int64_t Y, int64_t X,
+                                  const float *wy, const float *wx, int64_t n, int64_t ly,
+                                  int64_t lx, int my, int mx, float cval, void *stream) {
+  cudaStream_t st = (cudaStream_t)stream;
+  if (Y >= (1LL << 31) || X >= (1LL << 31)) return (int)cudaErrorNotSupported;
+  switch (n) {
+  case 3: return (int)yx_n<3>(in, out, P, Y, X, wy, wx, ly, lx, my, mx, cval, st);
+  case 5: return (int)yx_n<5>(in, out, P, Y, X, wy, wx, ly, lx, my, mx, cval, st);
+  case 7: return (int)yx_n<7>(in, out, P, Y, X, wy, wx, ly, lx, my, mx, cval, st);
+  case 9: return (int)yx_n<9>(in, out, P, Y, X, wy, wx, ly, lx, my, mx, cval, st);
+  case 11: return (int)yx_n<11>(in, out, P, Y, X, wy, wx, ly, lx, my, mx, cval, st);
+  case 13: return (int)yx_n<13>(in, out, P, Y, X, wy, wx, ly, lx, my, mx, cval, st);
+  case 15: return (int)yx_n<15>(in, out, P, Y, X, wy, wx, ly, lx, my, mx, cval, st);
+  case 17: return (int)yx_n<17>(in, out, P, Y, X, wy, wx, ly, lx, my, mx, cval, st);
+  }
+  return (int)cudaErrorNotSupported;
 }

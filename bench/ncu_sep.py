@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""ncu_sep.py - Nsight Compute profile of ndfilt's separable GPU kernels (issue 03).
+
+`python3 bench/ncu_sep.py run SHAPE SIGMA METHOD` runs gaussian_filter once on a random CuPy
+array (the process ncu profiles). `python3 bench/ncu_sep.py table CSV...` turns the CSV files
+of `ncu --csv --metrics METRICS` (one per case, named CASE.csv) into a Markdown table.
+scripts/gpu-check.sh (part `profile`) runs both."""
+import csv
+import os
+import sys
+
+import numpy as np
+
+METRICS = [
+    ("gpu__time_duration.sum", "time µs", 1e-3),
+    ("dram__bytes.sum", "DRAM MB", 1e-6),
+    ("dram__throughput.avg.pct_of_peak_sustained_elapsed", "DRAM % peak", 1),
+    ("sm__throughput.avg.pct_of_peak_sustained_elapsed", "SM % peak", 1),
+    ("smsp__issue_active.avg.pct_of_peak_sustained_active", "issue active %", 1),
+    ("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active", "FMA pipe %", 1),
+    ("sm__warps_active.avg.pct_of_peak_sustained_active", "occupancy %", 1),
+    ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum", "smem bank conflicts", 1),
+    ("lts__t_sector_hit_rate.pct", "L2 hit %", 1),
+]
+CASES = [("4096x4096", 1.0, "cuda_sep"), ("4096x4096", 1.0, "cuda_sep_unfused"),
+         ("4096x4096", 2.0, "cuda_sep"), ("4096x4096", 4.0, "cuda_sep"),
+         ("4096x4096", 16.0, "cuda_sep"), ("256x256x256", 4.5, "cuda_sep")]
+
+
+def run(shape, sigma, method):
+    import cupy as cp
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+    import ndfilt
+    shp = tuple(int(v) for v in shape.split("x"))
+    x = cp.asarray(np.random.default_rng(0).uniform(0, 1, shp).astype(np.float32))
+    ndfilt.gaussian_filter(x, float(sigma), mode="constant", method=method)
+    cp.cuda.Device().synchronize()
+
+
+def _kernel(name):
+    """sep_rows<9, true>(...) -> sep_rows<9,true>"""
+    base = name.split("(")[0]
+    return base.replace(" ", "").replace("(anonymousnamespace)::", "")
+
+
+def table(paths):
+    rows = []
+    for p in paths:
+        case = os.path.basename(p)[:-4]
+        with open(p) as f:
+            lines = [ln for ln in f if ln.startswith('"')]
+        by_id = {}
+        for rec in csv.DictReader(lines):
+            k = by_id.setdefault(rec["ID"], {"kernel": _kernel(rec["Kernel Name"])})
+            try:
+                k[rec["Metric Name"]] = float(rec["Metric Value"].replace(",", ""))
+            except ValueError:
+                pass
+        for k in by_id.values():
+            rows.append([case, k["kernel"]] + [
+                "%.1f" % (k[m] * s) if m in k else "–" for m, _, s in METRICS])
+    head = ["case", "kernel"] + [lab for _, lab, _ in METRICS]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "run":
+        run(*sys.argv[2:5])
+    elif sys.argv[1] == "cases":
+        for shape, sigma, method in CASES:
+            print(f"{shape} {sigma:g} {method}")
+    elif sys.argv[1] == "metrics":
+        print(",".join(m for m, _, _ in METRICS))
+    else:
+        table(sys.argv[2:])
