@@ -110,14 +110,14 @@ def _stream_ms(H, fn, xs, reps=7):
 
 
 def _time_gauss(H, cndi, xs, sigma, out_nd, out_cx, row):
-    """ndfilt (cuda_sep, and cuda_sep_unfused: one pass per axis) and cupyx
+    """ndfilt (cuda_sep, and cuda_sep_fused: the last two axes in one pass) and cupyx
     gaussian_filter timed on the same arrays: one call from idle into row["ms"],
     back-to-back calls into row["ms_stream"]. Both outputs are left holding
     their result for xs[0]."""
     def nd(method):
         return lambda x: ndfilt.gaussian_filter(x, sigma, output=out_nd, mode=MODE_GPU,
                                                 method=method)
-    fns = {"ndfilt": nd("cuda_sep"), "ndfilt_unfused": nd("cuda_sep_unfused"),
+    fns = {"ndfilt": nd("cuda_sep"), "ndfilt_fused": nd("cuda_sep_fused"),
            "cupyx": lambda x: cndi.gaussian_filter(x, sigma, output=out_cx, mode=MODE_GPU)}
     row["ms_stream"] = {}
     for k, fn in fns.items():
@@ -414,13 +414,14 @@ def md_gaussian(res):
          "write of the array per filtered axis at the measured copy bandwidth (target ≥ 50% "
          "in 2-D). *one call*: one Python call from an idle GPU, host overhead included; "
          f"*stream*: {STREAM_CALLS} calls back to back, per call (the GPU's time when the host "
-         "keeps ahead). *unfused*: ndfilt's `cuda_sep_unfused` (one pass per axis; `cuda_sep` "
-         "does the last two axes in one pass for equal odd tap counts ≤ 17).", ""]
+         "keeps ahead). *fused*: ndfilt's `cuda_sep_fused`, which does the last two axes in one "
+         "pass for equal odd tap counts ≤ 17 (else the same passes as `cuda_sep`, one per "
+         "axis).", ""]
     st = _status(res)
     if st:
         return L + [st, ""]
-    L += ["| shape | σ | taps | ndfilt ms | unfused ms | cupyx ms | torch ms | ×cupyx | ×torch | "
-          "ndfilt % copy BW | cupyx % copy BW | target met | stream: ndfilt ms | unfused ms | "
+    L += ["| shape | σ | taps | ndfilt ms | fused ms | cupyx ms | torch ms | ×cupyx | ×torch | "
+          "ndfilt % copy BW | cupyx % copy BW | target met | stream: ndfilt ms | fused ms | "
           "cupyx ms | ×cupyx | ndfilt % copy BW | rel diff vs cupyx | rel err vs scipy f64 |",
           "|" + "---|" * 19]
     for r in res:
@@ -432,10 +433,10 @@ def md_gaussian(res):
         L.append("| %s | %g | %d | %.3f | %.3f | %.3f | %s | %.2f | %s | %.0f%% | %.0f%% | %s | "
                  "%.3f | %.3f | %.3f | %.2f | %.0f%% | %.1e | %.1e |" % (
                      "×".join(map(str, r["shape"])), r["sigma"], r["taps"], r["ms"]["ndfilt"],
-                     r["ms"]["ndfilt_unfused"], r["ms"]["cupyx"], _f(r["ms"].get("torch")),
+                     r["ms"]["ndfilt_fused"], r["ms"]["cupyx"], _f(r["ms"].get("torch")),
                      r["ratio_vs_cupyx"], _f(r.get("ratio_vs_torch"), "%.2f"),
                      r["pct_copy_bw"]["ndfilt"], r["pct_copy_bw"]["cupyx"], met, s["ndfilt"],
-                     s["ndfilt_unfused"], s["cupyx"], r["ratio_vs_cupyx_stream"],
+                     s["ndfilt_fused"], s["cupyx"], r["ratio_vs_cupyx_stream"],
                      r["pct_copy_bw_stream"]["ndfilt"], r["max_rel_diff_vs_cupyx"],
                      r["max_rel_err_vs_scipy_f64"]))
     return L + [""]
@@ -450,7 +451,7 @@ def md_sweep(res):
     if st:
         return L + [st, ""]
     L += ["| σ | taps | ndfilt ms | ndfilt Mpix/s | ndfilt % copy BW | cupyx ms | cupyx Mpix/s | "
-          "cupyx % copy BW | ×cupyx | unfused ms | stream: ndfilt ms | unfused ms | cupyx ms | "
+          "cupyx % copy BW | ×cupyx | fused ms | stream: ndfilt ms | fused ms | cupyx ms | "
           "ndfilt % copy BW | rel diff vs cupyx |", "|" + "---|" * 15]
     for r in res:
         s = r["ms_stream"]
@@ -458,8 +459,8 @@ def md_sweep(res):
                  "%.3f | %.3f | %.0f%% | %.1e |" % (
                      r["sigma"], r["taps"], r["ms"]["ndfilt"], r["mpix_s"]["ndfilt"],
                      r["pct_copy_bw"]["ndfilt"], r["ms"]["cupyx"], r["mpix_s"]["cupyx"],
-                     r["pct_copy_bw"]["cupyx"], r["ratio_vs_cupyx"], r["ms"]["ndfilt_unfused"],
-                     s["ndfilt"], s["ndfilt_unfused"], s["cupyx"],
+                     r["pct_copy_bw"]["cupyx"], r["ratio_vs_cupyx"], r["ms"]["ndfilt_fused"],
+                     s["ndfilt"], s["ndfilt_fused"], s["cupyx"],
                      r["pct_copy_bw_stream"]["ndfilt"], r["max_rel_diff_vs_cupyx"]))
     return L + [""]
 

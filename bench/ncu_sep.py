@@ -22,7 +22,7 @@ METRICS = [
     ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum", "smem bank conflicts", 1),
     ("lts__t_sector_hit_rate.pct", "L2 hit %", 1),
 ]
-CASES = [("4096x4096", 1.0, "cuda_sep"), ("4096x4096", 1.0, "cuda_sep_unfused"),
+CASES = [("4096x4096", 1.0, "cuda_sep"), ("4096x4096", 1.0, "cuda_sep_fused"),
          ("4096x4096", 2.0, "cuda_sep"), ("4096x4096", 4.0, "cuda_sep"),
          ("4096x4096", 16.0, "cuda_sep"), ("256x256x256", 4.5, "cuda_sep")]
 

@@ -52,7 +52,7 @@ fi
 
 # The CUDA suites once more in the open, for their figures (ctest hides passing output).
 : >"$LOG/cuda-tests.log"
-for m in auto cuda_sep cuda_sep_unfused cuda_direct; do
+for m in auto cuda_sep cuda_sep_fused cuda_direct; do
   arg=$m; [ $m = auto ] && arg=
   if "$B/tests/test_sep" cuda $arg >>"$LOG/cuda-tests.log" 2>&1; then
     row "cuda separable ($m)" ok "$(tail -1 "$LOG/cuda-tests.log" | sed 's/.*: worst/worst/')"

@@ -31,6 +31,7 @@ _contexts = {}           # device string ("auto", "cpu", "cuda:N") -> context po
 _device = "auto"         # what numpy inputs run on
 _plans = collections.OrderedDict()  # problem key -> plan pointer (most recent last)
 _MAX_PLANS = 32
+_streams = {}            # context pointer -> the stream last set on it
 
 
 # ----------------------------------------------------------------- errors, contexts
@@ -114,16 +115,14 @@ def _kind(x):
     return "numpy"
 
 
+_DIMS_T = C.c_int64 * _lib.MAX_DIMS
+
+
 def _desc(code, shape, strides_elems, ptr, place_kind, dev):
     if not 1 <= len(shape) <= _lib.MAX_DIMS:
         raise ValueError(f"ndfilt handles 1 to {_lib.MAX_DIMS} dimensions, not {len(shape)}")
-    a = _lib.Array()
-    a.dtype, a.ndim = code, len(shape)
-    for d, (n, s) in enumerate(zip(shape, strides_elems)):
-        a.shape[d], a.strides[d] = n, s
-    a.data = ptr
-    a.place = _lib.Place(place_kind, dev)
-    return a
+    return _lib.Array(code, len(shape), _DIMS_T(*shape), _DIMS_T(*strides_elems), ptr,
+                      _lib.Place(place_kind, dev))
 
 
 def _numpy_operand(a, writable=False):
@@ -145,6 +144,13 @@ def _cuda_device_of(x, kind):
 
 
 def _cuda_operand(x, kind):
+    if kind == "cupy":  # the same facts as the interface below, without building its dict
+        dt = x.dtype
+        code = _NP_CODE.get(dt)
+        if code is not None and not any(s % dt.itemsize for s in x.strides):
+            dev = x.device.id
+            return _Operand(x, kind, _desc(code, x.shape, [s // dt.itemsize for s in x.strides],
+                                           x.data.ptr, _lib.PLACE_CUDA, dev), dev)
     iface = x.__cuda_array_interface__
     dt = np.dtype(iface["typestr"])
     if dt.byteorder == ">" or dt not in _NP_CODE:
@@ -164,13 +170,22 @@ def _cuda_operand(x, kind):
                                    dev), dev)
 
 
+_cupy = None  # the cupy module, once imported
+
+
 def _stream_of(kind, dev):
+    global _cupy
     if kind == "torch":
         import torch
         return torch.cuda.current_stream(dev).cuda_stream
-    import cupy
-    with cupy.cuda.Device(dev):
-        return cupy.cuda.get_current_stream().ptr
+    if _cupy is None:
+        import cupy
+        _cupy = cupy
+    try:
+        return _cupy.cuda.get_current_stream(dev).ptr
+    except TypeError:  # CuPy < 11: no device argument
+        with _cupy.cuda.Device(dev):
+            return _cupy.cuda.get_current_stream().ptr
 
 
 def _empty_like(op, dtype):
@@ -256,7 +271,10 @@ def _run(key, ctx, src, dst, make):
         else:
             _plans.move_to_end(key)
         if src.kind != "numpy" and _lib.HAVE_STREAMS:
-            lib.ndf_context_set_stream(ctx, _stream_of(src.kind, src.dev))
+            stream = _stream_of(src.kind, src.dev)
+            if _streams.get(ctx) != stream:
+                lib.ndf_context_set_stream(ctx, stream)
+                _streams[ctx] = stream
         st = lib.ndf_execute(plan, C.byref(src.desc), C.byref(dst.desc))
     if st != _lib.OK:
         _raise(st, ctx)
@@ -437,9 +455,64 @@ def sepfilter(input, weights, output=None, mode="reflect", cval=0.0, origin=0, *
 _TINY_TRUNCATE = 1e-300  # the C radius (int)(truncate * sigma + 0.5) is then 0 (sigma < 5e299)
 
 
+_parsed = {}  # _gaussian's arguments -> what _gauss_args made of them
+_MAX_PARSED = 256
+
+
+def _typed(v):
+    """v with its type, so that 1 and 1.0 stay apart (one level into lists and tuples)."""
+    if type(v) is list or type(v) is tuple:
+        return type(v), tuple((type(x), x) for x in v)
+    return type(v), v
+
+
+def _hashable(vals):
+    """The values (see _typed) as a dict key, or None if one cannot be hashed."""
+    try:
+        k = tuple(_typed(v) for v in vals)
+        hash(k)
+    except TypeError:
+        return None
+    return k
+
+
 def _gaussian(input, sigma, order, output, mode, cval, truncate, radius, axes, method):
     src, dst, back, output_arg = _inputs(input, output)
     nd = src.desc.ndim
+    # Repeated calls (a filter in a loop) reuse the checked per-axis arguments.
+    k = _hashable((nd, sigma, order, mode, cval, truncate, radius, axes, method))
+    args = _parsed.get(k) if k is not None else None
+    if args is None:
+        args = _gauss_args(nd, sigma, order, mode, cval, truncate, radius, axes, method)
+        if k is not None:
+            if len(_parsed) >= _MAX_PARSED:
+                _parsed.clear()
+            _parsed[k] = args
+    c_sig, c_ord, c_mode, c_rad, c_trunc, cval, meth, perm = args
+    if perm is not None:
+        _permute(src, perm)
+        _permute(dst, perm)
+    ctx = _context_of(src)
+    key = ("gaussian", ctx, _place_key(src.desc), _place_key(dst.desc), c_sig, c_ord, c_rad,
+           c_trunc, c_mode, cval, meth)
+
+    def make(h):
+        opts = _lib.GaussianOpts(C.sizeof(_lib.GaussianOpts), meth)
+        opts.truncate, opts.cval = c_trunc, cval
+        for d in range(nd):
+            opts.sigma[d], opts.order[d] = c_sig[d], c_ord[d]
+            opts.radius[d], opts.mode[d] = c_rad[d], c_mode[d]
+        return lib.ndf_plan_gaussian(h, ctx, C.byref(src.desc), C.byref(dst.desc),
+                                     C.byref(opts))
+
+    _run(key, ctx, src, dst, make)
+    return _result(dst, back, output_arg)
+
+
+def _gauss_args(nd, sigma, order, mode, cval, truncate, radius, axes, method):
+    """Checks _gaussian's arguments for an nd-dimensional array; returns per-axis
+    sigma, order, mode and radius tuples as the C side takes them, truncate, cval,
+    method, and the axis permutation to apply to the arrays (or None)."""
     ax = _axes(axes, nd)
     k = len(ax)
     try:
@@ -489,24 +562,10 @@ def _gaussian(input, sigma, order, output, mode, cval, truncate, radius, axes, m
         perm = list(range(nd))
         for pos, a in zip(sorted(order_ax), order_ax):
             perm[pos] = a
-        _permute(src, perm)
-        _permute(dst, perm)
         c_sig, c_ord, c_mode, c_rad = ([v[p] for p in perm] for v in (c_sig, c_ord, c_mode, c_rad))
-    ctx = _context_of(src)
-    key = ("gaussian", ctx, _place_key(src.desc), _place_key(dst.desc), tuple(c_sig),
-           tuple(c_ord), tuple(c_rad), c_trunc, tuple(c_mode), cval, meth)
-
-    def make(h):
-        opts = _lib.GaussianOpts(C.sizeof(_lib.GaussianOpts), meth)
-        opts.truncate, opts.cval = c_trunc, cval
-        for d in range(nd):
-            opts.sigma[d], opts.order[d] = c_sig[d], c_ord[d]
-            opts.radius[d], opts.mode[d] = c_rad[d], c_mode[d]
-        return lib.ndf_plan_gaussian(h, ctx, C.byref(src.desc), C.byref(dst.desc),
-                                     C.byref(opts))
-
-    _run(key, ctx, src, dst, make)
-    return _result(dst, back, output_arg)
+    else:
+        perm = None
+    return (tuple(c_sig), tuple(c_ord), tuple(c_mode), tuple(c_rad), c_trunc, cval, meth, perm)
 
 
 def gaussian_filter(input, sigma, order=0, output=None, mode="reflect", cval=0.0, truncate=4.0,

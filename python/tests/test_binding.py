@@ -370,7 +370,12 @@ class TestGaussian(unittest.TestCase):
                  dict(sigma=1, axes=(0, 0)), dict(sigma=1, axes=(1, -1)), dict(sigma=1, axes=2),
                  dict(sigma=1, axes=(0, 5)), dict(sigma=(1, 2), axes=(1,)),
                  dict(sigma=1, method="nope"), dict(sigma=1, method=3),
-                 dict(sigma=1, output=np.ones((5, 4), np.float32))]
+                 dict(sigma=1, output=np.ones((5, 4), np.float32)), dict(sigma=1, order=1.0),
+                 dict(sigma=[1, 2], order=[1, 1.0])]
+        # Valid calls first: the arguments they leave in the binding's cache must
+        # not let the near misses above through.
+        ndfilt.gaussian_filter(x, sigma=1, order=1)
+        ndfilt.gaussian_filter(x, sigma=[1, 2], order=[1, 1])
         for kw in cases:
             with self.assertRaises(ValueError, msg=f"gaussian_filter {kw}"):
                 ndfilt.gaussian_filter(x, **kw)

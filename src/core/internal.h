@@ -103,7 +103,7 @@ const char *ndf__op_name(ndf__op op);
 /* Solvers (one file each). */
 extern const ndf__solver ndf__cpu_corr1d_direct, ndf__cpu_sep;
 #ifdef NDF_HAVE_CUDA
-extern const ndf__solver ndf__cuda_corr1d_direct, ndf__cuda_sep, ndf__cuda_sep_unfused;
+extern const ndf__solver ndf__cuda_corr1d_direct, ndf__cuda_sep, ndf__cuda_sep_fused;
 #endif
 
 /* CUDA glue (src/cuda), all NULL-safe; only in CUDA builds. */

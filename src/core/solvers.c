@@ -6,7 +6,7 @@ const ndf__solver *const ndf__solvers[] = {
     &ndf__cpu_corr1d_direct,
 #ifdef NDF_HAVE_CUDA
     &ndf__cuda_sep,
-    &ndf__cuda_sep_unfused,
+    &ndf__cuda_sep_fused,
     &ndf__cuda_corr1d_direct,
 #endif
 };

@@ -44,6 +44,10 @@ __device__ __forceinline__ void stage_line(float *s, const float *line, int64_t 
         const int e = 4 * k - sh;
         if (a0 + 4 * k + 3 < X) {
           const float4 v = __ldg(g4 + k);
+          if (sh == 0 && e + 3 < len) { // aligned in shared memory too: one conflict-free store
+            reinterpret_cast<float4 *>(s)[k] = v;
+            continue;
+          }
           if (e >= 0) s[e] = v.x;
           if (e + 1 >= 0 && e + 1 < len) s[e + 1] = v.y;
           if (e + 2 >= 0 && e + 2 < len) s[e + 2] = v.z;
