@@ -21,7 +21,10 @@ METRICS = [
     ("sm__warps_active.avg.pct_of_peak_sustained_active", "occupancy %", 1),
     ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum", "smem bank conflicts", 1),
     ("lts__t_sector_hit_rate.pct", "L2 hit %", 1),
+    ("smsp__inst_executed.sum", "warp instructions M", 1e-6),
+    ("smsp__sass_thread_inst_executed_op_ffma_pred_on.sum", "FFMA share %", None),
 ]
+FFMA = "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"
 CASES = [("4096x4096", 1.0, "cuda_sep"), ("4096x4096", 1.0, "cuda_sep_fused"),
          ("4096x4096", 2.0, "cuda_sep"), ("4096x4096", 4.0, "cuda_sep"),
          ("4096x4096", 16.0, "cuda_sep"), ("256x256x256", 4.5, "cuda_sep")]
@@ -57,8 +60,10 @@ def table(paths):
             except ValueError:
                 pass
         for k in by_id.values():
+            if FFMA in k and k.get("smsp__inst_executed.sum"):  # thread FFMAs / 32 per warp
+                k[FFMA] = 100.0 * k[FFMA] / 32.0 / k["smsp__inst_executed.sum"]
             rows.append([case, k["kernel"]] + [
-                "%.1f" % (k[m] * s) if m in k else "–" for m, _, s in METRICS])
+                "%.1f" % (k[m] * (s or 1)) if m in k else "–" for m, _, s in METRICS])
     head = ["case", "kernel"] + [lab for _, lab, _ in METRICS]
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     out += ["| " + " | ".join(r) + " |" for r in rows]

@@ -118,20 +118,23 @@ template <int NT, int NP, bool EXACT> __device__ __forceinline__ int whole_group
 }
 
 // Along the last axis: a block filters rb rows (rb = 1, 2 or 4 for short
-// lines), RT / rb threads and RT * RP / rb outputs per row and tile.
+// lines), RT / rb threads and RT * RP / rb outputs per row and tile. Blocks
+// run over groups of rb rows in x and tiles of a line in y (no divisions: on
+// short filters they cost as much as the arithmetic).
 template <int NT, bool EXACT>
 __global__ void __launch_bounds__(RT) sep_rows(const float *__restrict__ in,
                                                float *__restrict__ out, int64_t nrows, int64_t X,
                                                int n, int64_t left, int mode, float cval, int rb,
+                                               int64_t groups, int64_t tiles,
                                                const float *__restrict__ wg, Taps<NT> taps) {
   extern __shared__ float4 smem4[];
-  const int nt = RT / rb, tw = nt * RP, len = row_len(tw, n);
+  const int nt = RT >> (rb >> 1), tw = nt * RP, len = row_len(tw, n); // rb = 1, 2, 4
   const int r = threadIdx.x / nt, t = threadIdx.x % nt;
   float *s = reinterpret_cast<float *>(smem4) + r * len;
-  const int64_t tiles = (X + tw - 1) / tw, groups = (nrows + rb - 1) / rb;
   const int ng = whole_groups<NT, RP, EXACT>(n);
-  for (int64_t b = blockIdx.x; b < groups * tiles; b += gridDim.x) {
-    const int64_t row = (b / tiles) * rb + r, x0 = (b % tiles) * tw;
+  for (int64_t gq = blockIdx.x; gq < groups; gq += gridDim.x)
+  for (int64_t tl = blockIdx.y; tl < tiles; tl += gridDim.y) {
+    const int64_t row = gq * rb + r, x0 = tl * tw;
     __syncthreads(); // the previous tile's readers are done
     if (row < nrows) stage_line(s, in + row * X, X, x0 - left, len, mode, cval, t, nt);
     __syncthreads();
@@ -208,14 +211,16 @@ __global__ void __launch_bounds__(CX *CY) sep_cols(const float *__restrict__ in,
   const int64_t iblocks = (L + CY * CP - 1) / (CY * CP);
   const int ng = whole_groups<NT, CP, EXACT>(n);
   const int need = CY * CP + n + 7; // rows the loads below may touch
-  for (int64_t b = blockIdx.y; b < P * iblocks; b += gridDim.y) {
-    const int64_t p = b / iblocks, ib0 = (b % iblocks) * (CY * CP) - left;
+  // Blocks run over chunks of the axis in y and planes in z (no divisions).
+  for (int64_t p = blockIdx.z; p < P; p += gridDim.z)
+  for (int64_t ib = blockIdx.y; ib < iblocks; ib += gridDim.y) {
+    const int64_t ib0 = ib * (CY * CP) - left;
     __syncthreads(); // the previous block's readers are done
     for (int k = threadIdx.y * CX + threadIdx.x; k < need; k += CX * CY)
       rows[k] = (int)ndf__map_index(ib0 + k, L, mode);
     __syncthreads();
     const int i0 = threadIdx.y * CP; // within the block
-    if (!active || (b % iblocks) * (CY * CP) + i0 >= L) continue;
+    if (!active || ib * (CY * CP) + i0 >= L) continue;
     const float *plane = in + p * L * Q + q;
     float acc[CP];
 #pragma unroll
@@ -247,7 +252,7 @@ __global__ void __launch_bounds__(CX *CY) sep_cols(const float *__restrict__ in,
         return r < 0 ? cval : __ldg(plane + (int64_t)r * Q);
       });
     }
-    const int64_t o0 = (b % iblocks) * (CY * CP) + i0;
+    const int64_t o0 = ib * (CY * CP) + i0;
     float *o = out + p * L * Q + q;
 #pragma unroll
     for (int k = 0; k < CP; k++)
@@ -424,9 +429,10 @@ cudaError_t rows_nt(const float *in, float *out, int64_t nrows, int64_t X, const
     t.w[j] = j < n ? w[j] : 0.f;
   const int rb = X <= RT * RP / 4 ? 4 : X <= RT * RP / 2 ? 2 : 1, tw = RT * RP / rb;
   size_t sm = (size_t)rb * row_len(tw, n) * sizeof(float);
-  int64_t blocks = (nrows + rb - 1) / rb * ((X + tw - 1) / tw);
-  sep_rows<NT, EXACT><<<(unsigned)capped(blocks), RT, sm, st>>>(in, out, nrows, X, n, left, mode,
-                                                                 cval, rb, wg, t);
+  const int64_t groups = (nrows + rb - 1) / rb, tiles = (X + tw - 1) / tw;
+  const dim3 grid((unsigned)capped(groups), (unsigned)(tiles < 65535 ? tiles : 65535));
+  sep_rows<NT, EXACT><<<grid, RT, sm, st>>>(in, out, nrows, X, n, left, mode, cval, rb, groups,
+                                            tiles, wg, t);
   return cudaGetLastError();
 }
 
@@ -436,10 +442,10 @@ cudaError_t cols_nt(const float *in, float *out, int64_t P, int64_t L, int64_t Q
   Taps<NT> t;
   for (int j = 0; j < NT; j++)
     t.w[j] = j < n ? w[j] : 0.f;
-  dim3 grid((unsigned)((Q + CX - 1) / CX), 1);
-  int64_t gy = P * ((L + CY * CP - 1) / (CY * CP));
-  grid.y = (unsigned)(gy < 65535 ? gy : 65535);
-  if (L >= (1LL << 31)) return cudaErrorNotSupported; /* row indices are int */
+  const int64_t gx = (Q + CX - 1) / CX, gy = (L + CY * CP - 1) / (CY * CP);
+  if (L >= (1LL << 31) || gx >= (1LL << 31)) return cudaErrorNotSupported; /* int row indices */
+  const dim3 grid((unsigned)gx, (unsigned)(gy < 65535 ? gy : 65535),
+                  (unsigned)(P < 65535 ? P : 65535));
   sep_cols<NT, EXACT><<<grid, dim3(CX, CY), 0, st>>>(in, out, P, L, Q, n, left, mode, cval, wg, t);
   return cudaGetLastError();
 }
