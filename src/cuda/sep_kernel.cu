@@ -9,11 +9,11 @@
 //   reading the inputs it needs once from global memory (L1/L2 serve the overlap).
 // Both stream the inputs past per-thread accumulators: input e of a thread feeds
 // output p through tap e - p. The taps are kernel parameters and NT, a bound on their
-// count n, is a template parameter, so the loop over whole groups of 8 inputs below n
-// unrolls completely with the taps as uniform-register operands of FFMA and no tests;
-// the few inputs past the last whole group go through a short loop with the taps read
-// from global memory. Odd n up to 17 are instantiated exactly (no tail at all). Taps
-// past NT = 256 use a generic loop with taps in global memory.
+// count n, is a template parameter, so the loop over groups of 8 inputs unrolls
+// completely with the taps as uniform-register operands of FFMA; only the last group or
+// two, past tap n, test j < n. Odd n up to 17 are instantiated exactly (no tests at
+// all). Taps past NT = 256 use a generic loop with taps in global memory. Block
+// indices come from 2-D/3-D grids: no integer divisions per tile.
 #include <cuda_runtime.h>
 
 #include "../core/boundary.h"
@@ -97,24 +97,28 @@ __device__ __forceinline__ void feed8(float (&acc)[NP], const Taps<NT> &taps, in
     }
 }
 
-// The inputs e in [e0, n + NP - 1) past the whole groups: a short runtime loop.
-template <int NP, typename Load>
-__device__ __forceinline__ void feed_tail(float (&acc)[NP], const float *__restrict__ wg, int n,
-                                          int e0, Load load) {
-  for (int e = e0; e < n + NP - 1; e++) {
-    const float v = load(e);
+// As feed8 for a group that reaches past the last tap (e0 + 8 > n): the taps
+// j >= n are skipped, not multiplied by zero, so that an Inf or NaN input
+// outside an output's window cannot reach it.
+template <int NT, int NP>
+__device__ __forceinline__ void feed8m(float (&acc)[NP], const Taps<NT> &taps, int e0,
+                                       const float (&v)[8], int n) {
+#pragma unroll
+  for (int k = 0; k < 8; k++)
 #pragma unroll
     for (int p = 0; p < NP; p++) {
-      const int j = e - p;
-      if (j >= 0 && j < n) acc[p] = fmaf(__ldg(wg + j), v, acc[p]);
+      const int j = e0 + k - p;
+      if (j >= 0 && j < NT && j < n) acc[p] = fmaf(taps.w[j], v[k], acc[p]);
     }
-  }
 }
 
-// Number of whole groups of 8 inputs the unrolled loop takes: all of them
-// when n == NT (EXACT), else those below n.
+// Number of groups of 8 inputs the unrolled loop takes: enough for the
+// n + NP - 1 inputs of NP outputs (n == NT when EXACT). The groups past
+// e0 + 8 > n go through feed8m unless EXACT, where the compile-time bound
+// j < NT = n does the same. There is no runtime tail loop: taps travel only
+// as kernel parameters.
 template <int NT, int NP, bool EXACT> __device__ __forceinline__ int whole_groups(int n) {
-  return EXACT ? (NT + NP - 1 + 7) / 8 : n / 8;
+  return EXACT ? (NT + NP - 1 + 7) / 8 : (n + NP - 1 + 7) / 8;
 }
 
 // Along the last axis: a block filters rb rows (rb = 1, 2 or 4 for short
@@ -125,8 +129,7 @@ template <int NT, bool EXACT>
 __global__ void __launch_bounds__(RT) sep_rows(const float *__restrict__ in,
                                                float *__restrict__ out, int64_t nrows, int64_t X,
                                                int n, int64_t left, int mode, float cval, int rb,
-                                               int64_t groups, int64_t tiles,
-                                               const float *__restrict__ wg, Taps<NT> taps) {
+                                               int64_t groups, int64_t tiles, Taps<NT> taps) {
   extern __shared__ float4 smem4[];
   const int nt = RT >> (rb >> 1), tw = nt * RP, len = row_len(tw, n); // rb = 1, 2, 4
   const int r = threadIdx.x / nt, t = threadIdx.x % nt;
@@ -150,9 +153,9 @@ __global__ void __launch_bounds__(RT) sep_rows(const float *__restrict__ in,
       if (g >= ng) break;
       const float4 a = s4[2 * g], c = s4[2 * g + 1];
       const float v[8] = {a.x, a.y, a.z, a.w, c.x, c.y, c.z, c.w};
-      feed8<NT, RP>(acc, taps, 8 * g, v);
+      if (EXACT || 8 * g + 8 <= n) feed8<NT, RP>(acc, taps, 8 * g, v);
+      else feed8m<NT, RP>(acc, taps, 8 * g, v, n);
     }
-    if (!EXACT) feed_tail<RP>(acc, wg, n, 8 * ng, [&](int e) { return st[e]; });
     store_rp(out + row * X, x0 + (int64_t)t * RP, X, acc);
   }
 }
@@ -203,8 +206,7 @@ template <int NT, bool EXACT>
 __global__ void __launch_bounds__(CX *CY) sep_cols(const float *__restrict__ in,
                                                    float *__restrict__ out, int64_t P, int64_t L,
                                                    int64_t Q, int n, int64_t left, int mode,
-                                                   float cval, const float *__restrict__ wg,
-                                                   Taps<NT> taps) {
+                                                   float cval, Taps<NT> taps) {
   __shared__ int rows[COL_MAP];
   const int64_t q = (int64_t)blockIdx.x * CX + threadIdx.x;
   const bool active = q < Q;
@@ -232,15 +234,16 @@ __global__ void __launch_bounds__(CX *CY) sep_cols(const float *__restrict__ in,
 #pragma unroll
       for (int g = 0; g < (NT + CP - 1 + 7) / 8; g++) {
         if (g >= ng) break;
+        const bool full = !EXACT && 8 * g + 8 <= n; // every row of the group is below n
         float v[8];
 #pragma unroll
-        for (int k = 0; k < 8; k++) { // EXACT: rows past n + CP - 2 meet no tap
+        for (int k = 0; k < 8; k++) { // rows past n + CP - 2 meet no tap: not read
           const int e = 8 * g + k;
-          v[k] = !EXACT || e < n + CP - 1 ? load(e) : 0.f;
+          v[k] = full || e < n + CP - 1 ? load(e) : 0.f;
         }
-        feed8<NT, CP>(acc, taps, 8 * g, v);
+        if (EXACT || full) feed8<NT, CP>(acc, taps, 8 * g, v);
+        else feed8m<NT, CP>(acc, taps, 8 * g, v, n);
       }
-      if (!EXACT) feed_tail<CP>(acc, wg, n, 8 * ng, load);
     };
     const int64_t r0 = ib0 + i0; // input row of e = 0
     if (r0 >= 0 && r0 + n + CP - 1 <= L) {
@@ -432,7 +435,7 @@ cudaError_t rows_nt(const float *in, float *out, int64_t nrows, int64_t X, const
   const int64_t groups = (nrows + rb - 1) / rb, tiles = (X + tw - 1) / tw;
   const dim3 grid((unsigned)capped(groups), (unsigned)(tiles < 65535 ? tiles : 65535));
   sep_rows<NT, EXACT><<<grid, RT, sm, st>>>(in, out, nrows, X, n, left, mode, cval, rb, groups,
-                                            tiles, wg, t);
+                                            tiles, t);
   return cudaGetLastError();
 }
 
@@ -446,7 +449,7 @@ cudaError_t cols_nt(const float *in, float *out, int64_t P, int64_t L, int64_t Q
   if (L >= (1LL << 31) || gx >= (1LL << 31)) return cudaErrorNotSupported; /* int row indices */
   const dim3 grid((unsigned)gx, (unsigned)(gy < 65535 ? gy : 65535),
                   (unsigned)(P < 65535 ? P : 65535));
-  sep_cols<NT, EXACT><<<grid, dim3(CX, CY), 0, st>>>(in, out, P, L, Q, n, left, mode, cval, wg, t);
+  sep_cols<NT, EXACT><<<grid, dim3(CX, CY), 0, st>>>(in, out, P, L, Q, n, left, mode, cval, t);
   return cudaGetLastError();
 }
 
