@@ -10,8 +10,9 @@
 // Both stream the inputs past per-thread accumulators: input e of a thread feeds
 // output p through tap e - p. The taps are kernel parameters and NT, a bound on their
 // count n, is a template parameter, so the loop over groups of 8 inputs unrolls
-// completely with the taps as uniform-register operands of FFMA; only the last group or
-// two, past tap n, test j < n. Odd n up to 17 are instantiated exactly (no tests at
+// completely with the taps as uniform-register operands of FFMA. Past tap n, the last
+// group or two test j < n (buckets to 64 taps), or a short loop reads the taps from
+// global memory (larger buckets). Odd n up to 17 are instantiated exactly (no tests at
 // all). Taps past NT = 256 use a generic loop with taps in global memory. Block
 // indices come from 2-D/3-D grids: no integer divisions per tile.
 #include <cuda_runtime.h>
@@ -112,13 +113,31 @@ __device__ __forceinline__ void feed8m(float (&acc)[NP], const Taps<NT> &taps, i
     }
 }
 
-// Number of groups of 8 inputs the unrolled loop takes: enough for the
-// n + NP - 1 inputs of NP outputs (n == NT when EXACT). The groups past
-// e0 + 8 > n go through feed8m unless EXACT, where the compile-time bound
-// j < NT = n does the same. There is no runtime tail loop: taps travel only
-// as kernel parameters.
+// The inputs e in [e0, n + NP - 1) past the unrolled groups: a short runtime
+// loop with the taps read from global memory (wg).
+template <int NP, typename Load>
+__device__ __forceinline__ void feed_tail(float (&acc)[NP], const float *__restrict__ wg, int n,
+                                          int e0, Load load) {
+  for (int e = e0; e < n + NP - 1; e++) {
+    const float v = load(e);
+#pragma unroll
+    for (int p = 0; p < NP; p++) {
+      const int j = e - p;
+      if (j >= 0 && j < n) acc[p] = fmaf(__ldg(wg + j), v, acc[p]);
+    }
+  }
+}
+
+// How a bucket (n < NT, not EXACT) ends its inputs: up to 64 taps, the last
+// group or two of the unrolled loop test j < n (feed8m); past that, where a
+// second copy of every group would crowd the instruction cache, the unrolled
+// loop stops at the last whole group below n and feed_tail takes the rest.
+template <int NT> __host__ __device__ constexpr bool masked_tail() { return NT <= 64; }
+
+// Number of groups of 8 inputs the unrolled loop takes: all n + NP - 1
+// inputs of NP outputs when EXACT (n == NT) or masked, else those below n.
 template <int NT, int NP, bool EXACT> __device__ __forceinline__ int whole_groups(int n) {
-  return EXACT ? (NT + NP - 1 + 7) / 8 : (n + NP - 1 + 7) / 8;
+  return EXACT ? (NT + NP - 1 + 7) / 8 : masked_tail<NT>() ? (n + NP - 1 + 7) / 8 : n / 8;
 }
 
 // Along the last axis: a block filters rb rows (rb = 1, 2 or 4 for short
@@ -129,7 +148,8 @@ template <int NT, bool EXACT>
 __global__ void __launch_bounds__(RT) sep_rows(const float *__restrict__ in,
                                                float *__restrict__ out, int64_t nrows, int64_t X,
                                                int n, int64_t left, int mode, float cval, int rb,
-                                               int64_t groups, int64_t tiles, Taps<NT> taps) {
+                                               int64_t groups, int64_t tiles,
+                                               const float *__restrict__ wg, Taps<NT> taps) {
   extern __shared__ float4 smem4[];
   const int nt = RT >> (rb >> 1), tw = nt * RP, len = row_len(tw, n); // rb = 1, 2, 4
   const int r = threadIdx.x / nt, t = threadIdx.x % nt;
@@ -153,9 +173,11 @@ __global__ void __launch_bounds__(RT) sep_rows(const float *__restrict__ in,
       if (g >= ng) break;
       const float4 a = s4[2 * g], c = s4[2 * g + 1];
       const float v[8] = {a.x, a.y, a.z, a.w, c.x, c.y, c.z, c.w};
-      if (EXACT || 8 * g + 8 <= n) feed8<NT, RP>(acc, taps, 8 * g, v);
+      if (EXACT || !masked_tail<NT>() || 8 * g + 8 <= n) feed8<NT, RP>(acc, taps, 8 * g, v);
       else feed8m<NT, RP>(acc, taps, 8 * g, v, n);
     }
+    if (!EXACT && !masked_tail<NT>())
+      feed_tail<RP>(acc, wg, n, 8 * ng, [&](int e) { return st[e]; });
     store_rp(out + row * X, x0 + (int64_t)t * RP, X, acc);
   }
 }
@@ -206,7 +228,8 @@ template <int NT, bool EXACT>
 __global__ void __launch_bounds__(CX *CY) sep_cols(const float *__restrict__ in,
                                                    float *__restrict__ out, int64_t P, int64_t L,
                                                    int64_t Q, int n, int64_t left, int mode,
-                                                   float cval, Taps<NT> taps) {
+                                                   float cval, const float *__restrict__ wg,
+                                                   Taps<NT> taps) {
   __shared__ int rows[COL_MAP];
   const int64_t q = (int64_t)blockIdx.x * CX + threadIdx.x;
   const bool active = q < Q;
@@ -234,7 +257,7 @@ __global__ void __launch_bounds__(CX *CY) sep_cols(const float *__restrict__ in,
 #pragma unroll
       for (int g = 0; g < (NT + CP - 1 + 7) / 8; g++) {
         if (g >= ng) break;
-        const bool full = !EXACT && 8 * g + 8 <= n; // every row of the group is below n
+        const bool full = !EXACT && (!masked_tail<NT>() || 8 * g + 8 <= n); // rows below n
         float v[8];
 #pragma unroll
         for (int k = 0; k < 8; k++) { // rows past n + CP - 2 meet no tap: not read
@@ -244,6 +267,7 @@ __global__ void __launch_bounds__(CX *CY) sep_cols(const float *__restrict__ in,
         if (EXACT || full) feed8<NT, CP>(acc, taps, 8 * g, v);
         else feed8m<NT, CP>(acc, taps, 8 * g, v, n);
       }
+      if (!EXACT && !masked_tail<NT>()) feed_tail<CP>(acc, wg, n, 8 * ng, load);
     };
     const int64_t r0 = ib0 + i0; // input row of e = 0
     if (r0 >= 0 && r0 + n + CP - 1 <= L) {
@@ -435,7 +459,7 @@ cudaError_t rows_nt(const float *in, float *out, int64_t nrows, int64_t X, const
   const int64_t groups = (nrows + rb - 1) / rb, tiles = (X + tw - 1) / tw;
   const dim3 grid((unsigned)capped(groups), (unsigned)(tiles < 65535 ? tiles : 65535));
   sep_rows<NT, EXACT><<<grid, RT, sm, st>>>(in, out, nrows, X, n, left, mode, cval, rb, groups,
-                                            tiles, t);
+                                            tiles, wg, t);
   return cudaGetLastError();
 }
 
@@ -449,7 +473,7 @@ cudaError_t cols_nt(const float *in, float *out, int64_t P, int64_t L, int64_t Q
   if (L >= (1LL << 31) || gx >= (1LL << 31)) return cudaErrorNotSupported; /* int row indices */
   const dim3 grid((unsigned)gx, (unsigned)(gy < 65535 ? gy : 65535),
                   (unsigned)(P < 65535 ? P : 65535));
-  sep_cols<NT, EXACT><<<grid, dim3(CX, CY), 0, st>>>(in, out, P, L, Q, n, left, mode, cval, t);
+  sep_cols<NT, EXACT><<<grid, dim3(CX, CY), 0, st>>>(in, out, P, L, Q, n, left, mode, cval, wg, t);
   return cudaGetLastError();
 }
 
