@@ -3,7 +3,8 @@
 
 `python3 bench/ncu_sep.py run SHAPE SIGMA METHOD` runs gaussian_filter once on a random CuPy
 array (the process ncu profiles). `python3 bench/ncu_sep.py table CSV...` turns the CSV files
-of `ncu --csv --metrics METRICS` (one per case, named CASE.csv) into a Markdown table.
+of `ncu --csv --metrics METRICS` (one per case, named CASE.csv) into a Markdown table, and
+`section TABLE.md` wraps that table as a BENCHMARKS.md section.
 scripts/gpu-check.sh (part `profile`) runs both."""
 import csv
 import os
@@ -76,6 +77,14 @@ if __name__ == "__main__":
     elif sys.argv[1] == "cases":
         for shape, sigma, method in CASES:
             print(f"{shape} {sigma:g} {method}")
+    elif sys.argv[1] == "section":  # the table as a BENCHMARKS.md section
+        print("## ncu profile of the separable kernels\n")
+        print("Nsight Compute, one gaussian_filter call per case on CuPy arrays, mode constant "
+              "(`bench/ncu_sep.py`, run by `scripts/gpu-check.sh` part `profile`). FFMA share = "
+              "warp-level FFMA instructions / all warp instructions executed: the rest is "
+              "addressing, staging, boundary handling and loads.\n")
+        with open(sys.argv[2]) as f:
+            print(f.read())
     elif sys.argv[1] == "metrics":
         print(",".join(m for m, _, _ in METRICS))
     else:

@@ -109,6 +109,7 @@ if [ -n "$NCU" ]; then
   done
   if python3 bench/ncu_sep.py table /tmp/ncu/*.csv >"$OUT/ncu.md" 2>>"$LOG/ncu.log"; then
     row "ncu profile" ok "ncu.md"
+    [ -f "$OUT/BENCHMARKS.md" ] && python3 bench/ncu_sep.py section "$OUT/ncu.md" >>"$OUT/BENCHMARKS.md"
   else
     row "ncu profile" FAIL "see ncu.log"
   fi
