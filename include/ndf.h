@@ -262,6 +262,42 @@ NDF_API ndf_status ndf_gaussian(ndf_context *ctx, const ndf_array *in, ndf_array
  * them) for sigma > 0, order >= 0, radius >= 0 into w. */
 NDF_API ndf_status ndf_gaussian_kernel1d(double sigma, int order, int radius, double *w);
 
+/* ------------------------------------------------------------------ correlate */
+
+/* Options of correlate / convolve. Zero-filled (with struct_size set) means
+ * scipy's defaults: mode reflect on every axis, cval 0, origin 0, method auto. */
+typedef struct ndf_correlate_opts {
+  size_t struct_size; /* sizeof(ndf_correlate_opts) */
+  /* NULL or "auto" (a cost model picks); "direct" or "fft" (the context's
+   * solver of that kind); or a solver name: "cpu_direct", "cpu_fft",
+   * "cuda_direct", "cuda_fft". */
+  const char *method;
+  ndf_mode mode[NDF_MAX_DIMS]; /* per axis (scipy takes one for all) */
+  int origin[NDF_MAX_DIMS];    /* per axis, -(k/2) <= origin <= (k-1)/2 for k weights */
+  double cval;                 /* value outside the array for NDF_MODE_CONSTANT */
+} ndf_correlate_opts;
+
+/* N-dimensional correlation, exactly scipy.ndimage.correlate: out[i] =
+ * sum over j of w[j] * in[i + j - k/2 - origin] per axis (k the kernel's
+ * length on that axis), samples outside the array taken by each axis's mode.
+ * `weights` is a C-contiguous float64 kernel of shape wshape[0..in->ndim-1]
+ * (any positive lengths: odd, even, longer than the array), copied by the
+ * call; every weight must be finite. Float32 arithmetic. */
+NDF_API ndf_status ndf_plan_correlate(ndf_plan **plan, ndf_context *ctx, const ndf_array *in,
+                                      const ndf_array *out, const double *weights,
+                                      const int64_t *wshape, const ndf_correlate_opts *opts);
+NDF_API ndf_status ndf_correlate(ndf_context *ctx, const ndf_array *in, ndf_array *out,
+                                 const double *weights, const int64_t *wshape,
+                                 const ndf_correlate_opts *opts);
+/* scipy.ndimage.convolve: correlate with the kernel reversed on every axis
+ * and origin -origin (-origin - 1 on axes of even length). */
+NDF_API ndf_status ndf_plan_convolve(ndf_plan **plan, ndf_context *ctx, const ndf_array *in,
+                                     const ndf_array *out, const double *weights,
+                                     const int64_t *wshape, const ndf_correlate_opts *opts);
+NDF_API ndf_status ndf_convolve(ndf_context *ctx, const ndf_array *in, ndf_array *out,
+                                const double *weights, const int64_t *wshape,
+                                const ndf_correlate_opts *opts);
+
 #ifdef __cplusplus
 }
 #endif

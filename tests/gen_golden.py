@@ -33,8 +33,10 @@ kernels = [(np.array([[1, -2], [3, 4], [0.5, 1]]), [(0, 0), (1, 0), (-1, -1)]),
 for k, origins in kernels:
     for origin in origins:
         for m, mode in enumerate(MODES):
-            y = ndi.correlate(x2, k, mode=mode, cval=CVAL, origin=list(origin))
-            casesN.append((k, origin, m, y))
+            for conv in (0, 1):
+                f = ndi.convolve if conv else ndi.correlate
+                y = f(x2, k, mode=mode, cval=CVAL, origin=list(origin))
+                casesN.append((k, origin, m, conv, y))
 # correlate1d along axis 0 of x2
 axis0 = [(m, ndi.correlate1d(x2, [1.0, -2.0, 0.5, 3.0], axis=0, mode=mode, cval=CVAL, origin=1))
          for m, mode in enumerate(MODES)]
@@ -47,10 +49,11 @@ for x, w, origin, m, conv, y in cases1:
     print(f"  {{{len(x)}, {carr(x)}, {len(w)}, {carr(w)}, {origin}, {m}, {conv}, {carr(y)}}},")
 print("};")
 print(f"static const double golden_x2[20] = {carr(x2)};")
-print("typedef struct { int kh, kw; double k[42]; int o0, o1, mode; double y[20]; } g2d;")
+print("typedef struct { int kh, kw; double k[42]; int o0, o1, mode, conv; double y[20]; } g2d;")
 print("static const g2d golden2d[] = {")
-for k, origin, m, y in casesN:
-    print(f"  {{{k.shape[0]}, {k.shape[1]}, {carr(k)}, {origin[0]}, {origin[1]}, {m}, {carr(y)}}},")
+for k, origin, m, conv, y in casesN:
+    print(f"  {{{k.shape[0]}, {k.shape[1]}, {carr(k)}, {origin[0]}, {origin[1]}, {m}, {conv}, "
+          f"{carr(y)}}},")
 print("};")
 print("static const double golden_axis0[5][20] = {")
 for m, y in axis0:

@@ -9,7 +9,7 @@
 
 /* Operations the planner knows. Adding one: a value here, its name in
  * planner.c, a file in src/ops, and its solvers in the table (solvers.c). */
-typedef enum ndf__op { NDF__OP_SEPFILTER = 0, NDF__OP_COUNT } ndf__op;
+typedef enum ndf__op { NDF__OP_SEPFILTER = 0, NDF__OP_CORRELATE, NDF__OP_COUNT } ndf__op;
 
 /* A problem: operation, the arrays' descriptions (data ignored) and the
  * operation's parameters (owned by the plan once it exists). */
@@ -38,6 +38,18 @@ typedef struct ndf__sep {
   ndf__sepaxis ax[NDF_MAX_DIMS];
   double w[];
 } ndf__sep;
+
+/* Parameters of an N-dimensional correlation (convolve already flipped):
+ * the kernel, C-contiguous with in's ndim, and per axis its length k, the
+ * taps before the output point (left = k/2 + origin) and the mode. */
+typedef struct ndf__corr {
+  double cval;
+  ndf_mode mode[NDF_MAX_DIMS];
+  int64_t k[NDF_MAX_DIMS];
+  int64_t left[NDF_MAX_DIMS];
+  int64_t nw; /* product of k */
+  double w[];
+} ndf__corr;
 
 struct ndf_plan;
 typedef ndf_status (*ndf__exec_fn)(const struct ndf_plan *p, const ndf_array *in, ndf_array *out);
@@ -101,7 +113,7 @@ extern const int ndf__nsolvers;
 const char *ndf__op_name(ndf__op op);
 
 /* Solvers (one file each). */
-extern const ndf__solver ndf__cpu_corr1d_direct, ndf__cpu_sep;
+extern const ndf__solver ndf__cpu_corr1d_direct, ndf__cpu_sep, ndf__cpu_corr_direct;
 #ifdef NDF_HAVE_CUDA
 extern const ndf__solver ndf__cuda_corr1d_direct, ndf__cuda_sep, ndf__cuda_sep_fused;
 #endif
@@ -119,6 +131,14 @@ ndf_status ndf__cuda_alloc(ndf_context *ctx, void **p, size_t bytes);
 void ndf__cuda_free(ndf_context *ctx, void *p);
 ndf_status ndf__cuda_copy(ndf_context *ctx, void *dst, const void *src, size_t bytes);
 #endif
+
+/* Copies the caller's options (NULL: all zero, the defaults) into o, `size`
+ * bytes, after checking opts' leading size_t struct_size is at least that. */
+ndf_status ndf__take_opts(ndf_context *ctx, void *o, const void *opts, size_t size,
+                          const char *what);
+/* A one-shot call: st is the planning call's status, *p its plan, which is
+ * executed on in and out, then destroyed. */
+ndf_status ndf__run_once(ndf_status st, ndf_plan **p, const ndf_array *in, ndf_array *out);
 
 /* Seconds on a monotonic clock. */
 double ndf__now(void);

@@ -4,6 +4,7 @@
 const ndf__solver *const ndf__solvers[] = {
     &ndf__cpu_sep,
     &ndf__cpu_corr1d_direct,
+    &ndf__cpu_corr_direct,
 #ifdef NDF_HAVE_CUDA
     &ndf__cuda_sep,
     &ndf__cuda_sep_fused,

@@ -193,3 +193,27 @@ double ndf__now(void) {
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
+
+/* The one-shot forms: st is the planning call's status, *p its plan. (The
+ * plan is passed by address: argument evaluation order is unspecified.) */
+ndf_status ndf__run_once(ndf_status st, ndf_plan **p, const ndf_array *in, ndf_array *out) {
+  if (st != NDF_OK) return st;
+  st = ndf_execute(*p, in, out);
+  ndf_plan_destroy(*p);
+  return st;
+}
+
+/* Copies the caller's options (NULL: all zero, the defaults) into o, which
+ * is `size` bytes, after checking that they are at least that large; every
+ * options struct starts with its size_t struct_size. */
+ndf_status ndf__take_opts(ndf_context *ctx, void *o, const void *opts, size_t size,
+                            const char *what) {
+  memset(o, 0, size);
+  if (!opts) return NDF_OK;
+  size_t given = *(const size_t *)opts;
+  if (given < size)
+    return ndf__fail(ctx, NDF_EINVAL, "%s: opts.struct_size is %zu, expected %zu", what, given,
+                     size);
+  memcpy(o, opts, size);
+  return NDF_OK;
+}

@@ -78,30 +78,6 @@ static ndf_status plan_sep(ndf_plan **plan, ndf_context *ctx, const ndf_array *i
   return ndf__plan_create(plan, ctx, &pb, method);
 }
 
-/* The one-shot forms: st is the planning call's status, *p its plan. (The
- * plan is passed by address: argument evaluation order is unspecified.) */
-static ndf_status run_once(ndf_status st, ndf_plan **p, const ndf_array *in, ndf_array *out) {
-  if (st != NDF_OK) return st;
-  st = ndf_execute(*p, in, out);
-  ndf_plan_destroy(*p);
-  return st;
-}
-
-/* Copies the caller's options (NULL: all zero, the defaults) into o, which
- * is `size` bytes, after checking that they are at least that large; every
- * options struct starts with its size_t struct_size. */
-static ndf_status take_opts(ndf_context *ctx, void *o, const void *opts, size_t size,
-                            const char *what) {
-  memset(o, 0, size);
-  if (!opts) return NDF_OK;
-  size_t given = *(const size_t *)opts;
-  if (given < size)
-    return ndf__fail(ctx, NDF_EINVAL, "%s: opts.struct_size is %zu, expected %zu", what, given,
-                     size);
-  memcpy(o, opts, size);
-  return NDF_OK;
-}
-
 /* ------------------------------------------------------------------ correlate1d */
 
 static ndf_status plan1d(ndf_plan **plan, ndf_context *ctx, const ndf_array *in,
@@ -111,7 +87,7 @@ static ndf_status plan1d(ndf_plan **plan, ndf_context *ctx, const ndf_array *in,
   *plan = NULL;
   if (!ctx) return NDF_EINVAL;
   ndf_correlate1d_opts o;
-  ndf_status st = take_opts(ctx, &o, opts, sizeof o, "correlate1d");
+  ndf_status st = ndf__take_opts(ctx, &o, opts, sizeof o, "correlate1d");
   if (st == NDF_OK) st = ndf__check_desc(ctx, in, "in");
   if (st != NDF_OK) return st;
   if (!w || n < 1) return ndf__fail(ctx, NDF_EINVAL, "correlate1d: no weights");
@@ -140,13 +116,13 @@ ndf_status ndf_plan_convolve1d(ndf_plan **plan, ndf_context *ctx, const ndf_arra
 ndf_status ndf_correlate1d(ndf_context *ctx, const ndf_array *in, ndf_array *out, const double *w,
                            int64_t n, int axis, const ndf_correlate1d_opts *opts) {
   ndf_plan *p = NULL;
-  return run_once(plan1d(&p, ctx, in, out, w, n, axis, opts, 0), &p, in, out);
+  return ndf__run_once(plan1d(&p, ctx, in, out, w, n, axis, opts, 0), &p, in, out);
 }
 
 ndf_status ndf_convolve1d(ndf_context *ctx, const ndf_array *in, ndf_array *out, const double *w,
                           int64_t n, int axis, const ndf_correlate1d_opts *opts) {
   ndf_plan *p = NULL;
-  return run_once(plan1d(&p, ctx, in, out, w, n, axis, opts, 1), &p, in, out);
+  return ndf__run_once(plan1d(&p, ctx, in, out, w, n, axis, opts, 1), &p, in, out);
 }
 
 /* ------------------------------------------------------------------ sepfilter */
@@ -158,7 +134,7 @@ ndf_status ndf_plan_sepfilter(ndf_plan **plan, ndf_context *ctx, const ndf_array
   *plan = NULL;
   if (!ctx) return NDF_EINVAL;
   ndf_sepfilter_opts o;
-  ndf_status st = take_opts(ctx, &o, opts, sizeof o, "sepfilter");
+  ndf_status st = ndf__take_opts(ctx, &o, opts, sizeof o, "sepfilter");
   if (st == NDF_OK) st = ndf__check_desc(ctx, in, "in");
   if (st != NDF_OK) return st;
   if (!weights || !nweights) return ndf__fail(ctx, NDF_EINVAL, "sepfilter: no weights");
@@ -175,7 +151,7 @@ ndf_status ndf_sepfilter(ndf_context *ctx, const ndf_array *in, ndf_array *out,
                          const double *const *weights, const int64_t *nweights,
                          const ndf_sepfilter_opts *opts) {
   ndf_plan *p = NULL;
-  return run_once(ndf_plan_sepfilter(&p, ctx, in, out, weights, nweights, opts), &p, in, out);
+  return ndf__run_once(ndf_plan_sepfilter(&p, ctx, in, out, weights, nweights, opts), &p, in, out);
 }
 
 /* ------------------------------------------------------------------ gaussian */
@@ -231,7 +207,7 @@ ndf_status ndf_plan_gaussian(ndf_plan **plan, ndf_context *ctx, const ndf_array 
   *plan = NULL;
   if (!ctx) return NDF_EINVAL;
   ndf_gaussian_opts o;
-  ndf_status st = take_opts(ctx, &o, opts, sizeof o, "gaussian");
+  ndf_status st = ndf__take_opts(ctx, &o, opts, sizeof o, "gaussian");
   if (st == NDF_OK) st = ndf__check_desc(ctx, in, "in");
   if (st != NDF_OK) return st;
   const char *method = o.method;
@@ -277,5 +253,5 @@ ndf_status ndf_plan_gaussian(ndf_plan **plan, ndf_context *ctx, const ndf_array 
 ndf_status ndf_gaussian(ndf_context *ctx, const ndf_array *in, ndf_array *out,
                         const ndf_gaussian_opts *opts) {
   ndf_plan *p = NULL;
-  return run_once(ndf_plan_gaussian(&p, ctx, in, out, opts), &p, in, out);
+  return ndf__run_once(ndf_plan_gaussian(&p, ctx, in, out, opts), &p, in, out);
 }

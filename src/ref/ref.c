@@ -9,11 +9,12 @@
 #include "../core/elem.h"
 
 void ndf_ref_correlate(const ndf_array *in, double *out, const double *w, const int64_t *wshape,
-                       ndf_mode mode, double cval, const int *origin) {
+                       const ndf_mode *mode, double cval, const int *origin, int convolve) {
   const int nd = in->ndim;
   int64_t total = ndf_array_size(in), wtotal = 1;
   for (int d = 0; d < nd; d++)
     wtotal *= wshape[d];
+#pragma omp parallel for schedule(dynamic, 64)
   for (int64_t i = 0; i < total; i++) {
     int64_t c[NDF_MAX_DIMS], r = i;
     for (int d = nd - 1; d >= 0; d--) {
@@ -28,7 +29,10 @@ void ndf_ref_correlate(const ndf_array *in, double *out, const double *w, const 
         int64_t kd = kr % wshape[d];
         kr /= wshape[d];
         int64_t o = origin ? origin[d] : 0;
-        int64_t x = ndf__map_index(c[d] + kd - wshape[d] / 2 - o, in->shape[d], mode);
+        /* correlate: tap kd reads offset kd - k/2 - origin; convolve (scipy:
+         * kernel reversed, origin -origin - [k even]) reads k/2 + origin - kd. */
+        int64_t at = convolve ? c[d] - kd + wshape[d] / 2 + o : c[d] + kd - wshape[d] / 2 - o;
+        int64_t x = ndf__map_index(at, in->shape[d], mode[d]);
         if (x < 0)
           outside = 1;
         else
@@ -48,7 +52,10 @@ void ndf_ref_correlate1d(const ndf_array *in, double *out, const double *w, int6
     wshape[d] = 1;
   wshape[axis] = n;
   orig[axis] = origin;
-  ndf_ref_correlate(in, out, w, wshape, mode, cval, orig);
+  ndf_mode modes[NDF_MAX_DIMS];
+  for (int d = 0; d < NDF_MAX_DIMS; d++)
+    modes[d] = mode;
+  ndf_ref_correlate(in, out, w, wshape, modes, cval, orig, 0);
 }
 
 void ndf_ref_convolve1d(const ndf_array *in, double *out, const double *w, int64_t n, int axis,

@@ -16,10 +16,11 @@ void ndf_ref_correlate1d(const ndf_array *in, double *out, const double *w, int6
 void ndf_ref_convolve1d(const ndf_array *in, double *out, const double *w, int64_t n, int axis,
                         ndf_mode mode, double cval, int origin);
 
-/* Dense N-D correlate: w has in->ndim axes of extent wshape[d] (C order),
- * origin[d] per axis (NULL for zeros). */
+/* Dense N-D correlate (scipy.ndimage.correlate; convolve when `convolve`):
+ * w has in->ndim axes of extent wshape[d] (C order); mode[d] and origin[d]
+ * per axis (origin NULL for zeros). out: contiguous. */
 void ndf_ref_correlate(const ndf_array *in, double *out, const double *w, const int64_t *wshape,
-                       ndf_mode mode, double cval, const int *origin);
+                       const ndf_mode *mode, double cval, const int *origin, int convolve);
 
 /* Separable filter: correlate1d (convolve1d if convolve) along each axis d
  * with n[d] > 0 weights w[d], mode[d] and origin[d], in increasing axis

@@ -1,0 +1,106 @@
+/* correlate.c - N-dimensional correlation and convolution with a dense kernel
+ * (scipy.ndimage.correlate / convolve): validation, the convolve-to-correlate
+ * flip, the "direct" / "fft" method names, and plans. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/internal.h"
+
+static ndf_status plan_corr(ndf_plan **plan, ndf_context *ctx, const ndf_array *in,
+                            const ndf_array *out, const double *w, const int64_t *wshape,
+                            const ndf_correlate_opts *opts, int convolve) {
+  const char *what = convolve ? "convolve" : "correlate";
+  if (!plan) return NDF_EINVAL;
+  *plan = NULL;
+  if (!ctx) return NDF_EINVAL;
+  ndf_correlate_opts o;
+  ndf_status st = ndf__take_opts(ctx, &o, opts, sizeof o, what);
+  if (st == NDF_OK) st = ndf__check_desc(ctx, in, "in");
+  if (st == NDF_OK) st = ndf__check_desc(ctx, out, "out");
+  if (st == NDF_OK) st = ndf__check_same_shape(ctx, in, out);
+  if (st != NDF_OK) return st;
+  if (!w || !wshape) return ndf__fail(ctx, NDF_EINVAL, "%s: no weights", what);
+  int64_t nw = 1;
+  for (int d = 0; d < in->ndim; d++) {
+    if (wshape[d] < 1)
+      return ndf__fail(ctx, NDF_EINVAL, "%s: kernel length %lld on axis %d", what,
+                       (long long)wshape[d], d);
+    if (nw > INT64_MAX / 8 / wshape[d])
+      return ndf__fail(ctx, NDF_EINVAL, "%s: the kernel's size overflows", what);
+    nw *= wshape[d];
+    if (!ndf_mode_name(o.mode[d]))
+      return ndf__fail(ctx, NDF_EINVAL, "%s: unknown mode %d on axis %d", what, (int)o.mode[d], d);
+    if (o.origin[d] < -(wshape[d] / 2) || o.origin[d] > (wshape[d] - 1) / 2)
+      return ndf__fail(ctx, NDF_EINVAL,
+                       "%s: origin %d on axis %d outside [%lld, %lld] for a kernel of length %lld",
+                       what, o.origin[d], d, -(long long)(wshape[d] / 2),
+                       (long long)((wshape[d] - 1) / 2), (long long)wshape[d]);
+  }
+  for (int64_t j = 0; j < nw; j++)
+    if (!isfinite(w[j]))
+      return ndf__fail(ctx, NDF_EINVAL, "%s: weight %lld is not finite", what, (long long)j);
+  /* "direct" and "fft" name the context's solver of that kind. */
+  char name[32];
+  const char *method = o.method;
+  if (method && (!strcmp(method, "direct") || !strcmp(method, "fft"))) {
+    strcpy(name, ctx->place.kind == NDF_PLACE_CUDA ? "cuda_" : "cpu_");
+    strcat(name, method);
+    method = name;
+  }
+  size_t sz = sizeof(ndf__corr) + (size_t)nw * sizeof(double);
+  ndf__corr *c = calloc(1, sz);
+  if (!c) return ndf__fail(ctx, NDF_ENOMEM, "%s: out of host memory for the kernel", what);
+  c->cval = o.cval;
+  c->nw = nw;
+  for (int d = 0; d < in->ndim; d++) {
+    int64_t origin = o.origin[d];
+    if (convolve) origin = -origin - (wshape[d] % 2 == 0); /* scipy's flip */
+    c->mode[d] = o.mode[d];
+    c->k[d] = wshape[d];
+    c->left[d] = wshape[d] / 2 + origin;
+  }
+  /* Reversing every axis of a C-contiguous kernel reverses its elements. */
+  for (int64_t j = 0; j < nw; j++)
+    c->w[j] = convolve ? w[nw - 1 - j] : w[j];
+  ndf__problem pb;
+  memset(&pb, 0, sizeof pb);
+  pb.op = NDF__OP_CORRELATE;
+  pb.label = what;
+  pb.aliases = " direct fft";
+  pb.in = *in;
+  pb.out = *out;
+  pb.in.data = pb.out.data = NULL;
+  pb.params = c;
+  pb.params_size = sz;
+  return ndf__plan_create(plan, ctx, &pb, method);
+}
+
+ndf_status ndf_plan_correlate(ndf_plan **plan, ndf_context *ctx, const ndf_array *in,
+                              const ndf_array *out, const double *weights, const int64_t *wshape,
+                              const ndf_correlate_opts *opts) {
+  return plan_corr(plan, ctx, in, out, weights, wshape, opts, 0);
+}
+
+ndf_status ndf_plan_convolve(ndf_plan **plan, ndf_context *ctx, const ndf_array *in,
+                             const ndf_array *out, const double *weights, const int64_t *wshape,
+                             const ndf_correlate_opts *opts) {
+  return plan_corr(plan, ctx, in, out, weights, wshape, opts, 1);
+}
+
+ndf_status ndf_correlate(ndf_context *ctx, const ndf_array *in, ndf_array *out,
+                         const double *weights, const int64_t *wshape,
+                         const ndf_correlate_opts *opts) {
+  ndf_plan *p = NULL;
+  ndf_status st = ndf_plan_correlate(&p, ctx, in, out, weights, wshape, opts);
+  return ndf__run_once(st, &p, in, out);
+}
+
+ndf_status ndf_convolve(ndf_context *ctx, const ndf_array *in, ndf_array *out,
+                        const double *weights, const int64_t *wshape,
+                        const ndf_correlate_opts *opts) {
+  ndf_plan *p = NULL;
+  ndf_status st = ndf_plan_convolve(&p, ctx, in, out, weights, wshape, opts);
+  return ndf__run_once(st, &p, in, out);
+}
