@@ -19,6 +19,7 @@ from . import _lib
 from ._lib import lib
 
 __all__ = ["correlate1d", "convolve1d", "sepfilter", "gaussian_filter", "gaussian_filter1d",
+           "correlate", "convolve",
            "set_device", "device", "solvers", "__version__"]
 __version__ = lib.ndf_version_string().decode()
 
@@ -590,3 +591,52 @@ def gaussian_filter1d(input, sigma, axis=-1, order=0, output=None, mode="reflect
         if v is not None and not isinstance(v, str) and np.ndim(v) != 0:
             raise ValueError(f"{name} must be a scalar, not {v!r}")
     return _gaussian(input, sigma, order, output, mode, cval, truncate, radius, [axis], method)
+
+
+# ----------------------------------------------------------------- correlate / convolve
+
+def _filterNd(conv, input, weights, output, mode, cval, origin, method):
+    w = np.ascontiguousarray(weights, dtype=np.float64)
+    src, dst, back, output_arg = _inputs(input, output)
+    nd = src.desc.ndim
+    if w.ndim != nd or w.size < 1:
+        raise ValueError(f"weights must have the input's {nd} dimensions and no zero length, "
+                         f"not shape {w.shape}")
+    modes = [_mode(m) for m in _per_axis(mode, nd, "mode")]
+    origins = [_int(o, "origin") for o in _per_axis(origin, nd, "origin")]
+    cval, meth = float(cval), _method(method)
+    ctx = _context_of(src)
+    key = ("convolve" if conv else "correlate", ctx, _place_key(src.desc), _place_key(dst.desc),
+           w.shape, w.tobytes(), tuple(modes), tuple(origins), cval, meth)
+
+    def make(h):
+        opts = _lib.CorrelateOpts(C.sizeof(_lib.CorrelateOpts), meth)
+        opts.cval = cval
+        for d in range(nd):
+            opts.mode[d], opts.origin[d] = modes[d], origins[d]
+        shape = (C.c_int64 * nd)(*w.shape)
+        f = lib.ndf_plan_convolve if conv else lib.ndf_plan_correlate
+        return f(h, ctx, C.byref(src.desc), C.byref(dst.desc),
+                 w.ctypes.data_as(C.POINTER(C.c_double)), shape, C.byref(opts))
+
+    _run(key, ctx, src, dst, make)
+    return _result(dst, back, output_arg)
+
+
+def correlate(input, weights, output=None, mode="reflect", cval=0.0, origin=0, *,
+              method="auto"):
+    """N-dimensional correlation, as scipy.ndimage.correlate.
+
+    weights: a kernel with the input's number of dimensions, any lengths (odd,
+    even, longer than the input). mode and origin: one value or one per axis.
+    method: 'auto' (a cost model picks), 'direct', 'fft', or a solver name
+    ('cpu_direct', 'cpu_fft', 'cuda_direct', 'cuda_fft'). Arrays, dtypes and
+    output as correlate1d.
+    """
+    return _filterNd(False, input, weights, output, mode, cval, origin, method)
+
+
+def convolve(input, weights, output=None, mode="reflect", cval=0.0, origin=0, *,
+             method="auto"):
+    """N-dimensional convolution, as scipy.ndimage.convolve (see correlate)."""
+    return _filterNd(True, input, weights, output, mode, cval, origin, method)

@@ -42,6 +42,12 @@ class GaussianOpts(C.Structure):
                 ("mode", C.c_int * MAX_DIMS), ("cval", C.c_double)]
 
 
+class CorrelateOpts(C.Structure):
+    _fields_ = [("struct_size", C.c_size_t), ("method", C.c_char_p),
+                ("mode", C.c_int * MAX_DIMS), ("origin", C.c_int * MAX_DIMS),
+                ("cval", C.c_double)]
+
+
 def _candidates():
     env = os.environ.get("NDFILT_LIBRARY")
     if env:
@@ -97,6 +103,10 @@ _sig = {
                                     P(GaussianOpts)]),
     "ndf_gaussian": (C.c_int, [C.c_void_p, P(Array), P(Array), P(GaussianOpts)]),
     "ndf_gaussian_kernel1d": (C.c_int, [C.c_double, C.c_int, C.c_int, P(C.c_double)]),
+    "ndf_plan_correlate": (C.c_int, [P(C.c_void_p), C.c_void_p, P(Array), P(Array),
+                                     P(C.c_double), P(C.c_int64), P(CorrelateOpts)]),
+    "ndf_plan_convolve": (C.c_int, [P(C.c_void_p), C.c_void_p, P(Array), P(Array),
+                                    P(C.c_double), P(C.c_int64), P(CorrelateOpts)]),
 }
 for _name, (_res, _args) in _sig.items():
     _f = getattr(lib, _name)

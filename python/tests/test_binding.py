@@ -494,6 +494,58 @@ def _cuda_available(mod):
         return False
 
 
+class TestCorrelate(unittest.TestCase):
+    def test_random(self):
+        rng = np.random.default_rng(SEED + 30)
+        methods = ["auto", "direct"] + (["fft"] if any(
+            s.endswith("_fft") for s in ndfilt.solvers().get("correlate", [])) else [])
+        for k in range(90):
+            shape = random_shape(rng, {1: 60, 2: 16, 3: 7, 4: 4})
+            nd = len(shape)
+            dt = DTYPES[int(rng.integers(5))]
+            x, layout = random_array(rng, shape, dt)
+            kshape = tuple(int(rng.integers(n + 1, 2 * n + 3)) if rng.integers(5) == 0
+                           else int(rng.integers(1, 6 if nd >= 3 else 10)) for n in shape)
+            w = rng.uniform(-1, 1, kshape)
+            origin = [int(rng.integers(-(n // 2), (n - 1) // 2 + 1)) for n in kshape]
+            if rng.integers(3) == 0:
+                origin = origin[0] if len(set(kshape)) == 1 else 0
+            mode = MODES[int(rng.integers(5))]
+            cval = float(rng.uniform(-2, 2))
+            conv = bool(rng.integers(2))
+            method = methods[int(rng.integers(len(methods)))]
+            f, g = (ndi.convolve, ndfilt.convolve) if conv else (ndi.correlate, ndfilt.correlate)
+            x64 = x.astype(np.float64)
+            ref = f(x64, w, mode=mode, cval=cval, origin=origin)
+            scale = max(float(np.abs(f(np.abs(x64), np.abs(w), mode=mode, cval=abs(cval),
+                                       origin=origin)).max()), 1e-300)
+            odt = [dt, np.float32][int(rng.integers(2))]
+            got = g(x, w if rng.integers(2) else w.tolist(), output=None if odt == dt else odt,
+                    mode=mode if rng.integers(2) else [mode] * nd, cval=cval, origin=origin,
+                    method=method)
+            self.assertEqual(got.dtype, np.dtype(odt))
+            what = (f"case {k}: {'convolve' if conv else 'correlate'} shape={shape} "
+                    f"kernel={kshape} mode={mode} origin={origin} method={method} "
+                    f"dtype={np.dtype(dt).name} layout={layout}", np.dtype(odt).name)
+            tol = 1e-4 if method == "fft" else TOL
+            err = np.abs(np.asarray(got, np.float64) - ref) / scale
+            if np.dtype(odt).kind == "f":
+                self.assertLessEqual(float(err.max()), tol, what[0])
+            else:
+                check(self, got, ref, scale, what, tol * scale)
+
+    def test_bad_arguments(self):
+        x = np.ones((4, 5), np.float32)
+        for kw in [dict(weights=np.ones(3)), dict(weights=np.ones((3, 3, 3))),
+                   dict(weights=np.ones((0, 3))), dict(weights=[[1, float("nan")]]),
+                   dict(weights=np.ones((3, 3)), origin=2), dict(weights=np.ones((3, 3)),
+                                                                 mode="bogus"),
+                   dict(weights=np.ones((3, 3)), method="nope"),
+                   dict(weights=np.ones((3, 3)), origin=(0, 0, 0))]:
+            with self.assertRaises(ValueError, msg=f"correlate {kw}"):
+                ndfilt.correlate(x, **kw)
+
+
 @unittest.skipUnless(_cuda_available("cupy"), "CuPy with a GPU not available")
 class TestCupy(unittest.TestCase):
     def test_roundtrip_no_host_copy(self):
