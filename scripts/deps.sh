@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # deps.sh - installs the Debian packages ndfilt needs; quick and silent when all are present.
 set -euo pipefail
-PKGS=(build-essential cmake pkg-config python3 python3-numpy python3-scipy)
+PKGS=(build-essential cmake pkg-config python3 python3-numpy python3-scipy libfftw3-dev)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

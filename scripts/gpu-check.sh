@@ -60,14 +60,24 @@ for m in auto cuda_sep cuda_sep_fused cuda_direct; do
     row "cuda separable ($m)" FAIL "see cuda-tests.log"
   fi
 done
+for m in auto cuda_direct; do
+  arg=$m; [ $m = auto ] && arg=
+  if "$B/tests/test_conv" cuda $arg >>"$LOG/cuda-tests.log" 2>&1; then
+    row "cuda correlate ($m)" ok "$(tail -1 "$LOG/cuda-tests.log" | sed 's/.*: worst/worst/')"
+  else
+    row "cuda correlate ($m)" FAIL "see cuda-tests.log"
+  fi
+done
 
 : >"$LOG/sanitizer.log"
 if [ -n "$SAN" ]; then
   for tool in memcheck racecheck synccheck initcheck; do
     extra=
     [ $tool = memcheck ] && extra="--leak-check full"
-    NDF_TEST_CASES=40 "$SAN" --tool $tool $extra --error-exitcode 99 \
-      "$B/tests/test_sep" cuda >/tmp/san.log 2>&1
+    { NDF_TEST_CASES=40 "$SAN" --tool $tool $extra --error-exitcode 99 \
+        "$B/tests/test_sep" cuda &&
+      NDF_TEST_CASES=30 "$SAN" --tool $tool $extra --error-exitcode 99 \
+        "$B/tests/test_conv" cuda; } >/tmp/san.log 2>&1
     r=$?
     { echo "### $tool (exit $r)"; cat /tmp/san.log; } >>"$LOG/sanitizer.log"
     errs=$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' /tmp/san.log | tail -1 | sed 's/^=* *//')

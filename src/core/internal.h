@@ -114,8 +114,12 @@ const char *ndf__op_name(ndf__op op);
 
 /* Solvers (one file each). */
 extern const ndf__solver ndf__cpu_corr1d_direct, ndf__cpu_sep, ndf__cpu_corr_direct;
+#ifdef NDF_HAVE_FFTW
+extern const ndf__solver ndf__cpu_corr_fft;
+#endif
 #ifdef NDF_HAVE_CUDA
-extern const ndf__solver ndf__cuda_corr1d_direct, ndf__cuda_sep, ndf__cuda_sep_fused;
+extern const ndf__solver ndf__cuda_corr1d_direct, ndf__cuda_sep, ndf__cuda_sep_fused,
+    ndf__cuda_corr_direct;
 #endif
 
 /* CUDA glue (src/cuda), all NULL-safe; only in CUDA builds. */

@@ -5,9 +5,13 @@ const ndf__solver *const ndf__solvers[] = {
     &ndf__cpu_sep,
     &ndf__cpu_corr1d_direct,
     &ndf__cpu_corr_direct,
+#ifdef NDF_HAVE_FFTW
+    &ndf__cpu_corr_fft,
+#endif
 #ifdef NDF_HAVE_CUDA
     &ndf__cuda_sep,
     &ndf__cuda_sep_fused,
+    &ndf__cuda_corr_direct,
     &ndf__cuda_corr1d_direct,
 #endif
 };

@@ -30,6 +30,12 @@ int ndf__launch_sep_rows(const float *in, float *out, int64_t nrows, int64_t X,
 int ndf__launch_sep_cols(const float *in, float *out, int64_t P, int64_t L, int64_t Q,
                          const float *w_host, const float *w_dev, int64_t n, int64_t left,
                          int mode, float cval, void *stream);
+/* cuda_direct (correlate): a contiguous [n0][n1][n2][n3] array correlated with a
+ * [k0][k1][k2][k3] kernel (w_dev: float32 on the device); left: taps before the
+ * output point per axis; mode: per axis. */
+int ndf__launch_corr_direct(const float *in, float *out, const int64_t n[4], const int64_t k[4],
+                            const int64_t left[4], const int mode[4], float cval,
+                            const float *w_dev, void *stream);
 /* Both of the last two axes of [P][Y][X] in one pass, y first, with n taps on
  * each (odd, 3 to 17; else cudaErrorNotSupported). wy, wx: host taps. */
 int ndf__launch_sep_yx(const float *in, float *out, int64_t P, int64_t Y, int64_t X,

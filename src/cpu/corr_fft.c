@@ -1,0 +1,251 @@
+/* corr_fft.c - cpu_fft for N-dimensional correlation, by FFTW (single precision, threaded).
+ * The input is copied into a float32 array extended by the kernel on every axis, the modes
+ * applied there, exactly as cpu_direct does (corr_direct.c); what is left is the "valid"
+ * correlation out[i] = sum_j w[j] * E[i + j]. Both E and the reversed kernel are zero-padded
+ * to L[d] >= n[d] + k[d] - 1 points per axis (2-3-5-7-smooth, sizes FFTW does quickly), so
+ * the circular convolution of the two equals the linear one where we read it, at offset
+ * k[d] - 1. The kernel's spectrum, scaled by 1 / prod(L), is made once per plan; an execute
+ * is a copy in, a forward transform, a complex product, an inverse transform and a copy out,
+ * in place in one buffer of the plan (r2c layout: the last axis padded to 2 * (L/2 + 1)).
+ * Arrays are seen as 4-D with leading axes of length 1, as in corr_direct.c. */
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <fftw3.h>
+
+#include "../core/boundary.h"
+#include "../core/elem.h"
+#include "../core/internal.h"
+
+#define D NDF_MAX_DIMS
+
+/* FFTW's planner (and plan destruction) shares global state and is not thread-safe; plans of
+ * different ndf contexts may be made at once, so every call into it holds this lock. */
+static pthread_mutex_t planner_lock = PTHREAD_MUTEX_INITIALIZER;
+static int fftw_threads_ok = -1; /* fftwf_init_threads' result; -1 before the first plan */
+
+typedef struct {
+  int64_t n[D], k[D], e[D], L[D]; /* shape, kernel, extended shape, transform size */
+  int64_t rs;                     /* floats per row of the buffer: 2 * (L[3]/2 + 1) */
+  int64_t *map[D];                /* per axis: extended sample -> input index, -1 for cval */
+  float *buf;                     /* the transform buffer, in place, L[0]*L[1]*L[2] rows */
+  fftwf_complex *spec;            /* the kernel's spectrum, scaled by 1 / prod(L) */
+  fftwf_plan fwd, inv;
+  int threads;
+  int lock_ok;
+  pthread_mutex_t lock; /* one plan may be executed from several threads: one buffer */
+} state;
+
+/* The smallest 2^a 3^b 5^c 7^d >= m (m >= 1): the sizes FFTW transforms quickly. */
+static int64_t next_smooth(int64_t m) {
+  int64_t best = 1;
+  while (best < m)
+    best *= 2;
+  for (int64_t p7 = 1; p7 < best; p7 *= 7)
+    for (int64_t p5 = p7; p5 < best; p5 *= 5)
+      for (int64_t p3 = p5; p3 < best; p3 *= 3) {
+        int64_t q = p3;
+        while (q < m)
+          q *= 2;
+        if (q < best) best = q;
+      }
+  return best;
+}
+
+/* The problem's sizes as 4-D (leading axes of length 1, kernel length 1). Returns 0 where a
+ * transform size does not fit FFTW's int or the buffer's size overflows; *bytes is then the
+ * buffer's size in bytes (the spectrum takes as much again). */
+static int sizes(const ndf__problem *pb, int64_t n[D], int64_t k[D], int64_t e[D], int64_t L[D],
+                 size_t *bytes) {
+  const ndf__corr *c = pb->params;
+  const ndf_array *a = &pb->in;
+  const int pad = D - a->ndim;
+  double total = 1;
+  for (int d = 0; d < D; d++) {
+    n[d] = d < pad ? 1 : a->shape[d - pad];
+    k[d] = d < pad ? 1 : c->k[d - pad];
+    e[d] = n[d] + k[d] - 1;
+    if (e[d] > INT_MAX / 2) return 0;
+    L[d] = next_smooth(e[d]);
+    if (L[d] > INT_MAX) return 0;
+    total *= d == D - 1 ? (double)(L[d] / 2 + 1) : (double)L[d];
+  }
+  total *= sizeof(fftwf_complex);
+  if (total > (double)(SIZE_MAX / 4) || total > (double)(INT64_MAX / 4)) return 0;
+  *bytes = (size_t)total;
+  return 1;
+}
+
+static int applicable(const ndf__problem *pb, const ndf_context *ctx) {
+  (void)ctx;
+  int64_t n[D], k[D], e[D], L[D];
+  size_t bytes;
+  return pb->in.place.kind == NDF_PLACE_HOST && pb->out.place.kind == NDF_PLACE_HOST &&
+         sizes(pb, n, k, e, L, &bytes);
+}
+
+static double cost(const ndf__problem *pb, const ndf_context *ctx) {
+  int64_t n[D], k[D], e[D], L[D];
+  size_t bytes;
+  if (!sizes(pb, n, k, e, L, &bytes)) return INFINITY;
+  const double N = (double)L[0] * (double)L[1] * (double)L[2] * (double)L[3];
+  /* Two transforms and the product, ~2.5 ns per point and level per thread; plus the copies
+   * in (of the padded buffer) and out (of the array). */
+  return (N * (log2(N) * 2.5e-9 + 4e-9) + (double)ndf_array_size(&pb->in) * 2e-9) / ctx->threads;
+}
+
+static void free_state(void *p) {
+  state *s = p;
+  if (!s) return;
+  if (s->fwd || s->inv) {
+    pthread_mutex_lock(&planner_lock);
+    if (s->fwd) fftwf_destroy_plan(s->fwd);
+    if (s->inv) fftwf_destroy_plan(s->inv);
+    pthread_mutex_unlock(&planner_lock);
+  }
+  fftwf_free(s->buf);
+  fftwf_free(s->spec);
+  for (int d = 0; d < D; d++)
+    free(s->map[d]);
+  if (s->lock_ok) pthread_mutex_destroy(&s->lock);
+  free(s);
+}
+
+static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
+  const ndf__corr *c = p->pb.params;
+  state *s = p->state;
+  const int pad = D - in->ndim;
+  int64_t si[D], so[D];
+  for (int d = 0; d < D; d++) {
+    si[d] = d < pad ? 0 : in->strides[d - pad];
+    so[d] = d < pad ? 0 : out->strides[d - pad];
+  }
+  const int64_t *n = s->n, *k = s->k, *e = s->e, *L = s->L, rs = s->rs;
+  int64_t *const *map = s->map;
+  const float cval = (float)c->cval;
+  const int64_t rows = L[0] * L[1] * L[2];
+  const int64_t ncomplex = rows * (L[3] / 2 + 1);
+  float *buf = s->buf;
+
+  pthread_mutex_lock(&s->lock);
+  /* 1. The extended input, zero-padded to L (every time: the inverse transform overwrote it).
+   * in may be out: all of it is read here, before anything is written. */
+#pragma omp parallel for schedule(static) num_threads(s->threads)
+  for (int64_t r = 0; r < rows; r++) {
+    const int64_t p0 = r / (L[1] * L[2]), p1 = r / L[2] % L[1], p2 = r % L[2];
+    float *row = buf + r * rs;
+    int64_t x = 0;
+    if (p0 < e[0] && p1 < e[1] && p2 < e[2]) {
+      const int64_t i0 = map[0][p0], i1 = map[1][p1], i2 = map[2][p2];
+      if (i0 < 0 || i1 < 0 || i2 < 0) {
+        for (; x < e[3]; x++)
+          row[x] = cval;
+      } else {
+        const int64_t base = i0 * si[0] + i1 * si[1] + i2 * si[2];
+        for (; x < e[3]; x++)
+          row[x] = map[3][x] < 0 ? cval
+                                 : (float)ndf__load(in->dtype, in->data, base + map[3][x] * si[3]);
+      }
+    }
+    for (; x < rs; x++)
+      row[x] = 0.f;
+  }
+  /* 2. Forward, times the kernel's spectrum, inverse. */
+  fftwf_execute_dft_r2c(s->fwd, buf, (fftwf_complex *)buf);
+  float *z = buf;
+  const float *h = (const float *)s->spec;
+#pragma omp parallel for schedule(static) num_threads(s->threads)
+  for (int64_t i = 0; i < ncomplex; i++) {
+    const float a = z[2 * i], b = z[2 * i + 1], hr = h[2 * i], hi = h[2 * i + 1];
+    z[2 * i] = a * hr - b * hi;
+    z[2 * i + 1] = a * hi + b * hr;
+  }
+  fftwf_execute_dft_c2r(s->inv, (fftwf_complex *)buf, buf);
+  /* 3. The valid part, which starts at k - 1 on every axis. */
+  const int64_t orows = n[0] * n[1] * n[2];
+#pragma omp parallel for schedule(static) num_threads(s->threads)
+  for (int64_t r = 0; r < orows; r++) {
+    const int64_t o0 = r / (n[1] * n[2]), o1 = r / n[2] % n[1], o2 = r % n[2];
+    const float *src =
+        buf + (((o0 + k[0] - 1) * L[1] + o1 + k[1] - 1) * L[2] + o2 + k[2] - 1) * rs + k[3] - 1;
+    const int64_t base = o0 * so[0] + o1 * so[1] + o2 * so[2];
+    for (int64_t x = 0; x < n[3]; x++)
+      ndf__store(out->dtype, out->data, base + x * so[3], src[x]);
+  }
+  pthread_mutex_unlock(&s->lock);
+  return NDF_OK;
+}
+
+static ndf_status make(ndf_plan *p) {
+  const ndf__corr *c = p->pb.params;
+  state *s = calloc(1, sizeof *s);
+  if (!s) return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_fft: out of host memory");
+  p->state = s;
+  p->exec = exec;
+  p->free_state = free_state;
+  if (pthread_mutex_init(&s->lock, NULL))
+    return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_fft: cannot make a mutex");
+  s->lock_ok = 1;
+  s->threads = p->ctx->threads;
+  size_t bytes;
+  if (!sizes(&p->pb, s->n, s->k, s->e, s->L, &bytes)) /* applicable() said it fits */
+    return ndf__fail(p->ctx, NDF_EUNSUPPORTED, "cpu_fft: the transform is too large");
+  const int64_t *n = s->n, *k = s->k, *L = s->L;
+  s->rs = 2 * (L[3] / 2 + 1);
+  const int pad = D - p->pb.in.ndim;
+  for (int d = 0; d < D; d++) {
+    const size_t mb = (size_t)s->e[d] * sizeof(int64_t);
+    s->map[d] = malloc(mb);
+    if (!s->map[d])
+      return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_fft: out of host memory (%zu bytes)", mb);
+    const int64_t left = d < pad ? 0 : c->left[d - pad];
+    const ndf_mode mode = d < pad ? NDF_MODE_REFLECT : c->mode[d - pad];
+    for (int64_t x = 0; x < s->e[d]; x++)
+      s->map[d][x] = ndf__map_index(x - left, n[d], mode);
+  }
+  s->buf = fftwf_malloc(bytes);
+  s->spec = fftwf_malloc(bytes);
+  if (!s->buf || !s->spec)
+    return ndf__fail(p->ctx, NDF_ENOMEM,
+                     "cpu_fft: out of host memory for the transform buffers (2 x %zu bytes)",
+                     bytes);
+
+  /* The plans, in place, over the array's own axes (the leading ones of length 1 left out). */
+  const int rank = p->pb.in.ndim;
+  int dims[D];
+  for (int d = 0; d < rank; d++)
+    dims[d] = (int)L[D - rank + d];
+  pthread_mutex_lock(&planner_lock);
+  if (fftw_threads_ok < 0) fftw_threads_ok = fftwf_init_threads() != 0;
+  if (fftw_threads_ok) fftwf_plan_with_nthreads(s->threads);
+  s->fwd = fftwf_plan_dft_r2c(rank, dims, s->buf, (fftwf_complex *)s->buf, FFTW_ESTIMATE);
+  s->inv = fftwf_plan_dft_c2r(rank, dims, (fftwf_complex *)s->buf, s->buf, FFTW_ESTIMATE);
+  pthread_mutex_unlock(&planner_lock);
+  if (!s->fwd || !s->inv)
+    return ndf__fail(p->ctx, NDF_EUNSUPPORTED, "cpu_fft: FFTW made no plan for this size");
+
+  /* The kernel's spectrum: the kernel reversed on every axis (a convolution with it is the
+   * correlation with w), scaled by 1 / prod(L) for the unnormalised inverse. */
+  const double scale = 1.0 / ((double)L[0] * (double)L[1] * (double)L[2] * (double)L[3]);
+  memset(s->buf, 0, bytes);
+  const double *w = c->w;
+  for (int64_t j0 = 0; j0 < k[0]; j0++)
+    for (int64_t j1 = 0; j1 < k[1]; j1++)
+      for (int64_t j2 = 0; j2 < k[2]; j2++) {
+        float *row = s->buf +
+                     (((k[0] - 1 - j0) * L[1] + k[1] - 1 - j1) * L[2] + k[2] - 1 - j2) * s->rs +
+                     k[3] - 1;
+        for (int64_t j3 = 0; j3 < k[3]; j3++)
+          row[-j3] = (float)(*w++ * scale);
+      }
+  fftwf_execute_dft_r2c(s->fwd, s->buf, (fftwf_complex *)s->buf);
+  memcpy(s->spec, s->buf, bytes);
+  return NDF_OK;
+}
+
+const ndf__solver ndf__cpu_corr_fft = {
+    "cpu_fft", NDF__OP_CORRELATE, NDF_PLACE_HOST, applicable, cost, make,
+};

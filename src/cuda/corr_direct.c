@@ -1,0 +1,100 @@
+/* corr_direct.c - host side of cuda_direct for N-dimensional correlation (corr_kernel.cu):
+ * the kernel in float32 on the device, the arrays seen as 4-D, strided views gathered into
+ * (or scattered from) contiguous buffers from the stream-ordered allocator for that call. */
+#include <stdlib.h>
+
+#include <cuda_runtime_api.h>
+
+#include "../core/elem.h"
+#include "host.h"
+
+typedef struct {
+  float *dw; /* the kernel, float32, on the device */
+  int64_t n[4], k[4], left[4];
+  int mode[4];
+} state;
+
+static int applicable(const ndf__problem *pb, const ndf_context *ctx) {
+  (void)pb;
+  return ctx->place.kind == NDF_PLACE_CUDA;
+}
+
+static double cost(const ndf__problem *pb, const ndf_context *ctx) {
+  (void)ctx;
+  const ndf__corr *c = pb->params;
+  /* ~1 shared-memory load per FMA: ~10 TFMA/s, plus the read and write */
+  return 5e-6 + (double)ndf_array_size(&pb->in) * ((double)c->nw / 1e13 + 8.0 / 3e12);
+}
+
+static void free_state(void *v) {
+  state *s = v;
+  if (!s) return;
+  cudaDeviceSynchronize(); /* a one-shot call may still be running */
+  cudaFree(s->dw);
+  free(s);
+}
+
+static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
+  const ndf__corr *c = p->pb.params;
+  const state *s = p->state;
+  cudaStream_t st = (cudaStream_t)p->ctx->stream;
+  const size_t bytes = (size_t)ndf_array_size(in) * sizeof(float);
+  if (bytes == 0) return NDF_OK;
+  const int cin = ndf__is_contiguous(in), cout = ndf__is_contiguous(out);
+  float *gin = NULL, *gout = NULL;
+  const float *src = in->data;
+  float *dst = out->data;
+  cudaError_t e = cudaSuccess;
+  if (!cin) {
+    e = cudaMallocAsync((void **)&gin, bytes, st);
+    if (e == cudaSuccess)
+      e = (cudaError_t)ndf__launch_to_f32(in->data, NDF_F32, ndf__cuda_view4(in), gin, st);
+    src = gin;
+  }
+  if (e == cudaSuccess && !cout) {
+    e = cudaMallocAsync((void **)&gout, bytes, st);
+    dst = gout;
+  }
+  if (e == cudaSuccess)
+    e = (cudaError_t)ndf__launch_corr_direct(src, dst, s->n, s->k, s->left, s->mode,
+                                             (float)c->cval, s->dw, st);
+  if (e == cudaSuccess && !cout)
+    e = (cudaError_t)ndf__launch_from_f32(gout, out->data, NDF_F32, ndf__cuda_view4(out), st);
+  if (gin) cudaFreeAsync(gin, st);
+  if (gout) cudaFreeAsync(gout, st);
+  return e == cudaSuccess ? NDF_OK : ndf__cuda_check(p->ctx, e, "cuda_direct (correlate)");
+}
+
+static ndf_status make(ndf_plan *p) {
+  const ndf__corr *c = p->pb.params;
+  const ndf_array *a = &p->pb.in;
+  state *s = calloc(1, sizeof *s);
+  if (!s) return ndf__fail(p->ctx, NDF_ENOMEM, "cuda_direct: out of host memory");
+  p->state = s;
+  p->exec = exec;
+  p->free_state = free_state;
+  const int pad = 4 - a->ndim;
+  for (int d = 0; d < 4; d++) {
+    const int q = d - pad;
+    s->n[d] = q < 0 ? 1 : a->shape[q];
+    s->k[d] = q < 0 ? 1 : c->k[q];
+    s->left[d] = q < 0 ? 0 : c->left[q];
+    s->mode[d] = q < 0 ? NDF_MODE_REFLECT : (int)c->mode[q];
+  }
+  float *hw = malloc((size_t)c->nw * sizeof(float));
+  if (!hw) return ndf__fail(p->ctx, NDF_ENOMEM, "cuda_direct: out of host memory");
+  for (int64_t j = 0; j < c->nw; j++)
+    hw[j] = (float)c->w[j];
+  cudaError_t e = cudaSetDevice(p->ctx->place.device);
+  if (e == cudaSuccess) e = cudaMalloc((void **)&s->dw, (size_t)c->nw * sizeof(float));
+  if (e == cudaSuccess)
+    e = cudaMemcpy(s->dw, hw, (size_t)c->nw * sizeof(float), cudaMemcpyHostToDevice);
+  free(hw);
+  if (e == cudaErrorMemoryAllocation)
+    return ndf__fail(p->ctx, NDF_ENOMEM, "cuda_direct: out of device memory for the kernel");
+  return ndf__cuda_check(p->ctx, e, "cuda_direct plan");
+}
+
+const ndf__solver ndf__cuda_corr_direct = {
+    "cuda_direct", NDF__OP_CORRELATE, NDF_PLACE_CUDA, applicable, cost, make,
+};
