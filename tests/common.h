@@ -155,4 +155,104 @@ static inline int64_t t_gaps_changed(const t_arr *t, const void *poisoned_copy) 
   return changed;
 }
 
+/* How a case lays out its arrays: dtypes, strided views, device or host,
+ * in place (out is in), and a plan executed twice. */
+typedef struct {
+  ndf_dtype idt, odt;
+  int strided_in, strided_out, dev_in, dev_out, inplace, reuse;
+} t_layout;
+
+static inline void t_random_layout(t_layout *l, uint64_t *r, int cuda) {
+  l->idt = (ndf_dtype)t_randint(r, NDF_U8, NDF_F64);
+  l->odt = t_randint(r, 0, 2) ? NDF_F32 : (ndf_dtype)t_randint(r, NDF_U8, NDF_F64);
+  l->strided_in = (int)t_randint(r, 0, 1);
+  l->strided_out = (int)t_randint(r, 0, 1);
+  l->dev_in = cuda && t_randint(r, 0, 1);
+  l->dev_out = cuda && t_randint(r, 0, 1);
+  l->inplace = t_randint(r, 0, 7) == 0;
+  if (l->inplace) {
+    l->odt = l->idt;
+    l->dev_out = l->dev_in;
+    l->strided_out = l->strided_in;
+  }
+  l->reuse = t_randint(r, 0, 3) == 0;
+}
+
+/* Executes plan p on in -> po (twice when reuse, the output re-poisoned in
+ * between: an execute must be repeatable), synchronises, and downloads po. */
+static inline ndf_status t_execute(ndf_context *ctx, ndf_plan *p, t_arr *in, t_arr *po,
+                                   const void *poisoned, int reuse) {
+  ndf_status st = NDF_OK;
+  if (reuse) {
+    st = ndf_execute(p, &in->view, &po->view);
+    if (st == NDF_OK) st = ndf_context_synchronize(ctx);
+    t_arr_download(po, ctx);
+    memcpy(po->host, poisoned, po->bytes);
+    t_arr_upload(po, ctx);
+  }
+  if (st == NDF_OK) st = ndf_execute(p, &in->view, &po->view);
+  if (st == NDF_OK) st = ndf_context_synchronize(ctx);
+  t_arr_download(po, ctx);
+  return st;
+}
+
+/* The output against the float64 reference. Float outputs: max |out - ref| /
+ * scale, scale = max of mag (the filter with |w| on |x|), bound tol; NaN (the
+ * poison) counts as unwritten. Integer outputs: |out - ref rounded and
+ * clamped|, bound 1 + tol * scale (a .5 may flip, and float32 error of up to
+ * tol * scale on large sums of 16-bit values may move it further). */
+typedef struct {
+  int bad, isfloat;
+  double worst, bound;
+  int64_t wi, unwritten, gaps;
+} t_verdict;
+
+static inline t_verdict t_judge(const t_arr *po, const double *ref, const double *mag, double tol,
+                                int inplace, const void *poisoned) {
+  const int64_t total = ndf_array_size(&po->hview);
+  const ndf_dtype odt = po->hview.dtype;
+  t_verdict v = {0, odt == NDF_F32 || odt == NDF_F64, -1, 0, 0, 0, 0};
+  double scale = 0;
+  for (int64_t i = 0; i < total; i++)
+    scale = mag[i] > scale ? mag[i] : scale;
+  if (scale == 0) scale = 1;
+  const double lo = odt == NDF_I16 ? -32768 : 0,
+               hi = odt == NDF_U8 ? 255 : odt == NDF_U16 ? 65535 : 32767;
+  for (int64_t i = 0; i < total; i++) {
+    double x = ndf__load(odt, po->hview.data, ndf__offset(&po->hview, i)), e;
+    if (v.isfloat) {
+      if (isnan(x)) v.unwritten++;
+      e = isnan(x) ? INFINITY : fabs(x - ref[i]) / scale;
+    } else {
+      e = fabs(x - ndf__round_clamp(ref[i], lo, hi));
+    }
+    if (e > v.worst) {
+      v.worst = e;
+      v.wi = i;
+    }
+  }
+  v.bound = v.isfloat ? tol : 1.0 + tol * scale;
+  v.gaps = inplace ? 0 : t_gaps_changed(po, poisoned);
+  v.bad = v.worst > v.bound || v.unwritten || v.gaps;
+  return v;
+}
+
+/* The worst element of a verdict, with its coordinates, on stderr. */
+static inline void t_print_worst(const t_arr *po, const double *ref, const t_verdict *v) {
+  const ndf_array *a = &po->hview;
+  int64_t rem = v->wi, co[NDF_MAX_DIMS];
+  for (int d = a->ndim - 1; d >= 0; d--) {
+    co[d] = rem % a->shape[d];
+    rem /= a->shape[d];
+  }
+  fprintf(stderr, "  worst element #%lld (", (long long)v->wi);
+  for (int d = 0; d < a->ndim; d++)
+    fprintf(stderr, "%lld%s", (long long)co[d], d + 1 < a->ndim ? "," : "");
+  fprintf(stderr,
+          "): got %.9g, reference %.9g, error %.3g (bound %g%s); %lld unwritten, %lld elements "
+          "outside the view changed\n",
+          ndf__load(a->dtype, a->data, ndf__offset(a, v->wi)), ref[v->wi], v->worst, v->bound,
+          v->isfloat ? " relative" : " absolute", (long long)v->unwritten, (long long)v->gaps);
+}
+
 #endif

@@ -14,7 +14,8 @@ enum { API_1D, API_SEP, API_GAUSS };
 static const char *const api_names[3] = {"correlate1d", "sepfilter", "gaussian"};
 
 typedef struct {
-  int api, nd, conv, strided_in, strided_out, dev_in, dev_out, inplace, reuse;
+  int api, nd, conv;
+  t_layout lay; /* dtypes, strides, places, in place, reuse */
   int axis;                   /* API_1D: the axis */
   int64_t n[NDF_MAX_DIMS];    /* weights per axis, 0: not filtered */
   int origin[NDF_MAX_DIMS];
@@ -23,7 +24,7 @@ typedef struct {
   int order[NDF_MAX_DIMS], radius[NDF_MAX_DIMS];
   double truncate;
   int64_t shape[NDF_MAX_DIMS];
-  ndf_dtype idt, odt;
+
   double cval;
 } tcase;
 
@@ -42,10 +43,10 @@ static void describe(const tcase *c, const char *method) {
                 c->order[d], c->radius[d], c->truncate);
       fprintf(stderr, "]");
     }
-  fprintf(stderr, " cval=%g in=%s%s%s out=%s%s%s%s method=%s\n", c->cval, ndf_dtype_name(c->idt),
-          c->strided_in ? "/strided" : "", c->dev_in ? "/device" : "", ndf_dtype_name(c->odt),
-          c->strided_out ? "/strided" : "", c->dev_out ? "/device" : "",
-          c->inplace ? " in-place" : "", method ? method : "auto");
+  fprintf(stderr, " cval=%g in=%s%s%s out=%s%s%s%s method=%s\n", c->cval, ndf_dtype_name(c->lay.idt),
+          c->lay.strided_in ? "/strided" : "", c->lay.dev_in ? "/device" : "", ndf_dtype_name(c->lay.odt),
+          c->lay.strided_out ? "/strided" : "", c->lay.dev_out ? "/device" : "",
+          c->lay.inplace ? " in-place" : "", method ? method : "auto");
 }
 
 /* The case's kernels: random weights, or the reference's Gaussian kernels. */
@@ -107,12 +108,12 @@ static ndf_status plan_case(ndf_plan **p, ndf_context *ctx, const tcase *c, cons
 
 static void run_case(ndf_context *ctx, int cuda, const char *method, const tcase *c, uint64_t *r) {
   t_arr in, out, *po = &out;
-  t_arr_make(&in, r, c->idt, c->nd, c->shape, c->strided_in, c->dev_in ? ctx : NULL);
+  t_arr_make(&in, r, c->lay.idt, c->nd, c->shape, c->lay.strided_in, c->lay.dev_in ? ctx : NULL);
   t_fill_random(&in, r);
-  if (c->inplace)
+  if (c->lay.inplace)
     po = &in;
   else {
-    t_arr_make(&out, r, c->odt, c->nd, c->shape, c->strided_out, c->dev_out ? ctx : NULL);
+    t_arr_make(&out, r, c->lay.odt, c->nd, c->shape, c->lay.strided_out, c->lay.dev_out ? ctx : NULL);
     t_poison(&out);
   }
   double *w[NDF_MAX_DIMS], *aw[NDF_MAX_DIMS];
@@ -130,74 +131,26 @@ static void run_case(ndf_context *ctx, int cuda, const char *method, const tcase
   void *poisoned = malloc(po->bytes);
   memcpy(poisoned, po->host, po->bytes);
   t_arr_upload(&in, ctx);
-  if (!c->inplace) t_arr_upload(&out, ctx);
+  if (!c->lay.inplace) t_arr_upload(&out, ctx);
 
   ndf_plan *p = NULL;
   ndf_status st = plan_case(&p, ctx, c, method, &in.view, &po->view, w, r);
-  if (st == NDF_OK && c->reuse && !c->inplace) { /* run twice: execute must be repeatable */
-    st = ndf_execute(p, &in.view, &po->view);
-    if (st == NDF_OK) st = ndf_context_synchronize(ctx);
-    t_arr_download(po, ctx);
-    memcpy(po->host, poisoned, po->bytes);
-    t_arr_upload(po, ctx);
-  }
-  if (st == NDF_OK) st = ndf_execute(p, &in.view, &po->view);
-  if (st == NDF_OK) st = ndf_context_synchronize(ctx);
+  if (st == NDF_OK) st = t_execute(ctx, p, &in, po, poisoned, c->lay.reuse && !c->lay.inplace);
   const char *solver = p ? ndf_plan_solver(p) : "?";
   CHECK(st == NDF_OK, "%s: %s", ndf_status_str(st), ndf_context_message(ctx));
   CHECK(!method || !strcmp(solver, method), "solver %s, asked for %s", solver, method);
   CHECK(cuda == !strncmp(solver, "cuda", 4), "solver %s on the wrong device", solver);
   ndf_plan_destroy(p);
-  t_arr_download(po, ctx);
-
-  double scale = 0;
-  for (int64_t i = 0; i < total; i++)
-    scale = mag[i] > scale ? mag[i] : scale;
-  if (scale == 0) scale = 1;
-  int isfloat = c->odt == NDF_F32 || c->odt == NDF_F64;
-  double worst = -1;
-  int64_t wi = 0, unwritten = 0;
-  for (int64_t i = 0; st == NDF_OK && i < total; i++) {
-    double v = ndf__load(po->hview.dtype, po->hview.data, ndf__offset(&po->hview, i)), e;
-    if (isfloat) {
-      if (isnan(v)) unwritten++;
-      e = isnan(v) ? INFINITY : fabs(v - ref[i]) / scale;
-    } else {
-      double lo = c->odt == NDF_I16 ? -32768 : 0, hi = c->odt == NDF_U8    ? 255
-                                                       : c->odt == NDF_U16 ? 65535
-                                                                           : 32767;
-      /* The float32 result rounded: a .5 may flip, and float32 error of up to
-       * t_tol * scale (large sums of 16-bit values) may move it further. */
-      e = fabs(v - ndf__round_clamp(ref[i], lo, hi));
+  if (st == NDF_OK) {
+    t_verdict v = t_judge(po, ref, mag, t_tol, c->lay.inplace, poisoned);
+    if (v.isfloat && v.worst > worst_seen) worst_seen = v.worst;
+    if (v.bad) {
+      t_failures++;
+      describe(c, method);
+      t_print_worst(po, ref, &v);
     }
-    if (e > worst) {
-      worst = e;
-      wi = i;
-    }
-  }
-  const double ibound = 1.0 + t_tol * scale; /* integer outputs, absolute */
-  int bad = st != NDF_OK || (isfloat ? worst > t_tol : worst > ibound);
-  if (st == NDF_OK && isfloat && worst > worst_seen) worst_seen = worst;
-  int64_t gaps = c->inplace ? 0 : t_gaps_changed(po, poisoned);
-  if (bad || unwritten || gaps) {
-    t_failures++;
+  } else {
     describe(c, method);
-    if (st == NDF_OK) {
-      int64_t rem = wi, co[NDF_MAX_DIMS];
-      for (int d = c->nd - 1; d >= 0; d--) {
-        co[d] = rem % c->shape[d];
-        rem /= c->shape[d];
-      }
-      fprintf(stderr, "  worst element #%lld (", (long long)wi);
-      for (int d = 0; d < c->nd; d++)
-        fprintf(stderr, "%lld%s", (long long)co[d], d + 1 < c->nd ? "," : "");
-      fprintf(stderr,
-              "): got %.9g, reference %.9g, error %.3g (bound %g%s); %lld unwritten, %lld "
-              "elements outside the view changed\n",
-              ndf__load(po->hview.dtype, po->hview.data, ndf__offset(&po->hview, wi)), ref[wi],
-              worst, isfloat ? t_tol : ibound, isfloat ? " relative" : " absolute",
-              (long long)unwritten, (long long)gaps);
-    }
   }
   for (int d = 0; d < c->nd; d++) {
     free(w[d]);
@@ -208,7 +161,7 @@ static void run_case(ndf_context *ctx, int cuda, const char *method, const tcase
   free(absx);
   free(poisoned);
   t_arr_free(&in, ctx);
-  if (!c->inplace) t_arr_free(&out, ctx);
+  if (!c->lay.inplace) t_arr_free(&out, ctx);
 }
 
 /* Kernel length for an axis of length len: mostly short, sometimes longer
@@ -256,19 +209,7 @@ static void random_case(tcase *c, uint64_t *r, int cuda, int one_axis) {
       c->origin[d] = (int)t_randint(r, -(c->n[d] / 2), (c->n[d] - 1) / 2);
   c->cval = 2 * ndf_rand_uniform(r);
   c->conv = c->api != API_GAUSS && t_randint(r, 0, 1);
-  c->idt = (ndf_dtype)t_randint(r, NDF_U8, NDF_F64);
-  c->odt = t_randint(r, 0, 2) ? NDF_F32 : (ndf_dtype)t_randint(r, NDF_U8, NDF_F64);
-  c->strided_in = (int)t_randint(r, 0, 1);
-  c->strided_out = (int)t_randint(r, 0, 1);
-  c->dev_in = cuda && t_randint(r, 0, 1);
-  c->dev_out = cuda && t_randint(r, 0, 1);
-  c->inplace = t_randint(r, 0, 7) == 0;
-  if (c->inplace) {
-    c->odt = c->idt;
-    c->dev_out = c->dev_in;
-    c->strided_out = c->strided_in;
-  }
-  c->reuse = t_randint(r, 0, 3) == 0;
+  t_random_layout(&c->lay, r, cuda);
 }
 
 /* The library's gaussian on the CPU against scipy's gaussian_filter outputs. */
@@ -338,8 +279,8 @@ int main(int argc, char **argv) {
           c.mode[d] = (ndf_mode)((axis + d + rep) % 5);
           if (d == axis || (!one_axis && b == 3)) c.n[d] = taps[(t + d) % 11];
         }
-        c.idt = c.odt = NDF_F32;
-        c.dev_in = c.dev_out = cuda;
+        c.lay.idt = c.lay.odt = NDF_F32;
+        c.lay.dev_in = c.lay.dev_out = cuda;
         c.cval = 0.5;
         run_case(ctx, cuda, method, &c, &r);
       }
@@ -358,8 +299,8 @@ int main(int argc, char **argv) {
         c.origin[d] = c.n[d] ? (int)t_randint(&r, -(n / 2), n / 2) : 0;
       }
       c.conv = n % 4 == 1;
-      c.idt = c.odt = NDF_F32;
-      c.dev_in = c.dev_out = cuda;
+      c.lay.idt = c.lay.odt = NDF_F32;
+      c.lay.dev_in = c.lay.dev_out = cuda;
       c.cval = 0.5;
       run_case(ctx, cuda, method, &c, &r);
     }
