@@ -5,7 +5,6 @@
 
 #include <cuda_runtime_api.h>
 
-#include "../core/elem.h"
 #include "host.h"
 
 typedef struct {
@@ -38,31 +37,14 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
   const ndf__corr *c = p->pb.params;
   const state *s = p->state;
   cudaStream_t st = (cudaStream_t)p->ctx->stream;
-  const size_t bytes = (size_t)ndf_array_size(in) * sizeof(float);
-  if (bytes == 0) return NDF_OK;
-  const int cin = ndf__is_contiguous(in), cout = ndf__is_contiguous(out);
-  float *gin = NULL, *gout = NULL;
-  const float *src = in->data;
-  float *dst = out->data;
-  cudaError_t e = cudaSuccess;
-  if (!cin) {
-    e = cudaMallocAsync((void **)&gin, bytes, st);
-    if (e == cudaSuccess)
-      e = (cudaError_t)ndf__launch_to_f32(in->data, NDF_F32, ndf__cuda_view4(in), gin, st);
-    src = gin;
-  }
-  if (e == cudaSuccess && !cout) {
-    e = cudaMallocAsync((void **)&gout, bytes, st);
-    dst = gout;
-  }
-  if (e == cudaSuccess)
-    e = (cudaError_t)ndf__launch_corr_direct(src, dst, s->n, s->k, s->left, s->mode,
-                                             (float)c->cval, s->dw, st);
-  if (e == cudaSuccess && !cout)
-    e = (cudaError_t)ndf__launch_from_f32(gout, out->data, NDF_F32, ndf__cuda_view4(out), st);
-  if (gin) cudaFreeAsync(gin, st);
-  if (gout) cudaFreeAsync(gout, st);
-  return e == cudaSuccess ? NDF_OK : ndf__cuda_check(p->ctx, e, "cuda_direct (correlate)");
+  if (ndf_array_size(in) == 0) return NDF_OK;
+  ndf__contig g;
+  int e = ndf__cuda_contig_begin(&g, in, out, st);
+  if (e == 0)
+    e = ndf__launch_corr_direct(g.src, g.dst, s->n, s->k, s->left, s->mode, (float)c->cval,
+                                s->dw, st);
+  e = ndf__cuda_contig_end(&g, e, out, st);
+  return e == 0 ? NDF_OK : ndf__cuda_check(p->ctx, e, "cuda_direct (correlate)");
 }
 
 static ndf_status make(ndf_plan *p) {

@@ -7,6 +7,18 @@
 
 /* a as a 4-D view for the kernels. */
 ndf__view4 ndf__cuda_view4(const ndf_array *a);
+/* Contiguous float32 device views for a solver's exec: in and out themselves
+ * when contiguous, else buffers from the stream-ordered allocator (in gathered
+ * into its buffer). ndf__cuda_contig_end scatters dst into out (when err is 0)
+ * and frees the buffers; both return a cudaError_t. */
+typedef struct {
+  const float *src;
+  float *dst;
+  float *gin, *gout;
+} ndf__contig;
+int ndf__cuda_contig_begin(ndf__contig *c, const ndf_array *in, ndf_array *out, void *stream);
+int ndf__cuda_contig_end(ndf__contig *c, int err, ndf_array *out, void *stream);
+
 /* NDF_OK for err == 0, else records what failed and maps the CUDA error. */
 ndf_status ndf__cuda_check(const ndf_context *ctx, int err, const char *what);
 

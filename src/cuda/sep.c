@@ -94,7 +94,7 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
   cudaStream_t st = (cudaStream_t)ctx->stream;
   const size_t bytes = (size_t)ndf_array_size(in) * sizeof(float);
   const int cin = ndf__is_contiguous(in), cout = ndf__is_contiguous(out);
-  float *gin = NULL, *gout = NULL; /* per-call contiguous copies of strided views */
+  float *gin = NULL; /* a copy between two strided views goes through it */
   cudaError_t e = cudaSuccess;
   ndf_status r = NDF_OK;
   if (c->naxes == 0) { /* a copy */
@@ -112,19 +112,10 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
     }
     goto done;
   }
-  const float *src = in->data;
-  float *dst = out->data;
-  if (!cin) {
-    e = cudaMallocAsync((void **)&gin, bytes, st);
-    if (e == cudaSuccess)
-      e = (cudaError_t)ndf__launch_to_f32(in->data, NDF_F32, ndf__cuda_view4(in), gin, st);
-    src = gin;
-  }
-  if (e == cudaSuccess && !cout) {
-    e = cudaMallocAsync((void **)&gout, bytes, st);
-    dst = gout;
-  }
-  if (e != cudaSuccess) goto done;
+  ndf__contig cg;
+  e = (cudaError_t)ndf__cuda_contig_begin(&cg, in, out, st);
+  const float *src = cg.src;
+  float *dst = cg.dst;
   ndf_array g = *in;
   ndf__contiguous_strides(&g);
   const int np = c->naxes - s->fused; /* passes */
@@ -142,12 +133,10 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
     }
     src = to;
   }
-  if (e == cudaSuccess && !cout)
-    e = (cudaError_t)ndf__launch_from_f32(gout, out->data, NDF_F32, ndf__cuda_view4(out), st);
+  e = (cudaError_t)ndf__cuda_contig_end(&cg, e, out, st);
 done:
   if (e != cudaSuccess) r = ndf__cuda_check(ctx, e, "cuda_sep");
   if (gin) cudaFreeAsync(gin, st);
-  if (gout) cudaFreeAsync(gout, st);
   return r;
 }
 

@@ -203,3 +203,34 @@ ndf_status ndf__cuda_copy(ndf_context *ctx, void *dst, const void *src, size_t b
   if (e == cudaSuccess) e = cudaMemcpy(dst, src, bytes, cudaMemcpyDefault);
   return e == cudaSuccess ? NDF_OK : cuda_fail(ctx, e, "ndf_array_copy", bytes);
 }
+
+int ndf__cuda_contig_begin(ndf__contig *c, const ndf_array *in, ndf_array *out, void *stream) {
+  cudaStream_t st = (cudaStream_t)stream;
+  const size_t bytes = (size_t)ndf_array_size(in) * sizeof(float);
+  cudaError_t e = cudaSuccess;
+  c->src = in->data;
+  c->dst = out->data;
+  c->gin = c->gout = NULL;
+  if (!ndf__is_contiguous(in)) {
+    e = cudaMallocAsync((void **)&c->gin, bytes, st);
+    if (e == cudaSuccess)
+      e = (cudaError_t)ndf__launch_to_f32(in->data, NDF_F32, ndf__cuda_view4(in), c->gin, st);
+    c->src = c->gin;
+  }
+  if (e == cudaSuccess && !ndf__is_contiguous(out)) {
+    e = cudaMallocAsync((void **)&c->gout, bytes, st);
+    c->dst = c->gout;
+  }
+  return (int)e;
+}
+
+int ndf__cuda_contig_end(ndf__contig *c, int err, ndf_array *out, void *stream) {
+  cudaStream_t st = (cudaStream_t)stream;
+  cudaError_t e = (cudaError_t)err;
+  if (e == cudaSuccess && c->gout)
+    e = (cudaError_t)ndf__launch_from_f32(c->gout, out->data, NDF_F32, ndf__cuda_view4(out), st);
+  if (c->gin) cudaFreeAsync(c->gin, st);
+  if (c->gout) cudaFreeAsync(c->gout, st);
+  c->gin = c->gout = NULL;
+  return (int)e;
+}
