@@ -255,4 +255,86 @@ static inline void t_print_worst(const t_arr *po, const double *ref, const t_ver
           v->isfloat ? " relative" : " absolute", (long long)v->unwritten, (long long)v->gaps);
 }
 
+/* One case's arrays: in (random data) and out (poisoned; out is in when in
+ * place), float64 buffers for the reference (ref) and for the same filter
+ * with |w| on |x| (mag, the error's scale), |x| itself (absx, contiguous), and
+ * a poisoned copy of out's parent for the gap check. */
+typedef struct {
+  t_arr in, out, *po;
+  double *ref, *mag;
+  ndf_array absx;
+  void *poisoned;
+  t_layout lay;
+} t_run;
+
+/* Makes the arrays; the caller then fills ref and mag and calls t_run_ready. */
+static inline void t_run_begin(t_run *t, ndf_context *ctx, uint64_t *r, int nd,
+                               const int64_t *shape, const t_layout *lay) {
+  t->lay = *lay;
+  t_arr_make(&t->in, r, lay->idt, nd, shape, lay->strided_in, lay->dev_in ? ctx : NULL);
+  t_fill_random(&t->in, r);
+  t->po = &t->out;
+  if (lay->inplace) {
+    t->po = &t->in;
+  } else {
+    t_arr_make(&t->out, r, lay->odt, nd, shape, lay->strided_out, lay->dev_out ? ctx : NULL);
+    t_poison(&t->out);
+  }
+  const int64_t total = ndf_array_size(&t->in.hview);
+  t->ref = malloc((size_t)total * sizeof *t->ref);
+  t->mag = malloc((size_t)total * sizeof *t->mag);
+  double *ax = malloc((size_t)total * sizeof *ax);
+  if (!t->ref || !t->mag || !ax) abort();
+  for (int64_t i = 0; i < total; i++)
+    ax[i] = fabs(ndf__load(t->in.hview.dtype, t->in.hview.data, ndf__offset(&t->in.hview, i)));
+  t->absx = ndf_array_contiguous(NDF_F64, nd, shape, ax);
+  t->poisoned = NULL;
+}
+
+/* Keeps the poisoned output for the gap check and uploads device arrays. */
+static inline void t_run_ready(t_run *t, ndf_context *ctx) {
+  t->poisoned = malloc(t->po->bytes);
+  if (!t->poisoned) abort();
+  memcpy(t->poisoned, t->po->host, t->po->bytes);
+  t_arr_upload(&t->in, ctx);
+  if (!t->lay.inplace) t_arr_upload(&t->out, ctx);
+}
+
+/* Executes plan p (st: how planning went), checks the solver (method: a
+ * solver's name, a kind such as "fft" that a solver's name ends with, or NULL) and
+ * the output against ref, counts and reports a failure (describe(c, method)
+ * first), destroys p and frees the case. *worst_seen tracks float errors. */
+static inline void t_run_finish(t_run *t, ndf_context *ctx, ndf_plan *p, ndf_status st, int cuda,
+                                const char *method, double tol, double *worst_seen,
+                                void (*describe)(const void *c, const char *method),
+                                const void *c) {
+  if (st == NDF_OK)
+    st = t_execute(ctx, p, &t->in, t->po, t->poisoned, t->lay.reuse && !t->lay.inplace);
+  const char *solver = p ? ndf_plan_solver(p) : "?";
+  CHECK(st == NDF_OK, "%s: %s", ndf_status_str(st), ndf_context_message(ctx));
+  const char *kind = strchr(solver, '_'); /* "fft" asks for any *_fft */
+  CHECK(!method || !strcmp(solver, method) ||
+            (!strchr(method, '_') && kind && !strcmp(kind + 1, method)),
+        "solver %s, asked for %s", solver, method);
+  CHECK(cuda == !strncmp(solver, "cuda", 4), "solver %s on the wrong device", solver);
+  ndf_plan_destroy(p);
+  if (st == NDF_OK) {
+    t_verdict v = t_judge(t->po, t->ref, t->mag, tol, t->lay.inplace, t->poisoned);
+    if (v.isfloat && v.worst > *worst_seen) *worst_seen = v.worst;
+    if (v.bad) {
+      t_failures++;
+      describe(c, method);
+      t_print_worst(t->po, t->ref, &v);
+    }
+  } else {
+    describe(c, method);
+  }
+  free(t->ref);
+  free(t->mag);
+  free(t->absx.data);
+  free(t->poisoned);
+  t_arr_free(&t->in, ctx);
+  if (!t->lay.inplace) t_arr_free(&t->out, ctx);
+}
+
 #endif

@@ -106,62 +106,25 @@ static ndf_status plan_case(ndf_plan **p, ndf_context *ctx, const tcase *c, cons
   }
 }
 
+static void describe_cb(const void *c, const char *method) { describe(c, method); }
+
 static void run_case(ndf_context *ctx, int cuda, const char *method, const tcase *c, uint64_t *r) {
-  t_arr in, out, *po = &out;
-  t_arr_make(&in, r, c->lay.idt, c->nd, c->shape, c->lay.strided_in, c->lay.dev_in ? ctx : NULL);
-  t_fill_random(&in, r);
-  if (c->lay.inplace)
-    po = &in;
-  else {
-    t_arr_make(&out, r, c->lay.odt, c->nd, c->shape, c->lay.strided_out, c->lay.dev_out ? ctx : NULL);
-    t_poison(&out);
-  }
+  t_run t;
+  t_run_begin(&t, ctx, r, c->nd, c->shape, &c->lay);
   double *w[NDF_MAX_DIMS], *aw[NDF_MAX_DIMS];
   make_weights(c, r, w, aw);
-  int64_t total = ndf_array_size(&in.hview);
-  double *ref = malloc((size_t)total * sizeof *ref), *mag = malloc((size_t)total * sizeof *mag);
-  double *absx = malloc((size_t)total * sizeof *absx);
-  for (int64_t i = 0; i < total; i++)
-    absx[i] = fabs(ndf__load(in.hview.dtype, in.hview.data, ndf__offset(&in.hview, i)));
-  ndf_array ax = ndf_array_contiguous(NDF_F64, c->nd, c->shape, absx);
-  ndf_ref_sepfilter(&in.hview, ref, (const double *const *)w, c->n, c->mode, c->cval, c->origin,
-                    c->conv);
-  ndf_ref_sepfilter(&ax, mag, (const double *const *)aw, c->n, c->mode, fabs(c->cval), c->origin,
-                    c->conv);
-  void *poisoned = malloc(po->bytes);
-  memcpy(poisoned, po->host, po->bytes);
-  t_arr_upload(&in, ctx);
-  if (!c->lay.inplace) t_arr_upload(&out, ctx);
-
+  ndf_ref_sepfilter(&t.in.hview, t.ref, (const double *const *)w, c->n, c->mode, c->cval,
+                    c->origin, c->conv);
+  ndf_ref_sepfilter(&t.absx, t.mag, (const double *const *)aw, c->n, c->mode, fabs(c->cval),
+                    c->origin, c->conv);
+  t_run_ready(&t, ctx);
   ndf_plan *p = NULL;
-  ndf_status st = plan_case(&p, ctx, c, method, &in.view, &po->view, w, r);
-  if (st == NDF_OK) st = t_execute(ctx, p, &in, po, poisoned, c->lay.reuse && !c->lay.inplace);
-  const char *solver = p ? ndf_plan_solver(p) : "?";
-  CHECK(st == NDF_OK, "%s: %s", ndf_status_str(st), ndf_context_message(ctx));
-  CHECK(!method || !strcmp(solver, method), "solver %s, asked for %s", solver, method);
-  CHECK(cuda == !strncmp(solver, "cuda", 4), "solver %s on the wrong device", solver);
-  ndf_plan_destroy(p);
-  if (st == NDF_OK) {
-    t_verdict v = t_judge(po, ref, mag, t_tol, c->lay.inplace, poisoned);
-    if (v.isfloat && v.worst > worst_seen) worst_seen = v.worst;
-    if (v.bad) {
-      t_failures++;
-      describe(c, method);
-      t_print_worst(po, ref, &v);
-    }
-  } else {
-    describe(c, method);
-  }
+  ndf_status st = plan_case(&p, ctx, c, method, &t.in.view, &t.po->view, w, r);
+  t_run_finish(&t, ctx, p, st, cuda, method, t_tol, &worst_seen, describe_cb, c);
   for (int d = 0; d < c->nd; d++) {
     free(w[d]);
     free(aw[d]);
   }
-  free(ref);
-  free(mag);
-  free(absx);
-  free(poisoned);
-  t_arr_free(&in, ctx);
-  if (!c->lay.inplace) t_arr_free(&out, ctx);
 }
 
 /* Kernel length for an axis of length len: mostly short, sometimes longer
