@@ -28,6 +28,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "python"))
 import ndfilt  # noqa: E402
+from timing import cpu_ms  # noqa: E402  (bench/timing.py)
 
 # torch pads with zeros inside conv2d/conv3d, so 'constant' is the mode all GPU peers compute
 # the same way (scipy, cupyx and ndfilt take it too); the seed's separable sample also treats
@@ -217,16 +218,6 @@ def bench_sweep(H, ceil, quick):
 
 # ------------------------------------------------------------------ C: CPU threads
 
-def _cpu_ms(fn, x, reps):
-    fn(x)
-    ts = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        fn(x)
-        ts.append(1e3 * (time.perf_counter() - t))
-    return float(np.median(ts))
-
-
 def _cpu_input():
     return np.random.default_rng(3).uniform(0, 1, (CPU_N, CPU_N)).astype(np.float32)
 
@@ -241,7 +232,7 @@ def cpu_worker(n, reps):
         res["ndfilt_threads"] = int(ndfilt._lib.lib.ndf_context_threads(ndfilt._context("cpu")))
     except Exception:  # a private detail of the binding; only reported
         res["ndfilt_threads"] = None
-    res["ms"]["ndfilt"] = _cpu_ms(lambda a: ndfilt.gaussian_filter(
+    res["ms"]["ndfilt"] = cpu_ms(lambda a: ndfilt.gaussian_filter(
         a, CPU_SIGMA, output=out, mode=MODE_CPU, method="cpu_sep"), x, reps)
     try:
         import cv2
@@ -252,7 +243,7 @@ def cpu_worker(n, reps):
         res["opencv_threads"] = cv2.getNumThreads()
         k = 2 * radius_of(CPU_SIGMA) + 1
         border = getattr(cv2, CV_BORDER[MODE_CPU])
-        res["ms"]["opencv"] = _cpu_ms(lambda a: cv2.GaussianBlur(
+        res["ms"]["opencv"] = cpu_ms(lambda a: cv2.GaussianBlur(
             a, (k, k), sigmaX=CPU_SIGMA, sigmaY=CPU_SIGMA, dst=out, borderType=border), x, reps)
     print(json.dumps(res), flush=True)
 

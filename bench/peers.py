@@ -22,6 +22,7 @@ sys.path.insert(0, HERE)
 import ndfilt  # noqa: E402
 from scipy import ndimage as sndi  # noqa: E402
 import gaussian  # noqa: E402  (bench/gaussian.py)
+from timing import cpu_ms  # noqa: E402  (bench/timing.py)
 
 NO_GPU = None  # why the GPU families are skipped, or None
 try:
@@ -69,16 +70,6 @@ def gpu_ms(fn, inputs, reps=REPS):
         b.record()
         b.synchronize()
         ts.append(cp.cuda.get_elapsed_time(a, b))
-    return float(np.median(ts))
-
-
-def cpu_ms(fn, x, reps=5):
-    fn(x)
-    ts = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        fn(x)
-        ts.append(1e3 * (time.perf_counter() - t))
     return float(np.median(ts))
 
 
