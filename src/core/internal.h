@@ -105,6 +105,11 @@ int ndf__overlap(const ndf_array *a, const ndf_array *b, int *same);
 /* Fills C-contiguous strides for a's shape (elem.h's ndf__is_contiguous checks them). */
 void ndf__contiguous_strides(ndf_array *a);
 
+/* A problem over in and out (their descriptions; data is dropped) with the
+ * operation's params (malloc'd, params_size bytes). */
+ndf__problem ndf__problem_make(ndf__op op, const char *label, const char *aliases,
+                               const ndf_array *in, const ndf_array *out, void *params,
+                               size_t params_size);
 /* Planner: picks a solver for pb (method NULL/"auto" or a solver name) and
  * makes the plan; takes ownership of pb->params in every case. */
 ndf_status ndf__plan_create(ndf_plan **out, ndf_context *ctx, ndf__problem *pb, const char *method);

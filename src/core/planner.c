@@ -67,6 +67,22 @@ static ndf_status choose(const ndf__solver **pick, ndf_context *ctx, const ndf__
                            ctx->device_name);
 }
 
+ndf__problem ndf__problem_make(ndf__op op, const char *label, const char *aliases,
+                               const ndf_array *in, const ndf_array *out, void *params,
+                               size_t params_size) {
+  ndf__problem pb;
+  memset(&pb, 0, sizeof pb);
+  pb.op = op;
+  pb.label = label;
+  pb.aliases = aliases;
+  pb.in = *in;
+  pb.out = *out;
+  pb.in.data = pb.out.data = NULL;
+  pb.params = params;
+  pb.params_size = params_size;
+  return pb;
+}
+
 ndf_status ndf__plan_create(ndf_plan **out, ndf_context *ctx, ndf__problem *pb,
                             const char *method) {
   const ndf__solver *s = NULL;

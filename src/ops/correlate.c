@@ -64,16 +64,7 @@ static ndf_status plan_corr(ndf_plan **plan, ndf_context *ctx, const ndf_array *
   /* Reversing every axis of a C-contiguous kernel reverses its elements. */
   for (int64_t j = 0; j < nw; j++)
     c->w[j] = convolve ? w[nw - 1 - j] : w[j];
-  ndf__problem pb;
-  memset(&pb, 0, sizeof pb);
-  pb.op = NDF__OP_CORRELATE;
-  pb.label = what;
-  pb.aliases = " direct fft";
-  pb.in = *in;
-  pb.out = *out;
-  pb.in.data = pb.out.data = NULL;
-  pb.params = c;
-  pb.params_size = sz;
+  ndf__problem pb = ndf__problem_make(NDF__OP_CORRELATE, what, " direct fft", in, out, c, sz);
   return ndf__plan_create(plan, ctx, &pb, method);
 }
 

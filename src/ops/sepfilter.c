@@ -65,16 +65,7 @@ static ndf_status plan_sep(ndf_plan **plan, ndf_context *ctx, const ndf_array *i
     e->left = a->n / 2 + origin;
     off += a->n;
   }
-  ndf__problem pb;
-  memset(&pb, 0, sizeof pb);
-  pb.op = NDF__OP_SEPFILTER;
-  pb.label = what;
-  pb.aliases = aliases;
-  pb.in = *in;
-  pb.out = *out;
-  pb.in.data = pb.out.data = NULL;
-  pb.params = s;
-  pb.params_size = sz;
+  ndf__problem pb = ndf__problem_make(NDF__OP_SEPFILTER, what, aliases, in, out, s, sz);
   return ndf__plan_create(plan, ctx, &pb, method);
 }
 
