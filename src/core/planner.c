@@ -29,9 +29,14 @@ static ndf_status choose(const ndf__solver **pick, ndf_context *ctx, const ndf__
                          const char *method) {
   const char *op = pb->label ? pb->label : ndf__op_name(pb->op);
   if (method && *method && strcmp(method, "auto")) {
+    /* A kind without a place ("direct", "fft") names the context's solver of that kind. */
+    char here[48] = "";
+    if (!strchr(method, '_') && strlen(method) < 32)
+      snprintf(here, sizeof here, "%s_%s", ctx->place.kind == NDF_PLACE_CUDA ? "cuda" : "cpu",
+               method);
     for (int i = 0; i < ndf__nsolvers; i++) {
       const ndf__solver *s = ndf__solvers[i];
-      if (s->op != pb->op || strcmp(s->name, method)) continue;
+      if (s->op != pb->op || (strcmp(s->name, method) && strcmp(s->name, here))) continue;
       if (s->place != ctx->place.kind)
         return ndf__fail(ctx, NDF_EUNSUPPORTED, "%s: method %s runs on %s, the context is on %s",
                          op, method, place_word(s->place), ctx->device_name);

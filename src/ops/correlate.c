@@ -41,14 +41,6 @@ static ndf_status plan_corr(ndf_plan **plan, ndf_context *ctx, const ndf_array *
   for (int64_t j = 0; j < nw; j++)
     if (!isfinite(w[j]))
       return ndf__fail(ctx, NDF_EINVAL, "%s: weight %lld is not finite", what, (long long)j);
-  /* "direct" and "fft" name the context's solver of that kind. */
-  char name[32];
-  const char *method = o.method;
-  if (method && (!strcmp(method, "direct") || !strcmp(method, "fft"))) {
-    strcpy(name, ctx->place.kind == NDF_PLACE_CUDA ? "cuda_" : "cpu_");
-    strcat(name, method);
-    method = name;
-  }
   size_t sz = sizeof(ndf__corr) + (size_t)nw * sizeof(double);
   ndf__corr *c = calloc(1, sz);
   if (!c) return ndf__fail(ctx, NDF_ENOMEM, "%s: out of host memory for the kernel", what);
@@ -65,7 +57,7 @@ static ndf_status plan_corr(ndf_plan **plan, ndf_context *ctx, const ndf_array *
   for (int64_t j = 0; j < nw; j++)
     c->w[j] = convolve ? w[nw - 1 - j] : w[j];
   ndf__problem pb = ndf__problem_make(NDF__OP_CORRELATE, what, " direct fft", in, out, c, sz);
-  return ndf__plan_create(plan, ctx, &pb, method);
+  return ndf__plan_create(plan, ctx, &pb, o.method); /* "direct", "fft": the planner */
 }
 
 ndf_status ndf_plan_correlate(ndf_plan **plan, ndf_context *ctx, const ndf_array *in,
