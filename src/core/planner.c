@@ -46,6 +46,13 @@ static ndf_status choose(const ndf__solver **pick, ndf_context *ctx, const ndf__
       *pick = s;
       return NDF_OK;
     }
+    if (here[0] && pb->aliases) { /* a kind the operation has, but not on this device */
+      const char *a = strstr(pb->aliases, method);
+      const size_t n = strlen(method);
+      if (a && a > pb->aliases && a[-1] == ' ' && (a[n] == ' ' || a[n] == 0))
+        return ndf__fail(ctx, NDF_EUNSUPPORTED, "%s: no %s solver on %s in this build", op,
+                         method, ctx->device_name);
+    }
     char list[256] = "";
     if (pb->aliases) strncat(list, pb->aliases, sizeof list - 1);
     for (int i = 0; i < ndf__nsolvers; i++)
