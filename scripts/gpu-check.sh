@@ -52,20 +52,14 @@ fi
 
 # The CUDA suites once more in the open, for their figures (ctest hides passing output).
 : >"$LOG/cuda-tests.log"
-for m in auto cuda_sep cuda_sep_fused cuda_direct; do
+for run in sep:separable:auto sep:separable:cuda_sep sep:separable:cuda_sep_fused \
+           sep:separable:cuda_direct conv:correlate:auto conv:correlate:cuda_direct; do
+  IFS=: read -r suite what m <<<"$run"
   arg=$m; [ $m = auto ] && arg=
-  if "$B/tests/test_sep" cuda $arg >>"$LOG/cuda-tests.log" 2>&1; then
-    row "cuda separable ($m)" ok "$(tail -1 "$LOG/cuda-tests.log" | sed 's/.*: worst/worst/')"
+  if "$B/tests/test_$suite" cuda $arg >>"$LOG/cuda-tests.log" 2>&1; then
+    row "cuda $what ($m)" ok "$(tail -1 "$LOG/cuda-tests.log" | sed 's/.*: worst/worst/')"
   else
-    row "cuda separable ($m)" FAIL "see cuda-tests.log"
-  fi
-done
-for m in auto cuda_direct; do
-  arg=$m; [ $m = auto ] && arg=
-  if "$B/tests/test_conv" cuda $arg >>"$LOG/cuda-tests.log" 2>&1; then
-    row "cuda correlate ($m)" ok "$(tail -1 "$LOG/cuda-tests.log" | sed 's/.*: worst/worst/')"
-  else
-    row "cuda correlate ($m)" FAIL "see cuda-tests.log"
+    row "cuda $what ($m)" FAIL "see cuda-tests.log"
   fi
 done
 
