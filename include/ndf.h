@@ -127,8 +127,10 @@ NDF_API ndf_place ndf_context_place(const ndf_context *ctx);
 /* Human-readable device, e.g. "cpu" or "cuda:0 (NVIDIA H100 80GB HBM3)". */
 NDF_API const char *ndf_context_device_name(const ndf_context *ctx);
 NDF_API int ndf_context_threads(const ndf_context *ctx);
-/* Text of the last failure reported through this context ("" if none). When
- * several threads share a context it may describe another thread's call. */
+/* Text of the last failure reported through this context ("" if none), or of
+ * the last fallback the planner took (method auto: a solver that ran out of
+ * memory making its plan, say how much it needed, and the one used instead).
+ * When several threads share a context it may describe another thread's call. */
 NDF_API const char *ndf_context_message(const ndf_context *ctx);
 /* Waits for the context's queued device work; a no-op on the CPU. */
 NDF_API ndf_status ndf_context_synchronize(ndf_context *ctx);
@@ -297,6 +299,28 @@ NDF_API ndf_status ndf_plan_convolve(ndf_plan **plan, ndf_context *ctx, const nd
 NDF_API ndf_status ndf_convolve(ndf_context *ctx, const ndf_array *in, ndf_array *out,
                                 const double *weights, const int64_t *wshape,
                                 const ndf_correlate_opts *opts);
+
+/* Filter bank: nf kernels of one shape applied to one input, outs[f] = correlate(in,
+ * kernel f) (convolve with convolve_bank), in one pass where the solver can: the direct
+ * solvers read each input tile once for all kernels, the FFT solvers transform the input
+ * once. `weights` holds the nf kernels one after the other, each C-contiguous of shape
+ * wshape; outs[0..nf-1] all have in's shape, dtype and place, and overlap neither in nor
+ * each other. The same results as nf calls of ndf_correlate (ndf_convolve). */
+NDF_API ndf_status ndf_plan_correlate_bank(ndf_plan **plan, ndf_context *ctx, const ndf_array *in,
+                                           int nf, const ndf_array *outs, const double *weights,
+                                           const int64_t *wshape, const ndf_correlate_opts *opts);
+NDF_API ndf_status ndf_plan_convolve_bank(ndf_plan **plan, ndf_context *ctx, const ndf_array *in,
+                                          int nf, const ndf_array *outs, const double *weights,
+                                          const int64_t *wshape, const ndf_correlate_opts *opts);
+/* Executes a bank plan: nf must be the plan's. */
+NDF_API ndf_status ndf_execute_bank(const ndf_plan *plan, const ndf_array *in, int nf,
+                                    ndf_array *outs);
+NDF_API ndf_status ndf_correlate_bank(ndf_context *ctx, const ndf_array *in, int nf,
+                                      ndf_array *outs, const double *weights,
+                                      const int64_t *wshape, const ndf_correlate_opts *opts);
+NDF_API ndf_status ndf_convolve_bank(ndf_context *ctx, const ndf_array *in, int nf,
+                                     ndf_array *outs, const double *weights,
+                                     const int64_t *wshape, const ndf_correlate_opts *opts);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,7 @@
 /* test_conv.c - N-dimensional correlate/convolve solvers against the float64 reference, on
  * random shapes (1-4-D), kernels (odd, even, longer than the array), origins, per-axis modes,
- * dtypes, strides, places and in-place calls.
+ * dtypes, strides, places and in-place calls; filter banks against the reference and against
+ * one call per kernel.
  * usage: test_conv cpu|cuda [method]   (exit 77 = skipped: no usable device) */
 #include "common.h"
 #include "ref/ref.h"
@@ -83,6 +84,117 @@ static void random_case(tcase *c, uint64_t *r, int cuda) {
   t_random_layout(&c->lay, r, cuda);
 }
 
+/* A filter bank of nf random kernels (method forced or auto): each output against the
+ * reference, and against a single call with that kernel (same method), which it must equal
+ * to float32 rounding. */
+static void bank_case(ndf_context *ctx, int cuda, const char *method, uint64_t *r) {
+  enum { MAXF = 4 };
+  tcase c;
+  random_case(&c, r, cuda);
+  c.lay.inplace = 0;
+  const int nf = (int)t_randint(r, 2, MAXF);
+  int64_t nw = 1, total = 1;
+  for (int d = 0; d < c.nd; d++) {
+    nw *= c.k[d];
+    total *= c.shape[d];
+  }
+  double *w = malloc((size_t)(nw * nf) * sizeof *w), *aw = malloc((size_t)nw * sizeof *aw);
+  double *ref = malloc((size_t)(total * nf) * sizeof *ref), *mag = malloc((size_t)total * 8);
+  double *ax = malloc((size_t)total * sizeof *ax);
+  if (!w || !aw || !ref || !mag || !ax) abort();
+  for (int64_t j = 0; j < nw * nf; j++)
+    w[j] = ndf_rand_uniform(r);
+  t_arr in, outs[MAXF], single;
+  t_arr_make(&in, r, c.lay.idt, c.nd, c.shape, c.lay.strided_in, c.lay.dev_in ? ctx : NULL);
+  t_fill_random(&in, r);
+  for (int64_t i = 0; i < total; i++)
+    ax[i] = fabs(ndf__load(in.hview.dtype, in.hview.data, ndf__offset(&in.hview, i)));
+  ndf_array absx = ndf_array_contiguous(NDF_F64, c.nd, c.shape, ax);
+  for (int f = 0; f < nf; f++)
+    ndf_ref_correlate(&in.hview, ref + f * total, w + f * nw, c.k, c.mode, c.cval, c.origin,
+                      c.conv);
+  ndf_array views[MAXF];
+  void *poisoned[MAXF];
+  for (int f = 0; f < nf; f++) {
+    t_arr_make(&outs[f], r, c.lay.odt, c.nd, c.shape, (int)t_randint(r, 0, 1),
+               c.lay.dev_out ? ctx : NULL);
+    t_poison(&outs[f]);
+    poisoned[f] = malloc(outs[f].bytes);
+    if (!poisoned[f]) abort();
+    memcpy(poisoned[f], outs[f].host, outs[f].bytes);
+    t_arr_upload(&outs[f], ctx);
+    views[f] = outs[f].view;
+  }
+  t_arr_upload(&in, ctx);
+  ndf_correlate_opts o;
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.method = method;
+  o.cval = c.cval;
+  memcpy(o.mode, c.mode, sizeof o.mode);
+  memcpy(o.origin, c.origin, sizeof o.origin);
+  ndf_plan *p = NULL;
+  ndf_status st = (c.conv ? ndf_plan_convolve_bank : ndf_plan_correlate_bank)(
+      &p, ctx, &in.view, nf, views, w, c.k, &o);
+  for (int rep = 0; rep <= c.lay.reuse && st == NDF_OK; rep++)
+    st = ndf_execute_bank(p, &in.view, nf, views);
+  if (st == NDF_OK) st = ndf_context_synchronize(ctx);
+  CHECK(st == NDF_OK, "bank: %s: %s", ndf_status_str(st), ndf_context_message(ctx));
+  const char *solver = p ? ndf_plan_solver(p) : "?";
+  char bank_solver[32];
+  snprintf(bank_solver, sizeof bank_solver, "%s", solver);
+  ndf_plan_destroy(p);
+  o.method = bank_solver; /* the single calls: the bank's solver */
+  for (int f = 0; f < nf && st == NDF_OK; f++) {
+    t_arr_download(&outs[f], ctx);
+    for (int j = 0; j < nw; j++)
+      aw[j] = fabs(w[f * nw + j]);
+    ndf_ref_correlate(&absx, mag, aw, c.k, c.mode, fabs(c.cval), c.origin, c.conv);
+    t_verdict v = t_judge(&outs[f], ref + f * total, mag, t_tol, 0, poisoned[f]);
+    if (v.isfloat && v.worst > worst_seen) worst_seen = v.worst;
+    /* the single call, into a fresh array of the same layout */
+    t_arr_make(&single, r, c.lay.odt, c.nd, c.shape, 0, c.lay.dev_out ? ctx : NULL);
+    t_poison(&single);
+    t_arr_upload(&single, ctx);
+    ndf_status s1 = (c.conv ? ndf_convolve : ndf_correlate)(ctx, &in.view, &single.view,
+                                                           w + f * nw, c.k, &o);
+    if (s1 == NDF_OK) s1 = ndf_context_synchronize(ctx);
+    t_arr_download(&single, ctx);
+    double diff = s1 == NDF_OK ? 0 : INFINITY, scale = 0;
+    for (int64_t i = 0; i < total; i++) {
+      const double a = ndf__load(outs[f].hview.dtype, outs[f].hview.data,
+                                 ndf__offset(&outs[f].hview, i)),
+                   b = ndf__load(single.hview.dtype, single.hview.data,
+                                 ndf__offset(&single.hview, i));
+      diff = fabs(a - b) > diff || isnan(a - b) ? (isnan(a - b) ? INFINITY : fabs(a - b)) : diff;
+      scale = mag[i] > scale ? mag[i] : scale;
+    }
+    const double dbound = v.isfloat ? 1e-6 * (scale > 0 ? scale : 1) : 1;
+    if (v.bad || diff > dbound) {
+      t_failures++;
+      fprintf(stderr, "  bank of %d kernels, output %d (solver %s): %s\n", nf, f, bank_solver,
+                   diff > dbound ? "differs from the single call" : "wrong");
+      fprintf(stderr, "  bank vs single call: max difference %.3g (bound %.3g)%s%s\n", diff,
+              dbound, s1 == NDF_OK ? "" : "; single call failed: ",
+              s1 == NDF_OK ? "" : ndf_context_message(ctx));
+      describe(&c, method);
+      t_print_worst(&outs[f], ref + f * total, &v);
+    }
+    t_arr_free(&single, ctx);
+  }
+  if (st != NDF_OK) describe(&c, method);
+  for (int f = 0; f < nf; f++) {
+    t_arr_free(&outs[f], ctx);
+    free(poisoned[f]);
+  }
+  t_arr_free(&in, ctx);
+  free(w);
+  free(aw);
+  free(ref);
+  free(mag);
+  free(ax);
+}
+
 int main(int argc, char **argv) {
   const char *dev = argc > 1 ? argv[1] : "cpu";
   const char *method = argc > 2 ? argv[2] : NULL;
@@ -118,6 +230,9 @@ int main(int argc, char **argv) {
     random_case(&c, &r, cuda);
     run_case(ctx, cuda, method, &c, &r);
   }
+  const int nbank = ncases / 6;
+  for (int k = 0; k < nbank; k++)
+    bank_case(ctx, cuda, method, &r);
   /* Larger arrays in each dimensionality, every mode, odd and even kernels. */
   static const int64_t big[4][4] = {{4099}, {131, 257}, {19, 37, 70}, {5, 9, 17, 33}};
   static const int64_t kbig[4][4] = {{31}, {9, 16}, {5, 4, 7}, {3, 3, 2, 5}};
@@ -139,7 +254,8 @@ int main(int argc, char **argv) {
       run_case(ctx, cuda, method, &c, &r);
     }
   ndf_context_destroy(ctx);
-  printf("%d random + %d big cases on %s: worst relative error %.3g (bound %g); %d failures\n",
-         ncases, t, dev, worst_seen, t_tol, t_failures);
+  printf("%d random + %d bank + %d big cases on %s: worst relative error %.3g (bound %g); "
+         "%d failures\n",
+         ncases, nbank, t, dev, worst_seen, t_tol, t_failures);
   return t_failures ? 1 : 0;
 }

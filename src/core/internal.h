@@ -17,7 +17,8 @@ typedef struct ndf__problem {
   ndf__op op;
   const char *label;   /* the operation's name in messages; NULL: the op's */
   const char *aliases; /* more method names the caller accepted, for messages ("fir") */
-  ndf_array in, out;
+  ndf_array in, out; /* out: the first of nout outputs of one description */
+  int nout;          /* 1; a filter bank's number of kernels */
   void *params;
   size_t params_size;
 } ndf__problem;
@@ -40,14 +41,17 @@ typedef struct ndf__sep {
 } ndf__sep;
 
 /* Parameters of an N-dimensional correlation (convolve already flipped):
- * the kernel, C-contiguous with in's ndim, and per axis its length k, the
- * taps before the output point (left = k/2 + origin) and the mode. */
+ * nf kernels (a filter bank; 1 otherwise), each C-contiguous with in's ndim,
+ * one after the other in w, and per axis their length k, the taps before the
+ * output point (left = k/2 + origin) and the mode. A solver's exec receives
+ * nf outputs: out[0..nf-1]. */
 typedef struct ndf__corr {
   double cval;
   ndf_mode mode[NDF_MAX_DIMS];
   int64_t k[NDF_MAX_DIMS];
   int64_t left[NDF_MAX_DIMS];
-  int64_t nw; /* product of k */
+  int64_t nw; /* product of k: weights per kernel */
+  int64_t nf; /* kernels */
   double w[];
 } ndf__corr;
 
@@ -113,6 +117,7 @@ ndf__problem ndf__problem_make(ndf__op op, const char *label, const char *aliase
 /* Planner: picks a solver for pb (method NULL/"auto" or a solver name) and
  * makes the plan; takes ownership of pb->params in every case. */
 ndf_status ndf__plan_create(ndf_plan **out, ndf_context *ctx, ndf__problem *pb, const char *method);
+#define NDF__MAX_SOLVERS 64 /* solvers.c checks the table against it */
 extern const ndf__solver *const ndf__solvers[];
 extern const int ndf__nsolvers;
 const char *ndf__op_name(ndf__op op);
@@ -124,7 +129,7 @@ extern const ndf__solver ndf__cpu_corr_fft;
 #endif
 #ifdef NDF_HAVE_CUDA
 extern const ndf__solver ndf__cuda_corr1d_direct, ndf__cuda_sep, ndf__cuda_sep_fused,
-    ndf__cuda_corr_direct;
+    ndf__cuda_corr_direct, ndf__cuda_corr_fft;
 #endif
 
 /* CUDA glue (src/cuda), all NULL-safe; only in CUDA builds. */
@@ -133,7 +138,7 @@ int ndf__cuda_device_count(void);
 ndf_status ndf__cuda_select(ndf_context *ctx, int device); /* checks usable, names it */
 ndf_status ndf__cuda_stage_create(ndf_plan *p);
 void ndf__cuda_stage_destroy(struct ndf__stage *s);
-/* same: out is in itself (ndf_execute has checked overlap). */
+/* out: p->pb.nout arrays; same: out is in itself (ndf_execute has checked overlap). */
 ndf_status ndf__cuda_execute(const ndf_plan *p, const ndf_array *in, ndf_array *out, int same);
 ndf_status ndf__cuda_sync(ndf_context *ctx);
 ndf_status ndf__cuda_alloc(ndf_context *ctx, void **p, size_t bytes);
@@ -146,8 +151,12 @@ ndf_status ndf__cuda_copy(ndf_context *ctx, void *dst, const void *src, size_t b
 ndf_status ndf__take_opts(ndf_context *ctx, void *o, const void *opts, size_t size,
                           const char *what);
 /* A one-shot call: st is the planning call's status, *p its plan, which is
- * executed on in and out, then destroyed. */
-ndf_status ndf__run_once(ndf_status st, ndf_plan **p, const ndf_array *in, ndf_array *out);
+ * executed on in and out (nout outputs), then destroyed. */
+ndf_status ndf__run_once(ndf_status st, ndf_plan **p, const ndf_array *in, int nout,
+                         ndf_array *out);
+
+/* The smallest 2^a 3^b 5^c 7^d >= m (m >= 1): a transform size FFTW and cuFFT like. */
+int64_t ndf__next_smooth(int64_t m);
 
 /* Seconds on a monotonic clock. */
 double ndf__now(void);

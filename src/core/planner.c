@@ -25,8 +25,9 @@ static ndf_status check_place(const ndf_context *ctx, const ndf_array *a, const 
   return NDF_OK;
 }
 
+/* skip[i]: solver i ran out of memory making this plan; auto picks among the others. */
 static ndf_status choose(const ndf__solver **pick, ndf_context *ctx, const ndf__problem *pb,
-                         const char *method) {
+                         const char *method, const char *skip) {
   const char *op = pb->label ? pb->label : ndf__op_name(pb->op);
   if (method && *method && strcmp(method, "auto")) {
     /* A kind without a place ("direct", "fft") names the context's solver of that kind. */
@@ -67,7 +68,8 @@ static ndf_status choose(const ndf__solver **pick, ndf_context *ctx, const ndf__
   *pick = NULL;
   for (int i = 0; i < ndf__nsolvers; i++) {
     const ndf__solver *s = ndf__solvers[i];
-    if (s->op != pb->op || s->place != ctx->place.kind || !s->applicable(pb, ctx)) continue;
+    if (s->op != pb->op || s->place != ctx->place.kind || skip[i] || !s->applicable(pb, ctx))
+      continue;
     double c = s->cost(pb, ctx);
     if (!*pick || c < best) {
       *pick = s;
@@ -89,18 +91,22 @@ ndf__problem ndf__problem_make(ndf__op op, const char *label, const char *aliase
   pb.aliases = aliases;
   pb.in = *in;
   pb.out = *out;
+  pb.nout = 1;
   pb.in.data = pb.out.data = NULL;
   pb.params = params;
   pb.params_size = params_size;
   return pb;
 }
 
+static int is_auto(const char *method) { return !method || !*method || !strcmp(method, "auto"); }
+
 ndf_status ndf__plan_create(ndf_plan **out, ndf_context *ctx, ndf__problem *pb,
                             const char *method) {
   const ndf__solver *s = NULL;
+  char skip[NDF__MAX_SOLVERS] = {0};
   ndf_status st = check_place(ctx, &pb->in, "in");
   if (st == NDF_OK) st = check_place(ctx, &pb->out, "out");
-  if (st == NDF_OK) st = choose(&s, ctx, pb, method);
+  if (st == NDF_OK) st = choose(&s, ctx, pb, method, skip);
   if (st != NDF_OK) {
     free(pb->params);
     return st;
@@ -110,14 +116,38 @@ ndf_status ndf__plan_create(ndf_plan **out, ndf_context *ctx, ndf__problem *pb,
     free(pb->params);
     return ndf__fail(ctx, NDF_ENOMEM, "out of host memory for a plan");
   }
-  p->solver = s;
   p->ctx = ctx;
   p->pb = *pb;
   pb->params = NULL;
-  st = s->make(p);
+  for (;;) {
+    p->solver = s;
+    st = s->make(p);
 #ifdef NDF_HAVE_CUDA
-  if (st == NDF_OK && s->place == NDF_PLACE_CUDA) st = ndf__cuda_stage_create(p);
+    if (st == NDF_OK && s->place == NDF_PLACE_CUDA) st = ndf__cuda_stage_create(p);
 #endif
+    if (st != NDF_ENOMEM || !is_auto(method)) break;
+    /* Out of memory (an FFT's buffers, say): auto tries the next cheapest solver, and the
+     * context's message says what happened. */
+    char why[sizeof ctx->msg];
+    snprintf(why, sizeof why, "%s", ndf_context_message(ctx));
+#ifdef NDF_HAVE_CUDA
+    ndf__cuda_stage_destroy(p->stage);
+#endif
+    if (p->free_state) p->free_state(p->state);
+    p->stage = NULL;
+    p->state = NULL;
+    p->exec = NULL;
+    p->free_state = NULL;
+    for (int i = 0; i < ndf__nsolvers; i++)
+      if (ndf__solvers[i] == s) skip[i] = 1;
+    const ndf__solver *failed = s;
+    if (choose(&s, ctx, &p->pb, method, skip) != NDF_OK) {
+      ndf__fail(ctx, NDF_ENOMEM, "%s", why);
+      st = NDF_ENOMEM;
+      break;
+    }
+    ndf__fail(ctx, NDF_OK, "%.300s; planned %s instead of %s", why, s->name, failed->name);
+  }
   if (st != NDF_OK) {
     ndf_plan_destroy(p);
     return st;
@@ -156,18 +186,44 @@ static ndf_status check_exec_array(const ndf_plan *p, const ndf_array *a, const 
   return NDF_OK;
 }
 
-ndf_status ndf_execute(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
-  if (!p) return NDF_EINVAL;
+static ndf_status execute(const ndf_plan *p, const ndf_array *in, int nout, ndf_array *out) {
   ndf_status st = check_exec_array(p, in, &p->pb.in, "in");
-  if (st == NDF_OK) st = check_exec_array(p, out, &p->pb.out, "out");
   if (st != NDF_OK) return st;
-  if (!ndf__no_self_overlap(out))
-    return ndf__fail(p->ctx, NDF_EINVAL, "out: strides make elements overlap");
-  int same;
-  if (ndf__overlap(in, out, &same) && !same)
-    return ndf__fail(p->ctx, NDF_EINVAL, "in and out overlap without being the same array");
+  int same = 0;
+  for (int f = 0; f < nout; f++) {
+    char what[32] = "out";
+    if (p->pb.nout > 1) snprintf(what, sizeof what, "outs[%d]", f);
+    st = check_exec_array(p, &out[f], &p->pb.out, what);
+    if (st != NDF_OK) return st;
+    if (!ndf__no_self_overlap(&out[f]))
+      return ndf__fail(p->ctx, NDF_EINVAL, "%s: strides make elements overlap", what);
+    if (ndf__overlap(in, &out[f], &same) && (!same || nout > 1))
+      return ndf__fail(p->ctx, NDF_EINVAL, "in and %s overlap%s", what,
+                       nout > 1 ? "" : " without being the same array");
+    int dummy;
+    for (int g = 0; g < f; g++)
+      if (ndf__overlap(&out[g], &out[f], &dummy))
+        return ndf__fail(p->ctx, NDF_EINVAL, "outs[%d] and outs[%d] overlap", g, f);
+  }
 #ifdef NDF_HAVE_CUDA
   if (p->solver->place == NDF_PLACE_CUDA) return ndf__cuda_execute(p, in, out, same);
 #endif
   return p->exec(p, in, out);
+}
+
+ndf_status ndf_execute(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
+  if (!p) return NDF_EINVAL;
+  if (p->pb.nout != 1)
+    return ndf__fail(p->ctx, NDF_EINVAL, "a plan of a %d-kernel bank runs with ndf_execute_bank",
+                     p->pb.nout);
+  return execute(p, in, 1, out);
+}
+
+ndf_status ndf_execute_bank(const ndf_plan *p, const ndf_array *in, int nf, ndf_array *outs) {
+  if (!p) return NDF_EINVAL;
+  if (nf != p->pb.nout)
+    return ndf__fail(p->ctx, NDF_EINVAL, "execute_bank: %d outputs, the plan was made for %d", nf,
+                     p->pb.nout);
+  if (!outs) return ndf__fail(p->ctx, NDF_EINVAL, "execute_bank: outs is NULL");
+  return execute(p, in, nf, outs);
 }

@@ -12,8 +12,11 @@ const ndf__solver *const ndf__solvers[] = {
     &ndf__cuda_sep,
     &ndf__cuda_sep_fused,
     &ndf__cuda_corr_direct,
+    &ndf__cuda_corr_fft,
     &ndf__cuda_corr1d_direct,
 #endif
 };
 
 const int ndf__nsolvers = (int)(sizeof ndf__solvers / sizeof ndf__solvers[0]);
+_Static_assert(sizeof ndf__solvers / sizeof ndf__solvers[0] <= NDF__MAX_SOLVERS,
+               "the planner's skip list (planner.c) is shorter than the table");

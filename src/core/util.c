@@ -196,9 +196,10 @@ double ndf__now(void) {
 
 /* The one-shot forms: st is the planning call's status, *p its plan. (The
  * plan is passed by address: argument evaluation order is unspecified.) */
-ndf_status ndf__run_once(ndf_status st, ndf_plan **p, const ndf_array *in, ndf_array *out) {
+ndf_status ndf__run_once(ndf_status st, ndf_plan **p, const ndf_array *in, int nout,
+                         ndf_array *out) {
   if (st != NDF_OK) return st;
-  st = ndf_execute(*p, in, out);
+  st = (*p)->pb.nout == 1 ? ndf_execute(*p, in, out) : ndf_execute_bank(*p, in, nout, out);
   ndf_plan_destroy(*p);
   return st;
 }
@@ -216,4 +217,20 @@ ndf_status ndf__take_opts(ndf_context *ctx, void *o, const void *opts, size_t si
                      size);
   memcpy(o, opts, size);
   return NDF_OK;
+}
+
+/* The smallest 2^a 3^b 5^c 7^d >= m (m >= 1): the sizes FFTW and cuFFT transform quickly. */
+int64_t ndf__next_smooth(int64_t m) {
+  int64_t best = 1;
+  while (best < m)
+    best *= 2;
+  for (int64_t p7 = 1; p7 < best; p7 *= 7)
+    for (int64_t p5 = p7; p5 < best; p5 *= 5)
+      for (int64_t p3 = p5; p3 < best; p3 *= 3) {
+        int64_t q = p3;
+        while (q < m)
+          q *= 2;
+        if (q < best) best = q;
+      }
+  return best;
 }

@@ -39,7 +39,7 @@ static int applicable(const ndf__problem *pb, const ndf_context *ctx) {
 static double cost(const ndf__problem *pb, const ndf_context *ctx) {
   const ndf__corr *c = pb->params;
   /* ~4 GFMA/s per thread on the inner loop, plus a copy of the input */
-  return (double)ndf_array_size(&pb->in) * ((double)c->nw / 4e9 + 2e-9) / ctx->threads;
+  return (double)ndf_array_size(&pb->in) * ((double)(c->nw * c->nf) / 4e9 + 2e-9) / ctx->threads;
 }
 
 static void free_state(void *p) {
@@ -52,9 +52,8 @@ static void free_state(void *p) {
 static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
   const ndf__corr *c = p->pb.params;
   const state *s = p->state;
-  int64_t n[D], si[D], so[D], dummy[D];
+  int64_t n[D], si[D];
   as4(in, n, si);
-  as4(out, dummy, so);
   const int64_t *e = s->e, *k = s->k, *left = s->left;
   const int64_t erows = e[0] * e[1] * e[2], ex = e[3];
   const float cval = (float)c->cval;
@@ -91,29 +90,35 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
       for (int64_t x = 0; x < ex; x++)
         row[x] = xmap[x] < 0 ? cval : (float)ndf__load(in->dtype, in->data, base + xmap[x] * si[3]);
     }
-    /* 2. Output rows (the implicit barrier above orders them after the copy). */
+    /* 2. Output rows, every kernel of a bank while the extended rows are in cache (the
+     * implicit barrier above orders them after the copy). */
     float *acc = accs + omp_get_thread_num() * n[3];
     const int64_t orows = n[0] * n[1] * n[2];
 #pragma omp for schedule(dynamic, 4)
     for (int64_t r = 0; r < orows; r++) {
       const int64_t o0 = r / (n[1] * n[2]), o1 = r / n[2] % n[1], o2 = r % n[2];
-      for (int64_t x = 0; x < n[3]; x++)
-        acc[x] = 0.f;
-      const float *w = s->w;
-      for (int64_t j0 = 0; j0 < k[0]; j0++)
-        for (int64_t j1 = 0; j1 < k[1]; j1++)
-          for (int64_t j2 = 0; j2 < k[2]; j2++, w += k[3]) {
-            const float *row = ext + ((o0 + j0) * e[1] * e[2] + (o1 + j1) * e[2] + (o2 + j2)) * ex;
-            for (int64_t j3 = 0; j3 < k[3]; j3++) {
-              const float wj = w[j3];
-              const float *src = row + j3;
-              for (int64_t x = 0; x < n[3]; x++)
-                acc[x] += wj * src[x];
+      for (int64_t f = 0; f < c->nf; f++) {
+        for (int64_t x = 0; x < n[3]; x++)
+          acc[x] = 0.f;
+        const float *w = s->w + f * c->nw;
+        for (int64_t j0 = 0; j0 < k[0]; j0++)
+          for (int64_t j1 = 0; j1 < k[1]; j1++)
+            for (int64_t j2 = 0; j2 < k[2]; j2++, w += k[3]) {
+              const float *row =
+                  ext + ((o0 + j0) * e[1] * e[2] + (o1 + j1) * e[2] + (o2 + j2)) * ex;
+              for (int64_t j3 = 0; j3 < k[3]; j3++) {
+                const float wj = w[j3];
+                const float *src = row + j3;
+                for (int64_t x = 0; x < n[3]; x++)
+                  acc[x] += wj * src[x];
+              }
             }
-          }
-      const int64_t base = o0 * so[0] + o1 * so[1] + o2 * so[2];
-      for (int64_t x = 0; x < n[3]; x++)
-        ndf__store(out->dtype, out->data, base + x * so[3], acc[x]);
+        int64_t dummy[D], so[D];
+        as4(&out[f], dummy, so);
+        const int64_t base = o0 * so[0] + o1 * so[1] + o2 * so[2];
+        for (int64_t x = 0; x < n[3]; x++)
+          ndf__store(out[f].dtype, out[f].data, base + x * so[3], acc[x]);
+      }
     }
   }
   free(ext);
@@ -140,9 +145,9 @@ static ndf_status make(ndf_plan *p) {
     s->mode[d] = q < 0 ? NDF_MODE_REFLECT : c->mode[q];
     s->e[d] = s->n[d] + s->k[d] - 1;
   }
-  s->w = malloc((size_t)c->nw * sizeof(float));
+  s->w = malloc((size_t)(c->nw * c->nf) * sizeof(float));
   if (!s->w) return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_direct: out of host memory");
-  for (int64_t j = 0; j < c->nw; j++)
+  for (int64_t j = 0; j < c->nw * c->nf; j++)
     s->w[j] = (float)c->w[j];
   return NDF_OK;
 }

@@ -32,28 +32,14 @@ typedef struct {
   int64_t rs;                     /* floats per row of the buffer: 2 * (L[3]/2 + 1) */
   int64_t *map[D];                /* per axis: extended sample -> input index, -1 for cval */
   float *buf;                     /* the transform buffer, in place, L[0]*L[1]*L[2] rows */
-  fftwf_complex *spec;            /* the kernel's spectrum, scaled by 1 / prod(L) */
+  float *buf2;                    /* a bank's second buffer: the input's spectrum stays in buf */
+  fftwf_complex *spec;            /* the kernels' spectra, scaled by 1 / prod(L), nf of them */
+  size_t bytes;                   /* of one buffer or spectrum */
   fftwf_plan fwd, inv;
   int threads;
   int lock_ok;
   pthread_mutex_t lock; /* one plan may be executed from several threads: one buffer */
 } state;
-
-/* The smallest 2^a 3^b 5^c 7^d >= m (m >= 1): the sizes FFTW transforms quickly. */
-static int64_t next_smooth(int64_t m) {
-  int64_t best = 1;
-  while (best < m)
-    best *= 2;
-  for (int64_t p7 = 1; p7 < best; p7 *= 7)
-    for (int64_t p5 = p7; p5 < best; p5 *= 5)
-      for (int64_t p3 = p5; p3 < best; p3 *= 3) {
-        int64_t q = p3;
-        while (q < m)
-          q *= 2;
-        if (q < best) best = q;
-      }
-  return best;
-}
 
 /* The problem's sizes as 4-D (leading axes of length 1, kernel length 1). Returns 0 where a
  * transform size does not fit FFTW's int or the buffer's size overflows; *bytes is then the
@@ -69,7 +55,7 @@ static int sizes(const ndf__problem *pb, int64_t n[D], int64_t k[D], int64_t e[D
     k[d] = d < pad ? 1 : c->k[d - pad];
     e[d] = n[d] + k[d] - 1;
     if (e[d] > INT_MAX / 2) return 0;
-    L[d] = next_smooth(e[d]);
+    L[d] = ndf__next_smooth(e[d]);
     if (L[d] > INT_MAX) return 0;
     total *= d == D - 1 ? (double)(L[d] / 2 + 1) : (double)L[d];
   }
@@ -92,9 +78,12 @@ static double cost(const ndf__problem *pb, const ndf_context *ctx) {
   size_t bytes;
   if (!sizes(pb, n, k, e, L, &bytes)) return INFINITY;
   const double N = (double)L[0] * (double)L[1] * (double)L[2] * (double)L[3];
-  /* Two transforms and the product, ~2.5 ns per point and level per thread; plus the copies
-   * in (of the padded buffer) and out (of the array). */
-  return (N * (log2(N) * 2.5e-9 + 4e-9) + (double)ndf_array_size(&pb->in) * 2e-9) / ctx->threads;
+  const double nf = (double)((const ndf__corr *)pb->params)->nf;
+  /* A transform ~1.25 ns per point and level per thread, 1 + nf of them, nf products; plus
+   * the copies in (of the padded buffer) and out (of the arrays). */
+  return (N * ((1 + nf) * log2(N) * 1.25e-9 + nf * 2e-9 + 2e-9) +
+          (double)ndf_array_size(&pb->in) * 2e-9 * nf) /
+         ctx->threads;
 }
 
 static void free_state(void *p) {
@@ -107,6 +96,7 @@ static void free_state(void *p) {
     pthread_mutex_unlock(&planner_lock);
   }
   fftwf_free(s->buf);
+  fftwf_free(s->buf2);
   fftwf_free(s->spec);
   for (int d = 0; d < D; d++)
     free(s->map[d]);
@@ -119,10 +109,8 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
   state *s = p->state;
   const int pad = D - in->ndim;
   int64_t si[D], so[D];
-  for (int d = 0; d < D; d++) {
+  for (int d = 0; d < D; d++)
     si[d] = d < pad ? 0 : in->strides[d - pad];
-    so[d] = d < pad ? 0 : out->strides[d - pad];
-  }
   const int64_t *n = s->n, *k = s->k, *e = s->e, *L = s->L, rs = s->rs;
   int64_t *const *map = s->map;
   const float cval = (float)c->cval;
@@ -153,27 +141,34 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
     for (; x < rs; x++)
       row[x] = 0.f;
   }
-  /* 2. Forward, times the kernel's spectrum, inverse. */
+  /* 2. Forward; then per kernel: times its spectrum (into buf2 for a bank, whose input
+   * spectrum must survive), inverse, and 3. the valid part, which starts at k - 1 on every
+   * axis. */
   fftwf_execute_dft_r2c(s->fwd, buf, (fftwf_complex *)buf);
-  float *z = buf;
-  const float *h = (const float *)s->spec;
+  for (int64_t f = 0; f < c->nf; f++) {
+    const float *y = buf;
+    float *z = c->nf > 1 ? s->buf2 : buf;
+    const float *h = (const float *)(s->spec + (size_t)f * (s->bytes / sizeof(fftwf_complex)));
 #pragma omp parallel for schedule(static) num_threads(s->threads)
-  for (int64_t i = 0; i < ncomplex; i++) {
-    const float a = z[2 * i], b = z[2 * i + 1], hr = h[2 * i], hi = h[2 * i + 1];
-    z[2 * i] = a * hr - b * hi;
-    z[2 * i + 1] = a * hi + b * hr;
-  }
-  fftwf_execute_dft_c2r(s->inv, (fftwf_complex *)buf, buf);
-  /* 3. The valid part, which starts at k - 1 on every axis. */
-  const int64_t orows = n[0] * n[1] * n[2];
+    for (int64_t i = 0; i < ncomplex; i++) {
+      const float a = y[2 * i], b = y[2 * i + 1], hr = h[2 * i], hi = h[2 * i + 1];
+      z[2 * i] = a * hr - b * hi;
+      z[2 * i + 1] = a * hi + b * hr;
+    }
+    fftwf_execute_dft_c2r(s->inv, (fftwf_complex *)z, z);
+    const ndf_array *o = &out[f];
+    for (int d = 0; d < D; d++)
+      so[d] = d < pad ? 0 : o->strides[d - pad];
+    const int64_t orows = n[0] * n[1] * n[2];
 #pragma omp parallel for schedule(static) num_threads(s->threads)
-  for (int64_t r = 0; r < orows; r++) {
-    const int64_t o0 = r / (n[1] * n[2]), o1 = r / n[2] % n[1], o2 = r % n[2];
-    const float *src =
-        buf + (((o0 + k[0] - 1) * L[1] + o1 + k[1] - 1) * L[2] + o2 + k[2] - 1) * rs + k[3] - 1;
-    const int64_t base = o0 * so[0] + o1 * so[1] + o2 * so[2];
-    for (int64_t x = 0; x < n[3]; x++)
-      ndf__store(out->dtype, out->data, base + x * so[3], src[x]);
+    for (int64_t r = 0; r < orows; r++) {
+      const int64_t o0 = r / (n[1] * n[2]), o1 = r / n[2] % n[1], o2 = r % n[2];
+      const float *src =
+          z + (((o0 + k[0] - 1) * L[1] + o1 + k[1] - 1) * L[2] + o2 + k[2] - 1) * rs + k[3] - 1;
+      const int64_t base = o0 * so[0] + o1 * so[1] + o2 * so[2];
+      for (int64_t x = 0; x < n[3]; x++)
+        ndf__store(o->dtype, o->data, base + x * so[3], src[x]);
+    }
   }
   pthread_mutex_unlock(&s->lock);
   return NDF_OK;
@@ -206,12 +201,17 @@ static ndf_status make(ndf_plan *p) {
     for (int64_t x = 0; x < s->e[d]; x++)
       s->map[d][x] = ndf__map_index(x - left, n[d], mode);
   }
+  s->bytes = bytes;
+  const size_t nf = (size_t)c->nf;
+  if (nf > SIZE_MAX / 2 / bytes)
+    return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_fft: %zu spectra of %zu bytes overflow", nf, bytes);
   s->buf = fftwf_malloc(bytes);
-  s->spec = fftwf_malloc(bytes);
-  if (!s->buf || !s->spec)
+  s->buf2 = nf > 1 ? fftwf_malloc(bytes) : NULL;
+  s->spec = fftwf_malloc(nf * bytes);
+  if (!s->buf || !s->spec || (nf > 1 && !s->buf2))
     return ndf__fail(p->ctx, NDF_ENOMEM,
-                     "cpu_fft: out of host memory for the transform buffers (2 x %zu bytes)",
-                     bytes);
+                     "cpu_fft: out of host memory for the transform buffers (%zu x %zu bytes)",
+                     nf + 1 + (nf > 1), bytes);
 
   /* The plans, in place, over the array's own axes (the leading ones of length 1 left out). */
   const int rank = p->pb.in.ndim;
@@ -227,22 +227,24 @@ static ndf_status make(ndf_plan *p) {
   if (!s->fwd || !s->inv)
     return ndf__fail(p->ctx, NDF_EUNSUPPORTED, "cpu_fft: FFTW made no plan for this size");
 
-  /* The kernel's spectrum: the kernel reversed on every axis (a convolution with it is the
+  /* The kernels' spectra: each kernel reversed on every axis (a convolution with it is the
    * correlation with w), scaled by 1 / prod(L) for the unnormalised inverse. */
   const double scale = 1.0 / ((double)L[0] * (double)L[1] * (double)L[2] * (double)L[3]);
-  memset(s->buf, 0, bytes);
-  const double *w = c->w;
-  for (int64_t j0 = 0; j0 < k[0]; j0++)
-    for (int64_t j1 = 0; j1 < k[1]; j1++)
-      for (int64_t j2 = 0; j2 < k[2]; j2++) {
-        float *row = s->buf +
-                     (((k[0] - 1 - j0) * L[1] + k[1] - 1 - j1) * L[2] + k[2] - 1 - j2) * s->rs +
-                     k[3] - 1;
-        for (int64_t j3 = 0; j3 < k[3]; j3++)
-          row[-j3] = (float)(*w++ * scale);
-      }
-  fftwf_execute_dft_r2c(s->fwd, s->buf, (fftwf_complex *)s->buf);
-  memcpy(s->spec, s->buf, bytes);
+  for (size_t f = 0; f < nf; f++) {
+    memset(s->buf, 0, bytes);
+    const double *w = c->w + f * (size_t)c->nw;
+    for (int64_t j0 = 0; j0 < k[0]; j0++)
+      for (int64_t j1 = 0; j1 < k[1]; j1++)
+        for (int64_t j2 = 0; j2 < k[2]; j2++) {
+          float *row = s->buf +
+                       (((k[0] - 1 - j0) * L[1] + k[1] - 1 - j1) * L[2] + k[2] - 1 - j2) * s->rs +
+                       k[3] - 1;
+          for (int64_t j3 = 0; j3 < k[3]; j3++)
+            row[-j3] = (float)(*w++ * scale);
+        }
+    fftwf_execute_dft_r2c(s->fwd, s->buf, (fftwf_complex *)s->buf);
+    memcpy((char *)s->spec + f * bytes, s->buf, bytes);
+  }
   return NDF_OK;
 }
 

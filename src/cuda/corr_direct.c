@@ -5,6 +5,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "../core/elem.h"
 #include "host.h"
 
 typedef struct {
@@ -38,12 +39,36 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
   const state *s = p->state;
   cudaStream_t st = (cudaStream_t)p->ctx->stream;
   if (ndf_array_size(in) == 0) return NDF_OK;
+  /* in and the first output through the contiguous helper; a bank's other outputs written
+   * directly when contiguous, else through buffers scattered after the launch. */
+  const int nf = (int)c->nf;
+  float **dst = calloc((size_t)nf, sizeof *dst), **tmp = calloc((size_t)nf, sizeof *tmp);
+  if (!dst || !tmp) {
+    free(dst);
+    free(tmp);
+    return ndf__fail(p->ctx, NDF_ENOMEM, "cuda_direct: out of host memory");
+  }
+  const size_t bytes = (size_t)ndf_array_size(in) * sizeof(float);
   ndf__contig g;
-  int e = ndf__cuda_contig_begin(&g, in, out, st);
+  int e = ndf__cuda_contig_begin(&g, in, &out[0], st);
+  dst[0] = g.dst;
+  for (int f = 1; f < nf && e == 0; f++) {
+    dst[f] = out[f].data;
+    if (!ndf__is_contiguous(&out[f])) e = (int)cudaMallocAsync((void **)&tmp[f], bytes, st);
+    if (tmp[f]) dst[f] = tmp[f];
+  }
   if (e == 0)
-    e = ndf__launch_corr_direct(g.src, g.dst, s->n, s->k, s->left, s->mode, (float)c->cval,
+    e = ndf__launch_corr_direct(g.src, dst, nf, s->n, s->k, s->left, s->mode, (float)c->cval,
                                 s->dw, st);
-  e = ndf__cuda_contig_end(&g, e, out, st);
+  for (int f = 1; f < nf; f++)
+    if (tmp[f]) {
+      if (e == 0)
+        e = ndf__launch_from_f32(tmp[f], out[f].data, NDF_F32, ndf__cuda_view4(&out[f]), st);
+      cudaFreeAsync(tmp[f], st);
+    }
+  e = ndf__cuda_contig_end(&g, e, &out[0], st);
+  free(dst);
+  free(tmp);
   return e == 0 ? NDF_OK : ndf__cuda_check(p->ctx, e, "cuda_direct (correlate)");
 }
 
@@ -63,14 +88,14 @@ static ndf_status make(ndf_plan *p) {
     s->left[d] = q < 0 ? 0 : c->left[q];
     s->mode[d] = q < 0 ? NDF_MODE_REFLECT : (int)c->mode[q];
   }
-  float *hw = malloc((size_t)c->nw * sizeof(float));
+  const size_t nw = (size_t)(c->nw * c->nf);
+  float *hw = malloc(nw * sizeof(float));
   if (!hw) return ndf__fail(p->ctx, NDF_ENOMEM, "cuda_direct: out of host memory");
-  for (int64_t j = 0; j < c->nw; j++)
+  for (size_t j = 0; j < nw; j++)
     hw[j] = (float)c->w[j];
   cudaError_t e = cudaSetDevice(p->ctx->place.device);
-  if (e == cudaSuccess) e = cudaMalloc((void **)&s->dw, (size_t)c->nw * sizeof(float));
-  if (e == cudaSuccess)
-    e = cudaMemcpy(s->dw, hw, (size_t)c->nw * sizeof(float), cudaMemcpyHostToDevice);
+  if (e == cudaSuccess) e = cudaMalloc((void **)&s->dw, nw * sizeof(float));
+  if (e == cudaSuccess) e = cudaMemcpy(s->dw, hw, nw * sizeof(float), cudaMemcpyHostToDevice);
   free(hw);
   if (e == cudaErrorMemoryAllocation)
     return ndf__fail(p->ctx, NDF_ENOMEM, "cuda_direct: out of device memory for the kernel");

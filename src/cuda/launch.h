@@ -30,12 +30,23 @@ int ndf__launch_sep_rows(const float *in, float *out, int64_t nrows, int64_t X,
 int ndf__launch_sep_cols(const float *in, float *out, int64_t P, int64_t L, int64_t Q,
                          const float *w_host, const float *w_dev, int64_t n, int64_t left,
                          int mode, float cval, void *stream);
-/* cuda_direct (correlate): a contiguous [n0][n1][n2][n3] array correlated with a
- * [k0][k1][k2][k3] kernel (w_dev: float32 on the device); left: taps before the
- * output point per axis; mode: per axis. */
-int ndf__launch_corr_direct(const float *in, float *out, const int64_t n[4], const int64_t k[4],
-                            const int64_t left[4], const int mode[4], float cval,
-                            const float *w_dev, void *stream);
+/* cuda_direct (correlate): a contiguous [n0][n1][n2][n3] array correlated with nf
+ * [k0][k1][k2][k3] kernels (w_dev: float32 on the device, one after the other) into the
+ * contiguous outs[0..nf-1]; left: taps before the output point per axis; mode: per axis. */
+int ndf__launch_corr_direct(const float *in, float *const *outs, int nf, const int64_t n[4],
+                            const int64_t k[4], const int64_t left[4], const int mode[4],
+                            float cval, const float *w_dev, void *stream);
+/* cuda_fft (correlate). The transform buffer is [L0][L1][L2][rs] floats (rs = 2 (L3/2 + 1),
+ * cuFFT's in-place real layout). fft_pad fills it with src ([n0][n1][n2][n3], contiguous)
+ * extended by the modes: element t (t < e per axis) is src at t - left through mode (cval
+ * outside in constant mode), every other element 0. fft_product: z = y * conj(h) over
+ * count complex values. fft_crop: out[i] = buf[i] for i < n (out contiguous). */
+int ndf__launch_fft_pad(const float *src, const int64_t n[4], const int64_t left[4],
+                        const int mode[4], float cval, const int64_t e[4], float *buf,
+                        const int64_t L[4], int64_t rs, void *stream);
+int ndf__launch_fft_product(const void *y, const void *h, void *z, int64_t count, void *stream);
+int ndf__launch_fft_crop(const float *buf, const int64_t L[4], int64_t rs, float *out,
+                         const int64_t n[4], void *stream);
 /* Both of the last two axes of [P][Y][X] in one pass, y first, with n taps on
  * each (odd, 3 to 17; else cudaErrorNotSupported). wy, wx: host taps. */
 int ndf__launch_sep_yx(const float *in, float *out, int64_t P, int64_t Y, int64_t X,

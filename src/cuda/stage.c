@@ -76,7 +76,7 @@ void ndf__cuda_stage_destroy(struct ndf__stage *s) {
 ndf_status ndf__cuda_stage_create(ndf_plan *p) {
   const ndf_array *in = &p->pb.in, *out = &p->pb.out;
   size_t bin = (size_t)ndf_array_size(in) * sizeof(float);
-  size_t bout = (size_t)ndf_array_size(out) * sizeof(float);
+  size_t bout = (size_t)ndf_array_size(out) * sizeof(float) * (size_t)p->pb.nout;
   struct ndf__stage *s = calloc(1, sizeof *s);
   if (!s) return ndf__fail(p->ctx, NDF_ENOMEM, "out of host memory");
   pthread_mutex_init(&s->lock, NULL);
@@ -135,7 +135,7 @@ ndf_status ndf__cuda_execute(const ndf_plan *p, const ndf_array *in, ndf_array *
   const size_t bin = (size_t)ndf_array_size(in) * sizeof(float);
   const int inplace_dev = same && !hin;
   float *tmp = NULL;
-  ndf_array din = *in, dout = *out;
+  ndf_array din = *in, dout1, *dout = &dout1;
   ndf_status r = NDF_OK;
 
   cudaError_t e = cudaSetDevice(dev);
@@ -158,24 +158,36 @@ ndf_status ndf__cuda_execute(const ndf_plan *p, const ndf_array *in, ndf_array *
     e = (cudaError_t)ndf__launch_to_f32(in->data, in->dtype, ndf__cuda_view4(in), buf, st);
     din = dev_f32(in, buf, dev);
   }
-  if (hout || out->dtype != NDF_F32) dout = dev_f32(out, s->d_out, dev);
+  /* A bank's outputs, staged, lie one after the other in d_out (and h_out). */
+  const int nout = p->pb.nout;
+  const int64_t nel = ndf_array_size(out);
+  if (nout > 1 && !(dout = malloc((size_t)nout * sizeof *dout))) {
+    r = ndf__fail(ctx, NDF_ENOMEM, "out of host memory");
+    goto done;
+  }
+  for (int f = 0; f < nout; f++)
+    dout[f] = hout || out->dtype != NDF_F32 ? dev_f32(out, s->d_out + f * nel, dev) : out[f];
   if (e != cudaSuccess) {
     r = cuda_fail(ctx, e, "staging the input", 0);
     goto done;
   }
-  r = p->exec(p, &din, &dout);
+  r = p->exec(p, &din, dout);
   if (r != NDF_OK) goto done;
   if (hout) {
-    e = cudaMemcpyAsync(s->h_out, s->d_out, (size_t)ndf_array_size(out) * sizeof(float),
+    e = cudaMemcpyAsync(s->h_out, s->d_out, (size_t)(nel * nout) * sizeof(float),
                         cudaMemcpyDeviceToHost, st);
     if (e == cudaSuccess) e = cudaStreamSynchronize(st);
-    if (e == cudaSuccess) unpack(s->h_out, out, T);
+    if (e == cudaSuccess)
+      for (int f = 0; f < nout; f++)
+        unpack(s->h_out + f * nel, &out[f], T);
   } else if (out->dtype != NDF_F32) {
-    e = (cudaError_t)ndf__launch_from_f32(s->d_out, out->data, out->dtype, ndf__cuda_view4(out),
-                                          st);
+    for (int f = 0; f < nout && e == cudaSuccess; f++)
+      e = (cudaError_t)ndf__launch_from_f32(s->d_out + f * nel, out[f].data, out[f].dtype,
+                                            ndf__cuda_view4(&out[f]), st);
   }
   if (e != cudaSuccess) r = cuda_fail(ctx, e, "returning the output", 0);
 done:
+  if (dout != &dout1) free(dout);
   if (tmp) cudaFreeAsync(tmp, st);
   if (hin && !hout) cudaStreamSynchronize(st); /* h_in is reused by the next call */
   pthread_mutex_unlock(&s->lock);

@@ -107,13 +107,13 @@ ndf_status ndf_plan_convolve1d(ndf_plan **plan, ndf_context *ctx, const ndf_arra
 ndf_status ndf_correlate1d(ndf_context *ctx, const ndf_array *in, ndf_array *out, const double *w,
                            int64_t n, int axis, const ndf_correlate1d_opts *opts) {
   ndf_plan *p = NULL;
-  return ndf__run_once(plan1d(&p, ctx, in, out, w, n, axis, opts, 0), &p, in, out);
+  return ndf__run_once(plan1d(&p, ctx, in, out, w, n, axis, opts, 0), &p, in, 1, out);
 }
 
 ndf_status ndf_convolve1d(ndf_context *ctx, const ndf_array *in, ndf_array *out, const double *w,
                           int64_t n, int axis, const ndf_correlate1d_opts *opts) {
   ndf_plan *p = NULL;
-  return ndf__run_once(plan1d(&p, ctx, in, out, w, n, axis, opts, 1), &p, in, out);
+  return ndf__run_once(plan1d(&p, ctx, in, out, w, n, axis, opts, 1), &p, in, 1, out);
 }
 
 /* ------------------------------------------------------------------ sepfilter */
@@ -142,7 +142,8 @@ ndf_status ndf_sepfilter(ndf_context *ctx, const ndf_array *in, ndf_array *out,
                          const double *const *weights, const int64_t *nweights,
                          const ndf_sepfilter_opts *opts) {
   ndf_plan *p = NULL;
-  return ndf__run_once(ndf_plan_sepfilter(&p, ctx, in, out, weights, nweights, opts), &p, in, out);
+  return ndf__run_once(ndf_plan_sepfilter(&p, ctx, in, out, weights, nweights, opts), &p, in, 1,
+                       out);
 }
 
 /* ------------------------------------------------------------------ gaussian */
@@ -244,5 +245,5 @@ ndf_status ndf_plan_gaussian(ndf_plan **plan, ndf_context *ctx, const ndf_array 
 ndf_status ndf_gaussian(ndf_context *ctx, const ndf_array *in, ndf_array *out,
                         const ndf_gaussian_opts *opts) {
   ndf_plan *p = NULL;
-  return ndf__run_once(ndf_plan_gaussian(&p, ctx, in, out, opts), &p, in, out);
+  return ndf__run_once(ndf_plan_gaussian(&p, ctx, in, out, opts), &p, in, 1, out);
 }

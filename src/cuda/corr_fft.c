@@ -1,0 +1,313 @@
+/* corr_fft.c - cuda_fft for N-dimensional correlation (and filter banks) by cuFFT.
+ *
+ * Per axis the input is extended by the mode to e = n + k - 1 samples (the extended sample
+ * t is the input's t - left) and zero-padded to a 2-3-5-7-smooth L >= e, in the transform
+ * buffer (cuFFT's in-place real layout: rows of rs = 2 (L3/2 + 1) floats). What is left is
+ * the valid correlation out[i] = sum_j w[j] E[i + j], which is the circular correlation of E
+ * with the kernel zero-padded to L: it never wraps for i < n. In the frequency domain that is
+ * E^ * conj(W^); W^ is made once per plan, scaled by 1 / prod(L) for the unnormalised
+ * inverse. An execute: pad, forward, per kernel (product, inverse, crop), on the context's
+ * stream. A bank keeps the input's spectrum and takes each product into a second buffer.
+ *
+ * cuFFT has no 4-D plan: a 4-D transform is a batch of 3-D real transforms over the last
+ * three axes followed by complex 1-D transforms along the first (strided, one per point of
+ * a 3-D spectrum); the inverse runs the other way round. cuFFT's work area is allocated by
+ * the plan (one for all of its cuFFT plans, which run in turn on one stream). */
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include <cuda_runtime_api.h>
+#include <cufft.h>
+
+#include "host.h"
+
+#define D 4
+
+typedef struct {
+  int64_t n[D], k[D], left[D], e[D], L[D];
+  int mode[D];
+  int64_t rs;                /* floats per buffer row */
+  int64_t ncx;               /* complex values in the buffer */
+  int rank;                  /* the array's ndim */
+  float *buf;                /* the transform buffer */
+  float *buf2;               /* a bank's product buffer */
+  float *spec;               /* nf spectra of ncx complex values each */
+  void *work;                /* cuFFT's work area */
+  cufftHandle r2c, c2r, c2c; /* c2c: 4-D only, the first axis */
+  int have_r2c, have_c2r, have_c2c;
+  pthread_mutex_t lock; /* host-side sequence of one execute (the buffers are the plan's) */
+  int lock_ok;
+} state;
+
+/* Sizes as 4-D; 0 where a transform would not fit cuFFT's limits. *bytes: the buffer. */
+static int sizes(const ndf__problem *pb, state *s, size_t *bytes) {
+  const ndf__corr *c = pb->params;
+  const ndf_array *a = &pb->in;
+  const int pad = D - a->ndim;
+  double total = 1;
+  for (int d = 0; d < D; d++) {
+    const int q = d - pad;
+    s->n[d] = q < 0 ? 1 : a->shape[q];
+    s->k[d] = q < 0 ? 1 : c->k[q];
+    s->left[d] = q < 0 ? 0 : c->left[q];
+    s->mode[d] = q < 0 ? NDF_MODE_REFLECT : (int)c->mode[q];
+    s->e[d] = s->n[d] + s->k[d] - 1;
+    if (s->e[d] > INT_MAX / 2) return 0;
+    s->L[d] = ndf__next_smooth(s->e[d]);
+    total *= d == D - 1 ? (double)(s->L[d] / 2 + 1) : (double)s->L[d];
+  }
+  s->rank = a->ndim;
+  s->rs = 2 * (s->L[3] / 2 + 1);
+  total *= 8; /* bytes per complex value */
+  if (total > (double)(SIZE_MAX / 4) || total > (double)(INT64_MAX / 4)) return 0;
+  s->ncx = (int64_t)(total / 8);
+  *bytes = (size_t)total;
+  return 1;
+}
+
+/* Device memory a plan takes, without cuFFT's work area: buffer(s) and spectra. */
+static double plan_bytes(const ndf__corr *c, size_t bytes) {
+  return (double)bytes * (1.0 + (c->nf > 1) + (double)c->nf);
+}
+
+static int applicable(const ndf__problem *pb, const ndf_context *ctx) {
+  (void)ctx;
+  state s;
+  size_t bytes;
+  return sizes(pb, &s, &bytes);
+}
+
+/* One transform of N points, ~passes over the buffer at ~2.2 TB/s read + write (H100/H200,
+ * measured: 256^3 r2c ~0.12 ms); a pass per factor of ~64. */
+static double fft_seconds(double N) {
+  const double passes = ceil(log2(N) / 6.0);
+  return 4e-6 + N * 8.0 * passes / 2.2e12;
+}
+
+static double cost(const ndf__problem *pb, const ndf_context *ctx) {
+  (void)ctx;
+  const ndf__corr *c = pb->params;
+  state s;
+  size_t bytes;
+  if (!sizes(pb, &s, &bytes)) return INFINITY;
+  const double N = (double)s.L[0] * (double)s.L[1] * (double)s.L[2] * (double)s.L[3];
+  const double nf = (double)c->nf, n = (double)ndf_array_size(&pb->in);
+  /* pad (read n, write N), forward, per kernel: product (~3 N/2 complex), inverse, crop */
+  return (4 * n + 4 * N) / 2.5e12 + fft_seconds(N) +
+         nf * (fft_seconds(N) + 12 * N / 2.5e12 + 8 * n / 2.5e12 + 6e-6);
+}
+
+static void free_state(void *v) {
+  state *s = v;
+  if (!s) return;
+  cudaDeviceSynchronize(); /* a one-shot call may still be running */
+  if (s->have_r2c) cufftDestroy(s->r2c);
+  if (s->have_c2r) cufftDestroy(s->c2r);
+  if (s->have_c2c) cufftDestroy(s->c2c);
+  cudaFree(s->buf);
+  cudaFree(s->buf2);
+  cudaFree(s->spec);
+  cudaFree(s->work);
+  if (s->lock_ok) pthread_mutex_destroy(&s->lock);
+  free(s);
+}
+
+static const char *cufft_word(cufftResult r) {
+  switch (r) {
+  case CUFFT_ALLOC_FAILED: return "allocation failed";
+  case CUFFT_INVALID_SIZE: return "invalid size";
+  case CUFFT_INVALID_VALUE: return "invalid value";
+  case CUFFT_EXEC_FAILED: return "execution failed";
+  case CUFFT_SETUP_FAILED: return "setup failed";
+  case CUFFT_INTERNAL_ERROR: return "internal error";
+  case CUFFT_NOT_SUPPORTED: return "not supported";
+  default: return "error";
+  }
+}
+
+static ndf_status cufft_fail(const ndf_plan *p, cufftResult r, const char *what) {
+  return ndf__fail(p->ctx, r == CUFFT_ALLOC_FAILED ? NDF_ENOMEM : NDF_ECUDA,
+                   "cuda_fft: cuFFT %s: %s (%d)", what, cufft_word(r), (int)r);
+}
+
+/* Forward (dir < 0) or inverse transform of buf in place. */
+static cufftResult transform(const state *s, float *buf, int dir) {
+  cufftResult r = CUFFT_SUCCESS;
+  if (dir < 0) {
+    r = cufftExecR2C(s->r2c, (cufftReal *)buf, (cufftComplex *)buf);
+    if (r == CUFFT_SUCCESS && s->have_c2c)
+      r = cufftExecC2C(s->c2c, (cufftComplex *)buf, (cufftComplex *)buf, CUFFT_FORWARD);
+  } else {
+    if (s->have_c2c)
+      r = cufftExecC2C(s->c2c, (cufftComplex *)buf, (cufftComplex *)buf, CUFFT_INVERSE);
+    if (r == CUFFT_SUCCESS) r = cufftExecC2R(s->c2r, (cufftComplex *)buf, (cufftReal *)buf);
+  }
+  return r;
+}
+
+static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
+  const ndf__corr *c = p->pb.params;
+  state *s = p->state;
+  cudaStream_t st = (cudaStream_t)p->ctx->stream;
+  if (ndf_array_size(in) == 0) return NDF_OK;
+  ndf_status r = NDF_OK;
+  pthread_mutex_lock(&s->lock);
+  cufftResult fr = cufftSetStream(s->r2c, st);
+  if (fr == CUFFT_SUCCESS) fr = cufftSetStream(s->c2r, st);
+  if (fr == CUFFT_SUCCESS && s->have_c2c) fr = cufftSetStream(s->c2c, st);
+  if (fr != CUFFT_SUCCESS) {
+    r = cufft_fail(p, fr, "set stream");
+    goto done;
+  }
+  /* in is read whole by the pad, before anything is written (in may be out[0]). */
+  ndf__contig g;
+  int e = ndf__cuda_contig_begin(&g, in, &out[0], st);
+  if (e == 0)
+    e = ndf__launch_fft_pad(g.src, s->n, s->left, s->mode, (float)c->cval, s->e, s->buf, s->L,
+                            s->rs, st);
+  if (e == 0 && (fr = transform(s, s->buf, -1)) != CUFFT_SUCCESS) e = -1;
+  for (int64_t f = 0; f < c->nf && e == 0; f++) {
+    if (f > 0) e = ndf__cuda_contig_begin(&g, in, &out[f], st);
+    float *z = c->nf > 1 ? s->buf2 : s->buf;
+    if (e == 0) e = ndf__launch_fft_product(s->buf, s->spec + 2 * f * s->ncx, z, s->ncx, st);
+    if (e == 0 && (fr = transform(s, z, +1)) != CUFFT_SUCCESS) e = -1;
+    if (e == 0) e = ndf__launch_fft_crop(z, s->L, s->rs, g.dst, s->n, st);
+    if (e >= 0) e = ndf__cuda_contig_end(&g, e, &out[f], st);
+  }
+  if (e < 0) {
+    ndf__cuda_contig_end(&g, (int)cudaErrorUnknown, &out[0], st);
+    r = cufft_fail(p, fr, "transform");
+  } else if (e != 0) {
+    r = ndf__cuda_check(p->ctx, e, "cuda_fft");
+  }
+done:
+  pthread_mutex_unlock(&s->lock);
+  return r;
+}
+
+/* Makes the cuFFT plans (without work areas); *work: the largest work area they need. */
+static cufftResult make_plans(state *s, size_t *work) {
+  const int r = s->rank < 4 ? s->rank : 3;
+  long long n[3], inem[3], onem[3];
+  for (int d = 0; d < r; d++) {
+    n[d] = s->L[D - r + d];
+    inem[d] = onem[d] = n[d];
+  }
+  inem[r - 1] = s->rs;     /* real rows padded */
+  onem[r - 1] = s->rs / 2; /* complex rows */
+  long long rdist = 1, cdist = 1;
+  for (int d = 0; d < r; d++) {
+    rdist *= inem[d];
+    cdist *= onem[d];
+  }
+  const long long batch = s->rank == 4 ? s->L[0] : 1;
+  size_t w1 = 0, w2 = 0, w3 = 0;
+  cufftResult e = cufftCreate(&s->r2c);
+  if (e == CUFFT_SUCCESS) {
+    s->have_r2c = 1;
+    e = cufftSetAutoAllocation(s->r2c, 0);
+  }
+  if (e == CUFFT_SUCCESS)
+    e = cufftMakePlanMany64(s->r2c, r, n, inem, 1, rdist, onem, 1, cdist, CUFFT_R2C, batch, &w1);
+  if (e == CUFFT_SUCCESS) e = cufftCreate(&s->c2r);
+  if (e == CUFFT_SUCCESS) {
+    s->have_c2r = 1;
+    e = cufftSetAutoAllocation(s->c2r, 0);
+  }
+  if (e == CUFFT_SUCCESS)
+    e = cufftMakePlanMany64(s->c2r, r, n, onem, 1, cdist, inem, 1, rdist, CUFFT_C2R, batch, &w2);
+  if (e == CUFFT_SUCCESS && s->rank == 4) {
+    /* along the first axis: L0 points cdist apart, one transform per point of a 3-D spectrum */
+    long long n0 = s->L[0];
+    e = cufftCreate(&s->c2c);
+    if (e == CUFFT_SUCCESS) {
+      s->have_c2c = 1;
+      e = cufftSetAutoAllocation(s->c2c, 0);
+    }
+    if (e == CUFFT_SUCCESS)
+      e = cufftMakePlanMany64(s->c2c, 1, &n0, &n0, cdist, 1, &n0, cdist, 1, CUFFT_C2C, cdist, &w3);
+  }
+  *work = w1 > w2 ? w1 : w2;
+  if (w3 > *work) *work = w3;
+  return e;
+}
+
+static ndf_status make(ndf_plan *p) {
+  const ndf__corr *c = p->pb.params;
+  state *s = calloc(1, sizeof *s);
+  if (!s) return ndf__fail(p->ctx, NDF_ENOMEM, "cuda_fft: out of host memory");
+  p->state = s;
+  p->exec = exec;
+  p->free_state = free_state;
+  if (pthread_mutex_init(&s->lock, NULL))
+    return ndf__fail(p->ctx, NDF_ENOMEM, "cuda_fft: cannot make a mutex");
+  s->lock_ok = 1;
+  size_t bytes;
+  if (!sizes(&p->pb, s, &bytes))
+    return ndf__fail(p->ctx, NDF_EUNSUPPORTED, "cuda_fft: the transform is too large");
+  cudaError_t ce = cudaSetDevice(p->ctx->place.device);
+  if (ce != cudaSuccess) return ndf__cuda_check(p->ctx, (int)ce, "cuda_fft plan");
+
+  size_t work = 0;
+  cufftResult fr = make_plans(s, &work);
+  if (fr != CUFFT_SUCCESS) return cufft_fail(p, fr, "plan");
+  /* Say how much memory it needs before failing for the lack of it. */
+  const double need = plan_bytes(c, bytes) + (double)work;
+  size_t free_b = 0, total_b = 0;
+  if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess && need > (double)free_b)
+    return ndf__fail(p->ctx, NDF_ENOMEM,
+                     "cuda_fft: needs %.0f bytes of device memory (transform buffers and %lld "
+                     "spectra of %zu bytes, cuFFT work area %zu), %zu are free; the direct "
+                     "method needs none",
+                     need, (long long)c->nf, bytes, work, free_b);
+  const size_t nf = (size_t)c->nf;
+  ce = cudaMalloc((void **)&s->buf, bytes);
+  if (ce == cudaSuccess && nf > 1) ce = cudaMalloc((void **)&s->buf2, bytes);
+  if (ce == cudaSuccess) ce = cudaMalloc((void **)&s->spec, nf * bytes);
+  if (ce == cudaSuccess && work) ce = cudaMalloc(&s->work, work);
+  if (ce == cudaErrorMemoryAllocation)
+    return ndf__fail(p->ctx, NDF_ENOMEM, "cuda_fft: out of device memory (needs %.0f bytes)", need);
+  if (ce != cudaSuccess) return ndf__cuda_check(p->ctx, (int)ce, "cuda_fft plan");
+  fr = cufftSetWorkArea(s->r2c, s->work);
+  if (fr == CUFFT_SUCCESS) fr = cufftSetWorkArea(s->c2r, s->work);
+  if (fr == CUFFT_SUCCESS && s->have_c2c) fr = cufftSetWorkArea(s->c2c, s->work);
+  if (fr != CUFFT_SUCCESS) return cufft_fail(p, fr, "work area");
+
+  /* The kernels' spectra, on the legacy default stream (synchronous with the copies): each
+   * kernel, scaled, zero-padded by the same pad as the input (constant mode, cval 0). */
+  const int64_t nw = c->nw;
+  float *hw = malloc((size_t)nw * sizeof(float));
+  float *dw = NULL;
+  if (!hw) return ndf__fail(p->ctx, NDF_ENOMEM, "cuda_fft: out of host memory");
+  const double scale =
+      1.0 / ((double)s->L[0] * (double)s->L[1] * (double)s->L[2] * (double)s->L[3]);
+  const int64_t zero[D] = {0, 0, 0, 0};
+  const int cmode[D] = {NDF_MODE_CONSTANT, NDF_MODE_CONSTANT, NDF_MODE_CONSTANT, NDF_MODE_CONSTANT};
+  ce = cudaMalloc((void **)&dw, (size_t)nw * sizeof(float));
+  int e = (int)ce;
+  for (size_t f = 0; f < nf && e == 0; f++) {
+    for (int64_t j = 0; j < nw; j++)
+      hw[j] = (float)(c->w[f * (size_t)nw + (size_t)j] * scale);
+    e = (int)cudaMemcpy(dw, hw, (size_t)nw * sizeof(float), cudaMemcpyHostToDevice);
+    if (e == 0) e = ndf__launch_fft_pad(dw, s->k, zero, cmode, 0.f, s->k, s->buf, s->L, s->rs, 0);
+    if (e == 0) {
+      fr = cufftSetStream(s->r2c, 0);
+      if (fr == CUFFT_SUCCESS && s->have_c2c) fr = cufftSetStream(s->c2c, 0);
+      if (fr == CUFFT_SUCCESS) fr = transform(s, s->buf, -1);
+      if (fr != CUFFT_SUCCESS) e = -1;
+    }
+    if (e == 0)
+      e = (int)cudaMemcpy(s->spec + 2 * f * (size_t)s->ncx, s->buf, bytes,
+                          cudaMemcpyDeviceToDevice);
+  }
+  free(hw);
+  cudaFree(dw);
+  if (e < 0) return cufft_fail(p, fr, "kernel transform");
+  if (e == 0) e = (int)cudaDeviceSynchronize();
+  return ndf__cuda_check(p->ctx, e, "cuda_fft plan");
+}
+
+const ndf__solver ndf__cuda_corr_fft = {
+    "cuda_fft", NDF__OP_CORRELATE, NDF_PLACE_CUDA, applicable, cost, make,
+};
