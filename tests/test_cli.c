@@ -70,6 +70,301 @@ static double worst_error(const char *path, const double *ref, int64_t count, in
   return worst;
 }
 
+/* Writes a .npy file of raw little-endian data of numpy dtype `descr` (e.g. "<i8", which
+ * ndf_npy_write does not write) and shape[0..nd-1]. */
+static int write_npy_raw(const char *path, const char *descr, int nd, const int64_t *shape,
+                         const void *data, size_t bytes) {
+  char dict[192];
+  int k = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
+  for (int d = 0; d < nd; d++)
+    k += snprintf(dict + k, sizeof dict - (size_t)k, "%lld, ", (long long)shape[d]);
+  k += snprintf(dict + k, sizeof dict - (size_t)k, "), }");
+  while ((10 + k + 1) % 64)
+    dict[k++] = ' ';
+  FILE *f = fopen(path, "wb");
+  if (!f) return 0;
+  fwrite("\x93NUMPY\x01\x00", 1, 8, f);
+  fputc((k + 1) & 255, f);
+  fputc((k + 1) >> 8, f);
+  fwrite(dict, 1, (size_t)k, f);
+  fputc('\n', f);
+  fwrite(data, 1, bytes, f);
+  return fclose(f) == 0;
+}
+
+/* Reads a float32 .npy of `count` elements into a malloc'd array; NULL if it is not one. */
+static float *read_f32(const char *path, int64_t count, ndf_array *y) {
+  char err[512];
+  if (ndf_npy_read(path, y, err, sizeof err) != NDF_OK) return NULL;
+  if (y->dtype == NDF_F32 && ndf_array_size(y) == count) return y->data;
+  free(y->data);
+  return NULL;
+}
+
+/* Writes a float32 volume to path. */
+static int write_f32(const char *path, int nd, const int64_t *shape, float *v) {
+  char err[512];
+  ndf_array a = ndf_array_contiguous(NDF_F32, nd, shape, v);
+  return ndf_npy_write(path, &a, err, sizeof err) == NDF_OK;
+}
+
+/* conv and correlate: .npy kernels against the library and src/ref, the named kernels
+ * against their definitions (scipy's laplace and sobel) and analytic values, the
+ * quadrature bank's properties. x (5x6x7) is in `in`. */
+static void check_conv(const ndf_array *x, const char *in, const char *out) {
+  char args[1024], path[300], err[512];
+  const int64_t *shape = x->shape, count = 210;
+  double ref[210], tmp[210];
+  ndf_array y;
+  CHECK(run("conv --help") == 0 && file_has("stdout", "--kernel") &&
+            file_has("stdout", "quadrature") && file_has("stdout", "example"),
+        "conv --help");
+
+  /* A float64 kernel of odd and even lengths, per-axis modes and origins. */
+  const int64_t ks[3] = {3, 2, 4};
+  double w[24];
+  uint64_t r = 12345;
+  for (int j = 0; j < 24; j++)
+    w[j] = ndf_rand_uniform(&r);
+  snprintf(path, sizeof path, "%s/k.npy", dir);
+  ndf_array ka = ndf_array_contiguous(NDF_F64, 3, ks, w);
+  CHECK(ndf_npy_write(path, &ka, err, sizeof err) == NDF_OK, "%s", err);
+  const ndf_mode modes[3] = {NDF_MODE_WRAP, NDF_MODE_CONSTANT, NDF_MODE_MIRROR};
+  const int origin[3] = {1, 0, -2};
+  for (int convolve = 0; convolve < 2; convolve++) {
+    ndf_ref_correlate(x, ref, w, ks, modes, 0.5, origin, convolve);
+    unlink(out);
+    snprintf(args, sizeof args,
+             "%s %s %s --kernel %s --mode wrap,constant,mirror --cval 0.5 --origin 1,0,-2",
+             convolve ? "conv" : "correlate", in, out, path);
+    int rc = run(args);
+    int64_t at = 0;
+    double worst = worst_error(out, ref, count, &at);
+    CHECK(rc == 0 && worst >= 0 && worst < 24 * 1e-5, "%s .npy kernel: exit %d, off by %g at %lld",
+          convolve ? "conv" : "correlate", rc, worst, (long long)at);
+  }
+  /* The CLI passes kernel and options through unchanged: the library called directly. */
+  {
+    ndf_context *ctx;
+    ndf_context_opts co = {sizeof co, "cpu", 0};
+    ndf_correlate_opts o;
+    memset(&o, 0, sizeof o);
+    o.struct_size = sizeof o;
+    o.method = "direct";
+    o.mode[0] = NDF_MODE_NEAREST, o.mode[1] = o.mode[2] = NDF_MODE_REFLECT;
+    o.origin[2] = 1;
+    float lib[210];
+    ndf_array ya = ndf_array_contiguous(NDF_F32, 3, shape, lib);
+    CHECK(ndf_context_create(&ctx, &co) == NDF_OK && ndf_convolve(ctx, x, &ya, w, ks, &o) == NDF_OK,
+          "ndf_convolve");
+    ndf_context_destroy(ctx);
+    snprintf(args, sizeof args,
+             "conv %s %s --kernel %s --mode nearest,reflect,reflect --origin 0,0,1 "
+             "--method direct",
+             in, out, path);
+    float *v = run(args) == 0 ? read_f32(out, count, &y) : NULL;
+    CHECK(v && !memcmp(v, lib, sizeof lib), "conv differs from ndf_convolve called directly");
+    free(v);
+  }
+  /* An int64 kernel file (numpy's default integer), converted to float64. */
+  {
+    const int64_t ki[6] = {1, -2, 3, 0, 5, -1}, kshape[3] = {3, 1, 2};
+    const double kd[6] = {1, -2, 3, 0, 5, -1};
+    snprintf(path, sizeof path, "%s/ki8.npy", dir);
+    CHECK(write_npy_raw(path, "<i8", 3, kshape, ki, sizeof ki), "writing %s", path);
+    const ndf_mode refl[3] = {NDF_MODE_REFLECT, NDF_MODE_REFLECT, NDF_MODE_REFLECT};
+    ndf_ref_correlate(x, ref, kd, kshape, refl, 0, NULL, 1);
+    snprintf(args, sizeof args, "conv %s %s --kernel %s", in, out, path);
+    int rc = run(args);
+    int64_t at = 0;
+    double worst = worst_error(out, ref, count, &at);
+    CHECK(rc == 0 && worst >= 0 && worst < 12 * 1e-5, "int64 kernel: exit %d, off by %g", rc,
+          worst);
+  }
+
+  /* laplace, as scipy.ndimage.laplace: the sum over axes of correlate1d with [1,-2,1]. */
+  {
+    static const char *mname[] = {"reflect", "constant", "nearest", "mirror", "wrap"};
+    const double l3[3] = {1, -2, 1};
+    for (int m = 0; m < 5; m++) {
+      for (int64_t i = 0; i < count; i++)
+        ref[i] = 0;
+      for (int d = 0; d < 3; d++) {
+        ndf_ref_correlate1d(x, tmp, l3, 3, d, (ndf_mode)m, 0.25, 0);
+        for (int64_t i = 0; i < count; i++)
+          ref[i] += tmp[i];
+      }
+      snprintf(args, sizeof args, "conv %s %s --kernel laplace --mode %s --cval 0.25", in, out,
+               mname[m]);
+      int rc = run(args);
+      int64_t at = 0;
+      double worst = worst_error(out, ref, count, &at);
+      CHECK(rc == 0 && worst >= 0 && worst < 8 * 1e-5, "laplace --mode %s: exit %d, off by %g",
+            mname[m], rc, worst);
+    }
+  }
+  /* laplace on quadratics: 2 z^2 + y^2 + 3 x^2 (3-D) has 2 (2 + 1 + 3) = 12 in the interior
+   * whatever the mode, x^2 - 2 y^2 (2-D) has 2 - 4 = -2; small integers, so exact. */
+  {
+    float q[210], q2[42];
+    const int64_t s2[2] = {6, 7};
+    for (int64_t i = 0; i < count; i++) {
+      const int64_t z = i / 42, yy = i / 7 % 6, xx = i % 7;
+      q[i] = (float)(2 * z * z + yy * yy + 3 * xx * xx);
+    }
+    for (int64_t i = 0; i < 42; i++)
+      q2[i] = (float)((i % 7) * (i % 7) - 2 * (i / 7) * (i / 7));
+    snprintf(path, sizeof path, "%s/q.npy", dir);
+    CHECK(write_f32(path, 3, shape, q), "writing %s", path);
+    snprintf(args, sizeof args, "conv %s %s --kernel laplace --mode nearest", path, out);
+    float *v = run(args) == 0 ? read_f32(out, count, &y) : NULL;
+    int bad = !v;
+    for (int64_t z = 1; z < 4 && v; z++)
+      for (int64_t yy = 1; yy < 5; yy++)
+        for (int64_t xx = 1; xx < 6; xx++)
+          bad += v[(z * 6 + yy) * 7 + xx] != 12.0f;
+    CHECK(!bad, "laplace of 2z^2 + y^2 + 3x^2: %d interior values are not 12", bad);
+    free(v);
+    CHECK(write_f32(path, 2, s2, q2), "writing %s", path);
+    snprintf(args, sizeof args, "correlate %s %s --kernel laplace --mode wrap", path, out);
+    v = run(args) == 0 ? read_f32(out, 42, &y) : NULL;
+    bad = !v;
+    for (int64_t yy = 1; yy < 5 && v; yy++)
+      for (int64_t xx = 1; xx < 6; xx++)
+        bad += v[yy * 7 + xx] != -2.0f;
+    CHECK(!bad, "2-D laplace of x^2 - 2y^2: %d interior values are not -2", bad);
+    free(v);
+  }
+
+  /* sobel-x/y/z, as scipy.ndimage.sobel: correlate1d with [-1,0,1] along the axis, then
+   * [1,2,1] along the others; `correlate` gives its negative. */
+  {
+    static const char *names[3] = {"sobel-z", "sobel-y", "sobel-x"};
+    const double dw[3] = {-1, 0, 1}, sw[3] = {1, 2, 1};
+    const ndf_mode near[3] = {NDF_MODE_NEAREST, NDF_MODE_NEAREST, NDF_MODE_NEAREST};
+    for (int a = 0; a < 3; a++) {
+      const double *ws[3] = {sw, sw, sw};
+      const int64_t n3[3] = {3, 3, 3};
+      ws[a] = dw;
+      ref_sep(x, ref, ws, n3, near, NULL, 0, 0);
+      for (int convolve = 0; convolve < 2; convolve++) {
+        for (int64_t i = 0; i < count; i++)
+          tmp[i] = convolve ? ref[i] : -ref[i];
+        snprintf(args, sizeof args, "%s %s %s --kernel %s --mode nearest",
+                 convolve ? "conv" : "correlate", in, out, names[a]);
+        int rc = run(args);
+        int64_t at = 0;
+        double worst = worst_error(out, tmp, count, &at);
+        CHECK(rc == 0 && worst >= 0 && worst < 16 * 1e-5, "%s %s: exit %d, off by %g at %lld",
+              convolve ? "conv" : "correlate", names[a], rc, worst, (long long)at);
+      }
+    }
+    /* A linear ramp 2x + 3y - z: [-1,0,1] gives twice the slope, each [1,2,1] 4 times the
+     * value (the ramp is linear), so sobel-x = 2*2*16 = 64, sobel-y = 96, sobel-z = -32 in
+     * the interior. */
+    float ramp[210];
+    for (int64_t i = 0; i < count; i++)
+      ramp[i] = (float)(2 * (i % 7) + 3 * (i / 7 % 6) - i / 42);
+    snprintf(path, sizeof path, "%s/ramp.npy", dir);
+    CHECK(write_f32(path, 3, shape, ramp), "writing %s", path);
+    const float expect[3] = {-32, 96, 64};
+    for (int a = 0; a < 3; a++) {
+      snprintf(args, sizeof args, "conv %s %s --kernel %s", path, out, names[a]);
+      float *v = run(args) == 0 ? read_f32(out, count, &y) : NULL;
+      int bad = !v;
+      for (int64_t z = 1; z < 4 && v; z++)
+        for (int64_t yy = 1; yy < 5; yy++)
+          for (int64_t xx = 1; xx < 6; xx++)
+            bad += v[(z * 6 + yy) * 7 + xx] != expect[a];
+      CHECK(!bad, "%s of 2x + 3y - z: %d interior values are not %g", names[a], bad, expect[a]);
+      free(v);
+    }
+  }
+
+  /* quadrature: 12 outputs (float32 whatever the input), zero on a constant input (the even
+   * kernels have no DC response, the odd ones are antisymmetric; reflect keeps it constant). */
+  {
+    const int64_t qs[3] = {10, 11, 12}, qn = 10 * 11 * 12;
+    float *c = malloc((size_t)qn * sizeof *c);
+    for (int64_t i = 0; i < qn; i++)
+      c[i] = 3.0f;
+    snprintf(path, sizeof path, "%s/const.npy", dir);
+    CHECK(write_f32(path, 3, qs, c), "writing %s", path);
+    unlink(out);
+    snprintf(args, sizeof args, "conv %s %s --kernel quadrature", path, out);
+    int rc = run(args), ok = 0;
+    double worst = -1;
+    if (rc == 0 && ndf_npy_read(out, &y, err, sizeof err) == NDF_OK) {
+      ok = y.dtype == NDF_F32 && y.ndim == 4 && y.shape[0] == 12 && y.shape[1] == 10 &&
+           y.shape[2] == 11 && y.shape[3] == 12;
+      worst = 0;
+      for (int64_t i = 0; ok && i < 12 * qn; i++)
+        worst = fmax(worst, fabs(((float *)y.data)[i]));
+      free(y.data);
+    }
+    /* |kernel| sums to at most sqrt(729) with unit L2 norm: float32 error 27 * 3 * eps */
+    CHECK(ok && worst < 1e-4, "quadrature on a constant: exit %d, shape ok %d, max |out| %g", rc,
+          ok, worst);
+    free(c);
+
+    /* The impulse response is the kernel: even symmetric with zero sum, odd antisymmetric,
+     * both of unit L2 norm. */
+    const int64_t is[3] = {11, 11, 11}, in_ = 11 * 11 * 11;
+    float *imp = calloc((size_t)in_, sizeof *imp);
+    imp[in_ / 2] = 1;
+    snprintf(path, sizeof path, "%s/impulse.npy", dir);
+    CHECK(write_f32(path, 3, is, imp), "writing %s", path);
+    free(imp);
+    snprintf(args, sizeof args, "conv %s %s --kernel quadrature --mode constant", path, out);
+    float *v = run(args) == 0 ? read_f32(out, 12 * in_, &y) : NULL;
+    for (int f = 0; f < 12 && v; f++) {
+      const float *o = v + f * in_;
+      double sum = 0, ss = 0, asym = 0;
+      for (int64_t i = 0; i < in_; i++) {
+        sum += o[i];
+        ss += (double)o[i] * o[i];
+        asym = fmax(asym, fabs(o[i] - (f % 2 ? -1 : 1) * o[in_ - 1 - i]));
+      }
+      CHECK(fabs(sum) < 1e-5 && fabs(ss - 1) < 1e-5 && asym < 1e-7,
+            "quadrature kernel %d: sum %g, sum of squares %g, (anti)symmetry off by %g", f, sum, ss,
+            asym);
+    }
+    CHECK(v != NULL, "quadrature impulse response");
+    free(v);
+
+    /* Directions, axes z, y, x: a plane wave cos(w0 u.r) along direction 3, (b,-a,0) in (x,y,z),
+     * gives direction 3's pair a near-constant magnitude sqrt(even^2 + odd^2) away from the
+     * borders, several times any other direction's. */
+    const double s5 = sqrt(5.0), den = sqrt(10 + 2 * s5), ua = 2 / den, ub = (1 + s5) / den;
+    const int64_t ws[3] = {20, 20, 20}, wn = 8000;
+    float *wave = malloc((size_t)wn * sizeof *wave);
+    for (int64_t i = 0; i < wn; i++)
+      wave[i] = (float)cos(3.14159265358979 / 2.5 * (ub * (i % 20) - ua * (i / 20 % 20)) + 0.3);
+    snprintf(path, sizeof path, "%s/wave.npy", dir);
+    CHECK(write_f32(path, 3, ws, wave), "writing %s", path);
+    free(wave);
+    snprintf(args, sizeof args, "conv %s %s --kernel quadrature --mode reflect", path, out);
+    v = run(args) == 0 ? read_f32(out, 12 * wn, &y) : NULL;
+    double lo[6], hi[6];
+    for (int d = 0; d < 6; d++)
+      lo[d] = INFINITY, hi[d] = 0;
+    for (int64_t i = 0; i < wn && v; i++) {
+      const int64_t z = i / 400, yy = i / 20 % 20, xx = i % 20;
+      if (z < 6 || z >= 14 || yy < 6 || yy >= 14 || xx < 6 || xx >= 14) continue;
+      for (int d = 0; d < 6; d++) {
+        const double e = v[2 * d * wn + i], o = v[(2 * d + 1) * wn + i], m = sqrt(e * e + o * o);
+        lo[d] = fmin(lo[d], m), hi[d] = fmax(hi[d], m);
+      }
+    }
+    int ok3 = v && hi[3] < 1.1 * lo[3];
+    for (int d = 0; d < 6 && ok3; d++)
+      ok3 = d == 3 || hi[d] * 4 < lo[3];
+    CHECK(ok3, "quadrature directions: direction 3's magnitude in [%g, %g], others' up to %g %g",
+          lo[3], hi[3], hi[0], hi[4]);
+    free(v);
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc < 2 || !mkdtemp(dir)) return 1;
   exe = argv[1];
@@ -212,6 +507,8 @@ int main(int argc, char **argv) {
           "sepconv --convolve: exit %d, off by %g at %lld", rc, worst, (long long)at);
   }
 
+  check_conv(&x.hview, in, out);
+
   /* Failures: the right code, a message naming the problem, no output written. */
   unlink(out);
   struct stat sb;
@@ -237,6 +534,10 @@ int main(int argc, char **argv) {
       {"sepconv %s %s --weights 1,2,1 --axes 3", "--axes"},
       {"sepconv %s %s --weights 1,2,1 --axes 0,1 --mode wrap,wrap,wrap", "--mode"},
       {"sepconv %s %s --weights 1,2,1 --origin 2", "origin"},
+      {"conv %s %s --kernel lapalce", "laplace, sobel-x"}, /* lists the names */
+      {"conv %s %s --mode reflect", "--kernel"},
+      {"correlate %s %s --kernel laplace --origin 2", "origin"},
+      {"conv %s %s --kernel laplace --mode wrap,wrap", "--mode"},
   };
   for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
     unlink(out);
@@ -246,6 +547,37 @@ int main(int argc, char **argv) {
           "'%s': exit %d (expected 2), output %s", bad[k][0], rc,
           stat(out, &sb) ? "absent" : "written");
   }
+  /* Kernels: wrong ndim, not finite (usage errors), a missing file (an I/O error). */
+  {
+    char kpath[300];
+    const int64_t k2[2] = {3, 3}, k3[3] = {1, 1, 2};
+    double kw[9] = {0};
+    snprintf(kpath, sizeof kpath, "%s/k2d.npy", dir);
+    ndf_array ka = ndf_array_contiguous(NDF_F64, 2, k2, kw);
+    CHECK(ndf_npy_write(kpath, &ka, err, sizeof err) == NDF_OK, "%s", err);
+    unlink(out);
+    snprintf(args, sizeof args, "conv %s %s --kernel %s", in, out, kpath);
+    CHECK(run(args) == 2 && file_has("stderr", "k2d.npy") && file_has("stderr", "axes") &&
+              stat(out, &sb) != 0,
+          "a 2-D kernel for a 3-D input");
+    kw[1] = NAN;
+    ka = ndf_array_contiguous(NDF_F64, 3, k3, kw);
+    snprintf(kpath, sizeof kpath, "%s/knan.npy", dir);
+    CHECK(ndf_npy_write(kpath, &ka, err, sizeof err) == NDF_OK, "%s", err);
+    snprintf(args, sizeof args, "correlate %s %s --kernel %s", in, out, kpath);
+    CHECK(run(args) == 2 && file_has("stderr", "finite") && stat(out, &sb) != 0,
+          "a non-finite kernel");
+    kw[1] = 0;
+    ka = ndf_array_contiguous(NDF_F64, 2, k2, kw); /* now an input */
+    snprintf(kpath, sizeof kpath, "%s/in2d.npy", dir);
+    CHECK(ndf_npy_write(kpath, &ka, err, sizeof err) == NDF_OK, "%s", err);
+    snprintf(args, sizeof args, "conv %s %s --kernel quadrature", kpath, out);
+    CHECK(run(args) == 2 && file_has("stderr", "3-D") && stat(out, &sb) != 0,
+          "quadrature on a 2-D input");
+    snprintf(args, sizeof args, "conv %s %s --kernel %s/nokernel.npy", in, out, dir);
+    CHECK(run(args) == 3 && file_has("stderr", "nokernel.npy") && stat(out, &sb) != 0,
+          "a missing kernel file");
+  }
   snprintf(args, sizeof args, "correlate1d %s %s/nodir/out.npy --weights 1", in, dir);
   CHECK(run(args) == 3, "unwritable output");
   /* an existing output survives a failed run */
@@ -254,6 +586,9 @@ int main(int argc, char **argv) {
   fclose(f);
   snprintf(args, sizeof args, "correlate1d %s %s --weights 1 --mode sideways", in, out);
   CHECK(run(args) == 2 && stat(out, &sb) == 0 && sb.st_size == 4, "existing output clobbered");
+  snprintf(args, sizeof args, "conv %s %s --kernel sobel-q", in, out);
+  CHECK(run(args) == 2 && stat(out, &sb) == 0 && sb.st_size == 4,
+        "existing output clobbered by conv");
 
   t_arr_free(&x, NULL);
   printf("cli checks: %d failures\n", t_failures);

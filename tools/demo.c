@@ -1,4 +1,5 @@
-/* demo.c - `ndfilt demo`: Gaussian filters on a noisy 3-D Shepp-Logan phantom, timed. */
+/* demo.c - `ndfilt demo`: Gaussian, Laplacian and quadrature filters on a noisy 3-D Shepp-Logan
+ * phantom, timed. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,7 +9,14 @@
 
 #include "cli.h"
 #include "io/npy.h"
+#include "kernels.h"
 #include "phantom.h"
+
+/* The quadrature bank (12 kernels of 9^3) runs on a central crop of at most this many voxels
+ * per axis: on the whole 256^3 phantom it takes seconds per run on a few CPU cores. */
+#define BANK_CROP 96
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
 static double now(void) {
   struct timespec t;
@@ -55,21 +63,29 @@ static void print_table(const row *r, int n) {
   printf("\n%-26s %-12s %-30s %10s %10s %9s  %s\n", "operation", "solver", "device", "time ms",
          "Mvox/s", "GB/s", "note");
   for (int i = 0; i < n; i++) {
-    char gbs[32] = "-";
-    if (!r[i].pipeline) snprintf(gbs, sizeof gbs, "%.1f", 8e-3 * r[i].mvox / r[i].sec);
-    printf("%-26s %-12s %-30s %10.2f %10.0f %9s  %s\n", r[i].op, r[i].solver, r[i].device,
-           1e3 * r[i].sec, r[i].mvox / r[i].sec, gbs, r[i].note);
+    char gbs[32] = "-", mvs[32];
+    const double mv = r[i].mvox / r[i].sec; /* a 9^3 bank on a CPU makes < 1 */
+    if (!r[i].pipeline) snprintf(gbs, sizeof gbs, "%.1f", 8e-3 * mv);
+    if (mv >= 10)
+      snprintf(mvs, sizeof mvs, "%.0f", mv);
+    else
+      snprintf(mvs, sizeof mvs, "%.2g", mv);
+    printf("%-26s %-12s %-30s %10.2f %10s %9s  %s\n", r[i].op, r[i].solver, r[i].device,
+           1e3 * r[i].sec, mvs, gbs, r[i].note);
   }
   printf("(GB/s counts one float32 read and one write per voxel)\n");
 }
 
-/* The demo's volumes on the host, n^3 floats each. */
+/* The demo's volumes on the host, n^3 floats each, and c^3 for the bank's. */
 typedef struct {
-  const float *vol; /* the noisy phantom */
-  float *smooth;    /* Gaussian, sigma 2 */
-  float *gradmag;   /* Gaussian gradient magnitude, sigma 1.5 */
-  float *comp;      /* scratch: one derivative */
-  int64_t n;
+  const float *vol;  /* the noisy phantom */
+  float *smooth;     /* Gaussian, sigma 2 */
+  float *gradmag;    /* Gaussian gradient magnitude, sigma 1.5 */
+  float *comp;       /* scratch: one derivative */
+  float *laplace;    /* Laplacian (scipy.ndimage.laplace, mode nearest) */
+  const float *crop; /* the phantom's central c^3 */
+  float *quadmag;    /* quadrature direction 0: sqrt(even^2 + odd^2) of the crop */
+  int64_t n, c;
 } volumes;
 
 /* Central z-slices of the phantom, the smoothed volume and the gradient
@@ -103,9 +119,102 @@ static void add_square(float *g, const float *c, int64_t count, int first, int l
   }
 }
 
+/* Median seconds of `reps` executions of the quadrature bank's plan (after one warm-up run);
+ * *solver gets its solver. */
+static ndf_status time_bank(ndf_context *ctx, const ndf_array *in, ndf_array *outs,
+                            const ndf_cli_kernel *k, const ndf_correlate_opts *o, int reps,
+                            double *sec, const char **solver) {
+  double t[16];
+  ndf_plan *p = NULL;
+  ndf_status st = ndf_plan_convolve_bank(&p, ctx, in, k->nf, outs, k->w, k->shape, o);
+  if (st == NDF_OK) *solver = ndf_plan_solver(p);
+  for (int r = -1; r < reps && st == NDF_OK; r++) {
+    double t0 = now();
+    st = ndf_execute_bank(p, in, k->nf, outs);
+    if (st == NDF_OK) st = ndf_context_synchronize(ctx);
+    if (r >= 0) t[r] = now() - t0;
+  }
+  ndf_plan_destroy(p);
+  if (st != NDF_OK) return st;
+  qsort(t, (size_t)reps, sizeof t[0], cmp_double);
+  *sec = t[reps / 2];
+  return NDF_OK;
+}
+
+/* The Laplacian (a dense 3^3 kernel through the N-D convolve planner) of the phantom `a` into
+ * `b` and v->laplace, and the quadrature bank on the central crop, direction 0's magnitude into
+ * v->quadmag; appends their rows. */
+static ndf_status run_kernels(ndf_context *ctx, const volumes *v, const ndf_array *a, ndf_array *b,
+                              int reps, row *rows, int *nrows) {
+  const int64_t n = v->n, c = v->c, shape[3] = {n, n, n}, cshape[3] = {c, c, c};
+  const int64_t bshape[4] = {2 * NDF_QUAD_DIRS, c, c, c}, ccount = c * c * c;
+  const int cuda = ndf_context_place(ctx).kind == NDF_PLACE_CUDA, T = ndf_context_threads(ctx);
+  char err[256];
+  ndf_cli_kernel lap, quad;
+  ndf_status st = ndf_cli_kernel_named("laplace", 3, &lap, err, sizeof err);
+  if (st == NDF_OK) st = ndf_cli_kernel_named("quadrature", 3, &quad, err, sizeof err);
+  if (st != NDF_OK) {
+    fprintf(stderr, "ndfilt demo: %s\n", err);
+    ndf_cli_kernel_free(&lap);
+    return st;
+  }
+  ndf_correlate_opts o;
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  for (int d = 0; d < 3; d++)
+    o.mode[d] = NDF_MODE_NEAREST;
+  ndf_plan *p = NULL;
+  double sec;
+  st = ndf_plan_convolve(&p, ctx, a, b, lap.w, lap.shape, &o);
+  if (st == NDF_OK) st = time_plan(ctx, p, a, b, reps, &sec);
+  if (st == NDF_OK)
+    rows[(*nrows)++] = make_row("laplacian, 3^3 kernel", ndf_plan_solver(p), ctx,
+                                cuda ? "device arrays" : "", sec, (double)(n * n * n) / 1e6);
+  ndf_plan_destroy(p);
+  ndf_array host_lap = ndf_array_contiguous(NDF_F32, 3, shape, v->laplace);
+  if (st == NDF_OK) st = ndf_array_copy(ctx, &host_lap, b);
+
+  /* The bank: the crop and its 12 outputs on the context's device. */
+  ndf_array in, out, outs[2 * NDF_QUAD_DIRS];
+  ndf_array host_crop = ndf_array_contiguous(NDF_F32, 3, cshape, (void *)v->crop);
+  ndf_array host_mag = ndf_array_contiguous(NDF_F32, 3, cshape, v->quadmag);
+  ndf_array host_comp = ndf_array_contiguous(NDF_F32, 3, cshape, v->comp);
+  in.data = out.data = NULL;
+  if (st == NDF_OK) st = ndf_array_alloc(ctx, &in, NDF_F32, 3, cshape);
+  if (st == NDF_OK) st = ndf_array_alloc(ctx, &out, NDF_F32, 4, bshape);
+  if (st == NDF_OK) st = ndf_array_copy(ctx, &in, &host_crop);
+  for (int f = 0; f < quad.nf && st == NDF_OK; f++) {
+    outs[f] = ndf_array_contiguous(NDF_F32, 3, cshape, (float *)out.data + f * ccount);
+    outs[f].place = out.place;
+  }
+  const char *solver = "";
+  if (st == NDF_OK) st = time_bank(ctx, &in, outs, &quad, &o, reps, &sec, &solver);
+  if (st == NDF_OK) {
+    static const char *notes[2][2] = {
+        {"central " STR(BANK_CROP) "^3 crop; one bank plan",
+         "device arrays, central " STR(BANK_CROP) "^3 crop; one bank plan"},
+        {"one bank plan", "device arrays; one bank plan"}};
+    rows[*nrows] = make_row("quadrature bank, 12 x 9^3", solver, ctx, notes[c == n][cuda], sec,
+                            (double)ccount / 1e6);
+    rows[(*nrows)++].pipeline = 1;
+    st = ndf_array_copy(ctx, &host_mag, &outs[0]);
+  }
+  if (st == NDF_OK) st = ndf_array_copy(ctx, &host_comp, &outs[1]);
+  if (st == NDF_OK) {
+    add_square(v->quadmag, v->quadmag, ccount, 1, 0, T);
+    add_square(v->quadmag, v->comp, ccount, 0, 1, T);
+  }
+  ndf_array_free(ctx, &in);
+  ndf_array_free(ctx, &out);
+  ndf_cli_kernel_free(&lap);
+  ndf_cli_kernel_free(&quad);
+  return st;
+}
+
 /* Runs the demo's filters on one context and appends their rows: the
- * Gaussian (sigma 2) into v->smooth, and the gradient magnitude (sigma 1.5:
- * one Gaussian derivative per axis, combined on the host) into v->gradmag. */
+ * Gaussian (sigma 2) into v->smooth, the gradient magnitude (sigma 1.5:
+ * one Gaussian derivative per axis, combined on the host) into v->gradmag,
+ * and run_kernels' Laplacian and quadrature bank. */
 static int run_device(ndf_context *ctx, const volumes *v, row *rows, int *nrows) {
   static const char *deriv[3] = {"gaussian d/dz, sigma 1.5", "gaussian d/dy, sigma 1.5",
                                  "gaussian d/dx, sigma 1.5"};
@@ -182,6 +291,7 @@ static int run_device(ndf_context *ctx, const volumes *v, row *rows, int *nrows)
                             total, mvox);
     rows[(*nrows)++].pipeline = 1;
   }
+  if (st == NDF_OK) st = run_kernels(ctx, v, &a, &b, reps, rows, nrows);
   ndf_array_free(ctx, &a);
   ndf_array_free(ctx, &b);
   if (st != NDF_OK) {
@@ -205,11 +315,15 @@ int ndf_cli_demo(ndf_context *ctx, int argc, char **argv) {
     if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
       printf("usage: ndfilt demo [--size N] [--out DIR]\n\n"
              "Builds a noisy 3-D Shepp-Logan phantom (N^3 voxels, default 256) in memory,\n"
-             "smooths it with a Gaussian (sigma 2, mode nearest) and computes its Gaussian\n"
-             "gradient magnitude (sigma 1.5) on the chosen device (and on the CPU as well\n"
-             "when that is a GPU), prints a table of timings and writes phantom.npy,\n"
-             "smoothed.npy, gradmag.npy and slices.pgm (central slice: before | smoothed |\n"
-             "gradient magnitude) to DIR (default demo-out).\n");
+             "smooths it with a Gaussian (sigma 2) and computes its Gaussian gradient\n"
+             "magnitude (sigma 1.5), its Laplacian (the 3^3 kernel of `ndfilt conv --kernel\n"
+             "laplace`) and, on the central %d^3 voxels (all of them if fewer), the 12-kernel\n"
+             "bank of `--kernel quadrature`, all with mode nearest, on the chosen device (and\n"
+             "on the CPU as well when that is a GPU), prints a table of timings and writes\n"
+             "phantom.npy, smoothed.npy, gradmag.npy, laplace.npy, quadmag.npy (the bank's\n"
+             "direction 0 magnitude sqrt(even^2 + odd^2) on the crop) and slices.pgm (central\n"
+             "slice: before | smoothed | gradient magnitude) to DIR (default demo-out).\n",
+             BANK_CROP);
       return NDF_EXIT_OK;
     }
     if (i + 1 < argc && !strcmp(argv[i], "--out"))
@@ -230,18 +344,21 @@ int ndf_cli_demo(ndf_context *ctx, int argc, char **argv) {
     fprintf(stderr, "ndfilt demo: cannot create directory %s\n", dir);
     return NDF_EXIT_IO;
   }
+  const int64_t c = n < BANK_CROP ? n : BANK_CROP;
   const size_t count = (size_t)(n * n * n), bytes = count * sizeof(float);
-  float *buf[4]; /* phantom, smoothed, gradient magnitude, scratch */
+  const size_t ccount = (size_t)(c * c * c), cbytes = ccount * sizeof(float);
+  /* phantom, smoothed, gradient magnitude, scratch, Laplacian; crop, quadrature magnitude */
+  float *buf[7];
   int ok = 1;
-  for (int k = 0; k < 4; k++)
-    ok &= (buf[k] = malloc(bytes)) != NULL;
+  for (int k = 0; k < 7; k++)
+    ok &= (buf[k] = malloc(k < 5 ? bytes : cbytes)) != NULL;
   if (!ok) {
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < 7; k++)
       free(buf[k]);
     fprintf(stderr, "ndfilt demo: out of memory\n");
     return NDF_EXIT_FAIL;
   }
-  volumes v = {buf[0], buf[1], buf[2], buf[3], n};
+  volumes v = {buf[0], buf[1], buf[2], buf[3], buf[4], buf[5], buf[6], n, c};
   printf("ndfilt %s demo: noisy Shepp-Logan phantom %lld^3 (float32, %.0f MiB) on %s, %d CPU "
          "threads\n",
          ndf_version_string(), (long long)n, (double)bytes / 1048576.0,
@@ -249,36 +366,52 @@ int ndf_cli_demo(ndf_context *ctx, int argc, char **argv) {
   double t0 = now();
   ndf_phantom3d(buf[0], n, n, n, 0.05, 1);
   printf("phantom built in %.0f ms\n", 1e3 * (now() - t0));
+  const int64_t c0 = (n - c) / 2; /* the crop's first voxel on each axis */
+  for (int64_t z = 0; z < c; z++)
+    for (int64_t y = 0; y < c; y++)
+      memcpy(buf[5] + (z * c + y) * c, buf[0] + ((z + c0) * n + y + c0) * n + c0,
+             (size_t)c * sizeof(float));
 
-  row rows[16];
-  double diff[2] = {-1, -1}; /* max |gpu - cpu| of the two results, when both ran */
+  row rows[24];
+  double diff[4] = {-1, -1, -1, -1}; /* max |gpu - cpu| of the four results, when both ran */
   int nrows = 0, rc = run_device(ctx, &v, rows, &nrows);
   if (rc == NDF_EXIT_OK && ndf_context_place(ctx).kind == NDF_PLACE_CUDA) {
     /* The CPU twin, into its own buffers, compared with the GPU's results. */
     ndf_context *cpu;
     ndf_context_opts co = {sizeof co, "cpu", ndf_context_threads(ctx)};
-    volumes c = {buf[0], malloc(bytes), malloc(bytes), buf[3], n};
-    if (c.smooth && c.gradmag && ndf_context_create(&cpu, &co) == NDF_OK) {
-      rc = run_device(cpu, &c, rows, &nrows);
+    volumes t = {
+        buf[0], malloc(bytes), malloc(bytes), buf[3], malloc(bytes), buf[5], malloc(cbytes), n, c};
+    if (t.smooth && t.gradmag && t.laplace && t.quadmag &&
+        ndf_context_create(&cpu, &co) == NDF_OK) {
+      rc = run_device(cpu, &t, rows, &nrows);
       ndf_context_destroy(cpu);
       if (rc == NDF_EXIT_OK) {
-        diff[0] = max_abs_diff(v.smooth, c.smooth, (int64_t)count);
-        diff[1] = max_abs_diff(v.gradmag, c.gradmag, (int64_t)count);
+        diff[0] = max_abs_diff(v.smooth, t.smooth, (int64_t)count);
+        diff[1] = max_abs_diff(v.gradmag, t.gradmag, (int64_t)count);
+        diff[2] = max_abs_diff(v.laplace, t.laplace, (int64_t)count);
+        diff[3] = max_abs_diff(v.quadmag, t.quadmag, (int64_t)ccount);
       }
     }
-    free(c.smooth);
-    free(c.gradmag);
+    free(t.smooth);
+    free(t.gradmag);
+    free(t.laplace);
+    free(t.quadmag);
   }
   if (rc == NDF_EXIT_OK) {
     print_table(rows, nrows);
     if (diff[0] >= 0)
-      printf("max |gpu - cpu|: smoothed %.3g, gradient magnitude %.3g\n", diff[0], diff[1]);
-    static const char *names[3] = {"phantom.npy", "smoothed.npy", "gradmag.npy"};
+      printf("max |gpu - cpu|: smoothed %.3g, gradient magnitude %.3g, laplacian %.3g, "
+             "quadrature magnitude %.3g\n",
+             diff[0], diff[1], diff[2], diff[3]);
+    /* the files and their buffers */
+    static const char *names[5] = {"phantom.npy", "smoothed.npy", "gradmag.npy", "laplace.npy",
+                                   "quadmag.npy"};
+    static const int which[5] = {0, 1, 2, 4, 6};
     char path[4096], err[512];
-    const int64_t shape[3] = {n, n, n};
+    const int64_t shape[3] = {n, n, n}, cshape[3] = {c, c, c};
     ndf_status st = NDF_OK;
-    for (int k = 0; k < 3 && st == NDF_OK; k++) {
-      ndf_array a = ndf_array_contiguous(NDF_F32, 3, shape, buf[k]);
+    for (int k = 0; k < 5 && st == NDF_OK; k++) {
+      ndf_array a = ndf_array_contiguous(NDF_F32, 3, k < 4 ? shape : cshape, buf[which[k]]);
       snprintf(path, sizeof path, "%s/%s", dir, names[k]);
       st = ndf_npy_write(path, &a, err, sizeof err);
     }
@@ -289,11 +422,13 @@ int ndf_cli_demo(ndf_context *ctx, int argc, char **argv) {
       rc = NDF_EXIT_IO;
     } else {
       printf("wrote %s/phantom.npy, %s/smoothed.npy (Gaussian, sigma 2), %s/gradmag.npy "
-             "(Gaussian gradient magnitude, sigma 1.5), %s/slices.pgm\n",
-             dir, dir, dir, dir);
+             "(Gaussian gradient magnitude, sigma 1.5), %s/laplace.npy (Laplacian), "
+             "%s/quadmag.npy (quadrature direction 0 magnitude, central %lld^3), "
+             "%s/slices.pgm\n",
+             dir, dir, dir, dir, dir, (long long)c, dir);
     }
   }
-  for (int k = 0; k < 4; k++)
+  for (int k = 0; k < 7; k++)
     free(buf[k]);
   return rc;
 }

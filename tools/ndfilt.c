@@ -5,9 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "io/npy.h"
+#include "kernels.h"
 
 static const char *usage_main =
     "usage: ndfilt [--device cpu|cuda|cuda:N] [--threads N] COMMAND [ARGS]\n"
@@ -22,6 +24,8 @@ static const char *usage_main =
     "  convolve1d    1-D convolution along an axis (scipy.ndimage.convolve1d)\n"
     "  sepconv       the same 1-D weights along several axes (a separable filter)\n"
     "  gauss         Gaussian filter or derivative (scipy.ndimage.gaussian_filter)\n"
+    "  conv          N-D convolution with a .npy or named kernel (scipy.ndimage.convolve)\n"
+    "  correlate     N-D correlation with a .npy or named kernel (scipy.ndimage.correlate)\n"
     "\n"
     "Run `ndfilt COMMAND --help` for a command's options.\n"
     "The device defaults to $NDF_DEVICE, else the first usable CUDA GPU, else the CPU.\n"
@@ -93,6 +97,46 @@ static const char *usage_gauss =
     "examples:\n"
     "  ndfilt gauss t1.npy t1_smooth.npy --sigma 2\n"
     "  ndfilt gauss t1.npy t1_dz.npy --sigma 1.5 --order 1,0,0 --mode reflect\n";
+
+static const char *usage_conv =
+    "usage: ndfilt conv|correlate IN.npy OUT.npy --kernel K [options]\n"
+    "\n"
+    "N-D convolution with a dense kernel, exactly scipy.ndimage.convolve (`conv`, also spelt\n"
+    "`convolve`), or correlation, exactly scipy.ndimage.correlate (`correlate`); convolve is\n"
+    "correlate with the kernel reversed on every axis. A LIST holds one value for every axis,\n"
+    "or one per axis of IN (comma-separated).\n"
+    "\n"
+    "options:\n"
+    "  --kernel K      a .npy file (any integer or float dtype, used as float64) with as many\n"
+    "                  axes as IN, or a named kernel (below; a file so named: ./NAME) (required)\n"
+    "  --mode LIST     reflect, constant, nearest, mirror, wrap (default reflect, as scipy)\n"
+    "  --cval V        value outside the array for --mode constant (default 0)\n"
+    "  --origin LIST   shift of the kernel, as scipy (default 0)\n"
+    "  --method M      auto, direct, fft, or a solver from `ndfilt info` (default auto)\n"
+    "  --dtype T       output dtype u8, u16, i16, f32, f64 (default: the input's; f32 for\n"
+    "                  quadrature). Integer outputs are rounded and clamped, so signed\n"
+    "                  kernels (laplace, sobel) on an integer input want --dtype f32.\n"
+    "\n"
+    "named kernels, 3 (quadrature 9) long on each of IN's axes. They are convolution kernels:\n"
+    "`conv` with them gives scipy's filter; `correlate` reverses them, which negates sobel and\n"
+    "quadrature's odd parts.\n"
+    "  laplace         scipy.ndimage.laplace: [1,-2,1] along each axis, summed\n"
+    "  sobel-x         scipy.ndimage.sobel along the last axis (x): [1,0,-1] along it (the\n"
+    "                  reverse of sobel's correlate weights [-1,0,1]) times [1,2,1] along\n"
+    "                  each other axis; as scipy in every mode but constant with cval != 0\n"
+    "  sobel-y         the same along the second-to-last axis (y), 2 or more axes\n"
+    "  sobel-z         the same along the third-to-last axis (z), 3 or more axes\n"
+    "  quadrature      3-D only: a bank of 12 kernels 9x9x9, Gabor quadrature pairs (sigma\n"
+    "                  1.5 voxels, wavelength 5 voxels) along Knutsson's 6 directions;\n"
+    "                  OUT has shape (12, Z, Y, X): direction 0 even, direction 0 odd,\n"
+    "                  direction 1 even, ... (directions and norms: tools/kernels.h)\n"
+    "\n"
+    "OUT is written through a temporary file and renamed, so a failure leaves no output.\n"
+    "\n"
+    "examples:\n"
+    "  ndfilt conv ct.npy edges.npy --kernel laplace --mode nearest --dtype f32\n"
+    "  ndfilt correlate img.npy out.npy --kernel psf.npy --mode constant --method fft\n"
+    "  ndfilt conv t1.npy q.npy --kernel quadrature\n";
 
 static int usage_error(const char *fmt, ...)
 #ifdef __GNUC__
@@ -284,11 +328,15 @@ typedef ndf_status (*filter_fn)(ndf_context *ctx, const ndf_array *in, ndf_array
 
 /* Filters `in` (whose data it frees) into a new host array of dtype `dtype`
  * (0: the input's) and writes that atomically to out_path: nothing is
- * written unless every step succeeds. Returns the exit code. */
-static int filter_to_file(ndf_context *ctx, ndf_array *in, ndf_dtype dtype, const char *out_path,
-                          filter_fn f, const void *args) {
+ * written unless every step succeeds. The output has in's shape, or with
+ * nf > 0 a leading axis of nf (a filter bank's outputs, the caller checked
+ * that in has fewer than NDF_MAX_DIMS axes). Returns the exit code. */
+static int filter_to_file(ndf_context *ctx, ndf_array *in, int nf, ndf_dtype dtype,
+                          const char *out_path, filter_fn f, const void *args) {
   char err[512];
-  ndf_array out = ndf_array_contiguous(dtype ? dtype : in->dtype, in->ndim, in->shape, NULL);
+  int64_t shape[NDF_MAX_DIMS] = {nf};
+  memcpy(shape + (nf > 0), in->shape, (size_t)in->ndim * sizeof shape[0]);
+  ndf_array out = ndf_array_contiguous(dtype ? dtype : in->dtype, in->ndim + (nf > 0), shape, NULL);
   out.data = malloc((size_t)ndf_array_size(&out) * ndf_dtype_size(out.dtype));
   int rc = NDF_EXIT_OK;
   if (!out.data) {
@@ -364,7 +412,7 @@ static int cmd_corr1d(ndf_context *ctx, int argc, char **argv, int convolve) {
   c.w = w;
   ndf_array in;
   rc = read_input(in_path, &in);
-  if (rc == NDF_EXIT_OK) rc = filter_to_file(ctx, &in, co.dtype, out_path, run_corr1d, &c);
+  if (rc == NDF_EXIT_OK) rc = filter_to_file(ctx, &in, 0, co.dtype, out_path, run_corr1d, &c);
   free(w);
   return rc;
 }
@@ -457,7 +505,7 @@ static int cmd_sepconv(ndf_context *ctx, int argc, char **argv) {
     s.o.origin[d] = norigin ? origin[norigin == 1 ? 0 : k] : 0;
   }
   if (rc == NDF_EXIT_OK)
-    rc = filter_to_file(ctx, &in, co.dtype, out_path, run_sep, &s);
+    rc = filter_to_file(ctx, &in, 0, co.dtype, out_path, run_sep, &s);
   else
     free(in.data);
   free(w);
@@ -533,7 +581,150 @@ static int cmd_gauss(ndf_context *ctx, int argc, char **argv) {
     o.radius[d] = nradius ? radius[nradius == 1 ? 0 : d] : 0;
     o.mode[d] = nmode ? mode[nmode == 1 ? 0 : d] : NDF_MODE_NEAREST;
   }
-  return filter_to_file(ctx, &in, co.dtype, out_path, run_gauss, &o);
+  return filter_to_file(ctx, &in, 0, co.dtype, out_path, run_gauss, &o);
+}
+
+/* ------------------------------------------------------------------ conv, correlate */
+
+/* A filter bank: nf kernels (w, one after the other, each of shape wshape) on in, into
+ * outs[0..nf-1], by the library's one-pass bank (the input read once per tile, or
+ * transformed once); *solver (if given) gets the solver's name. Synchronises. */
+ndf_status ndf_cli_run_bank(ndf_context *ctx, const ndf_array *in, int nf, ndf_array *outs,
+                            const double *w, const int64_t *wshape, const ndf_correlate_opts *o,
+                            int convolve, const char **solver) {
+  ndf_plan *p = NULL;
+  ndf_status st = convolve ? ndf_plan_convolve_bank(&p, ctx, in, nf, outs, w, wshape, o)
+                           : ndf_plan_correlate_bank(&p, ctx, in, nf, outs, w, wshape, o);
+  if (st == NDF_OK && solver) *solver = ndf_plan_solver(p);
+  if (st == NDF_OK) st = ndf_execute_bank(p, in, nf, outs);
+  if (st == NDF_OK) st = ndf_context_synchronize(ctx);
+  ndf_plan_destroy(p);
+  return st;
+}
+
+typedef struct {
+  ndf_cli_kernel k;
+  ndf_correlate_opts o;
+  int convolve;
+} conv_args;
+
+static ndf_status run_conv(ndf_context *ctx, const ndf_array *in, ndf_array *out,
+                           const void *args) {
+  const conv_args *c = args;
+  if (c->k.nf == 1)
+    return c->convolve ? ndf_convolve(ctx, in, out, c->k.w, c->k.shape, &c->o)
+                       : ndf_correlate(ctx, in, out, c->k.w, c->k.shape, &c->o);
+  /* out is (nf, in's shape), C-contiguous: one view per kernel */
+  ndf_array *outs = malloc((size_t)c->k.nf * sizeof *outs);
+  if (!outs) return NDF_ENOMEM;
+  const size_t step = (size_t)ndf_array_size(in) * ndf_dtype_size(out->dtype);
+  for (int f = 0; f < c->k.nf; f++)
+    outs[f] = ndf_array_contiguous(out->dtype, in->ndim, in->shape, (char *)out->data + f * step);
+  ndf_status st =
+      ndf_cli_run_bank(ctx, in, c->k.nf, outs, c->k.w, c->k.shape, &c->o, c->convolve, NULL);
+  free(outs);
+  return st;
+}
+
+static int ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), m = strlen(suffix);
+  return n >= m && !strcmp(s + n - m, suffix);
+}
+
+/* --kernel K for an input `in` read from in_path: a named kernel for in's ndim, else a .npy
+ * file with in's ndim and finite weights, into k (freed by the caller, also on failure).
+ * Returns the exit code, having said what is wrong. */
+static int load_kernel(const char *spec, const ndf_array *in, const char *in_path,
+                       ndf_cli_kernel *k) {
+  char err[512];
+  struct stat sb;
+  if (ndf_cli_kernel_is_named(spec)) {
+    ndf_status st = ndf_cli_kernel_named(spec, in->ndim, k, err, sizeof err);
+    if (st == NDF_OK) return NDF_EXIT_OK;
+    if (st == NDF_EINVAL) return usage_error("--kernel: %s", err);
+    fprintf(stderr, "ndfilt: %s\n", err);
+    return NDF_EXIT_FAIL;
+  }
+  /* A bare word naming no file is more likely a misspelt name than a missing file. */
+  if (!strchr(spec, '/') && !ends_with(spec, ".npy") && stat(spec, &sb) != 0) {
+    memset(k, 0, sizeof *k);
+    return usage_error("unknown --kernel '%s': not a file, nor a named kernel (%s)", spec,
+                       NDF_KERNEL_NAMES);
+  }
+  ndf_status st = ndf_cli_kernel_read(spec, k, err, sizeof err);
+  if (st != NDF_OK) {
+    fprintf(stderr, "ndfilt: --kernel: %s\n", err);
+    return st == NDF_EIO ? NDF_EXIT_IO : st == NDF_EINVAL ? NDF_EXIT_USAGE : NDF_EXIT_FAIL;
+  }
+  if (k->ndim != in->ndim)
+    return usage_error("kernel %s is %d-D but %s is %d-D: their numbers of axes must match", spec,
+                       k->ndim, in_path, in->ndim);
+  const int64_t n = ndf_cli_kernel_size(k);
+  for (int64_t j = 0; j < n; j++)
+    if (!isfinite(k->w[j]))
+      return usage_error("kernel %s: weight %lld (C order) is %g, not finite", spec, (long long)j,
+                         k->w[j]);
+  return NDF_EXIT_OK;
+}
+
+static int cmd_conv(ndf_context *ctx, int argc, char **argv, int convolve) {
+  const char *in_path = NULL, *out_path = NULL, *kspec = NULL;
+  common_opts co = {NULL, 0, 0};
+  int origin[NDF_MAX_DIMS];
+  ndf_mode mode[NDF_MAX_DIMS];
+  int64_t norigin = 0, nmode = 0; /* 0: not given */
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      fputs(usage_conv, stdout);
+      return NDF_EXIT_OK;
+    }
+    if (a[0] == '-' && a[1] == '-' && !v) return usage_error("option %s needs a value", a);
+    int rc = -1; /* -1: not an option of this command */
+    if (!strcmp(a, "--kernel")) {
+      kspec = v;
+      rc = NDF_EXIT_OK;
+    } else if (!strcmp(a, "--mode")) {
+      rc = parse_axis_list(a, v, item_mode, mode, &nmode, MODE_NAMES);
+    } else if (!strcmp(a, "--origin")) {
+      rc = parse_axis_list(a, v, item_int, origin, &norigin, "integers");
+    } else {
+      rc = common_option(a, v, &co);
+    }
+    rc = finish_arg(rc, a, &i, &in_path, &out_path);
+    if (rc != NDF_EXIT_OK) return rc;
+  }
+  if (!in_path || !out_path) return usage_error("%s", "needs IN.npy and OUT.npy");
+  if (!kspec) return usage_error("%s", "needs --kernel (a .npy file or " NDF_KERNEL_NAMES ")");
+
+  ndf_array in;
+  int rc = read_input(in_path, &in);
+  if (rc != NDF_EXIT_OK) return rc;
+  const int nd = in.ndim;
+  conv_args c;
+  memset(&c, 0, sizeof c);
+  c.o.struct_size = sizeof c.o;
+  c.o.method = co.method;
+  c.o.cval = co.cval;
+  c.convolve = convolve;
+  if (nmode) rc = check_count("--mode", nmode, nd, in_path);
+  if (rc == NDF_EXIT_OK && norigin) rc = check_count("--origin", norigin, nd, in_path);
+  if (rc == NDF_EXIT_OK) rc = load_kernel(kspec, &in, in_path, &c.k);
+  if (rc == NDF_EXIT_OK) {
+    for (int d = 0; d < nd; d++) {
+      c.o.mode[d] = nmode ? mode[nmode == 1 ? 0 : d] : NDF_MODE_REFLECT;
+      c.o.origin[d] = norigin ? origin[norigin == 1 ? 0 : d] : 0;
+    }
+    /* A bank's outputs get a leading axis (the named banks are 3-D: room for it), and are
+     * float32 by default: the odd parts are signed whatever the input. */
+    const int bank = c.k.nf > 1;
+    rc = filter_to_file(ctx, &in, bank ? c.k.nf : 0, bank && !co.dtype ? NDF_F32 : co.dtype,
+                        out_path, run_conv, &c);
+  } else {
+    free(in.data);
+  }
+  ndf_cli_kernel_free(&c.k);
+  return rc;
 }
 
 int main(int argc, char **argv) {
@@ -564,8 +755,11 @@ int main(int argc, char **argv) {
     return NDF_EXIT_USAGE;
   }
   const char *cmd = argv[i];
+  const int conv = !strcmp(cmd, "conv") || !strcmp(cmd, "convolve"),
+            corr = !strcmp(cmd, "correlate");
   int known = !strcmp(cmd, "info") || !strcmp(cmd, "demo") || !strcmp(cmd, "correlate1d") ||
-              !strcmp(cmd, "convolve1d") || !strcmp(cmd, "sepconv") || !strcmp(cmd, "gauss");
+              !strcmp(cmd, "convolve1d") || !strcmp(cmd, "sepconv") || !strcmp(cmd, "gauss") ||
+              conv || corr;
   if (!known) return usage_error("unknown command '%s'", cmd);
 
   ndf_context *ctx;
@@ -587,6 +781,8 @@ int main(int argc, char **argv) {
     rc = cmd_sepconv(ctx, argc - i, argv + i);
   else if (!strcmp(cmd, "gauss"))
     rc = cmd_gauss(ctx, argc - i, argv + i);
+  else if (conv || corr)
+    rc = cmd_conv(ctx, argc - i, argv + i, conv);
   else
     rc = cmd_corr1d(ctx, argc - i, argv + i, !strcmp(cmd, "convolve1d"));
   ndf_context_destroy(ctx);

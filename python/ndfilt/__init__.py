@@ -19,7 +19,7 @@ from . import _lib
 from ._lib import lib
 
 __all__ = ["correlate1d", "convolve1d", "sepfilter", "gaussian_filter", "gaussian_filter1d",
-           "correlate", "convolve",
+           "correlate", "convolve", "correlate_bank", "convolve_bank",
            "set_device", "device", "solvers", "__version__"]
 __version__ = lib.ndf_version_string().decode()
 
@@ -257,8 +257,9 @@ def _context_of(src):
     return _context(_device) if src.kind == "numpy" else _context(f"cuda:{src.dev}")
 
 
-def _run(key, ctx, src, dst, make):
-    """Executes the cached plan for key, first making it with make(byref(handle))."""
+def _run(key, ctx, src, dst, make, bank=None):
+    """Executes the cached plan for key, first making it with make(byref(handle)); bank: a
+    ctypes array of output descriptors (dst is then the first's operand)."""
     with _lock:
         plan = _plans.get(key)
         if plan is None:
@@ -276,7 +277,10 @@ def _run(key, ctx, src, dst, make):
             if _streams.get(ctx) != stream:
                 lib.ndf_context_set_stream(ctx, stream)
                 _streams[ctx] = stream
-        st = lib.ndf_execute(plan, C.byref(src.desc), C.byref(dst.desc))
+        if bank is None:
+            st = lib.ndf_execute(plan, C.byref(src.desc), C.byref(dst.desc))
+        else:
+            st = lib.ndf_execute_bank(plan, C.byref(src.desc), len(bank), bank)
     if st != _lib.OK:
         _raise(st, ctx)
 
@@ -595,11 +599,60 @@ def gaussian_filter1d(input, sigma, axis=-1, order=0, output=None, mode="reflect
 
 # ----------------------------------------------------------------- correlate / convolve
 
-def _filterNd(conv, input, weights, output, mode, cval, origin, method):
+def _bank_outputs(input, src, output, nf):
+    """The output of a bank: an array of shape (nf,) + input's (allocated when output is None
+    or a dtype), its operand per kernel, and a ctypes array of their descriptors."""
+    shape = (nf,) + tuple(input.shape)
+    if _is_array(output):
+        out = output
+        if _kind(out) != _kind(input):
+            raise TypeError(f"output is a {_kind(output)} array, input a {_kind(input)} array")
+        if tuple(out.shape) != shape:
+            raise ValueError(f"output shape {tuple(out.shape)} != {shape} (kernels, *input)")
+    else:
+        kind = src.kind
+        dt = output if output is not None else input.dtype
+        if kind == "torch":
+            import torch
+            tdt = dt if isinstance(dt, torch.dtype) else getattr(torch, _np_dtype(dt).name)
+            out = torch.empty(shape, dtype=tdt, device=input.device)
+        elif kind == "torch-cpu" or (kind == "numpy" and _kind(input) == "torch-cpu"):
+            import torch
+            out = torch.empty(shape, dtype=input.dtype)
+        elif kind in ("cupy", "cuda"):
+            import cupy
+            with cupy.cuda.Device(src.dev):
+                out = cupy.empty(shape, dtype=_np_dtype(dt))
+        else:
+            out = np.empty(shape, dtype=_np_dtype(dt))
+    ops = []
+    for f in range(nf):
+        o = out[f]
+        k = _kind(o)
+        if k == "torch-cpu":
+            o, k = o.numpy(), "numpy"
+        op = _numpy_operand(o, True) if k == "numpy" else _cuda_operand(o, k)
+        if k == "numpy" and op.arr is not o:
+            raise ValueError("output must be a numpy array with element-aligned strides")
+        ops.append(op)
+    descs = (_lib.Array * nf)(*[op.desc for op in ops])
+    return out, ops, descs
+
+
+def _filterNd(conv, input, weights, output, mode, cval, origin, method, bank=False):
     w = np.ascontiguousarray(weights, dtype=np.float64)
-    src, dst, back, output_arg = _inputs(input, output)
+    if bank:
+        src, _, _, _ = _inputs(input, None if _is_array(output) else output)
+        if w.ndim < 2 or w.shape[0] < 1:
+            raise ValueError(f"weights of a bank must have shape (kernels, *kernel), not {w.shape}")
+        nf = w.shape[0]
+        out, ops, descs = _bank_outputs(input, src, output, nf)
+        dst, wk = ops[0], w[0]
+    else:
+        src, dst, back, output_arg = _inputs(input, output)
+        wk = w
     nd = src.desc.ndim
-    if w.ndim != nd or w.size < 1:
+    if wk.ndim != nd or w.size < 1:
         raise ValueError(f"weights must have the input's {nd} dimensions and no zero length, "
                          f"not shape {w.shape}")
     modes = [_mode(m) for m in _per_axis(mode, nd, "mode")]
@@ -607,18 +660,24 @@ def _filterNd(conv, input, weights, output, mode, cval, origin, method):
     cval, meth = float(cval), _method(method)
     ctx = _context_of(src)
     key = ("convolve" if conv else "correlate", ctx, _place_key(src.desc), _place_key(dst.desc),
-           w.shape, w.tobytes(), tuple(modes), tuple(origins), cval, meth)
+           w.shape, w.tobytes(), tuple(modes), tuple(origins), cval, meth, bank)
 
     def make(h):
         opts = _lib.CorrelateOpts(C.sizeof(_lib.CorrelateOpts), meth)
         opts.cval = cval
         for d in range(nd):
             opts.mode[d], opts.origin[d] = modes[d], origins[d]
-        shape = (C.c_int64 * nd)(*w.shape)
+        shape = (C.c_int64 * nd)(*wk.shape)
+        wp = w.ctypes.data_as(C.POINTER(C.c_double))
+        if bank:
+            f = lib.ndf_plan_convolve_bank if conv else lib.ndf_plan_correlate_bank
+            return f(h, ctx, C.byref(src.desc), nf, descs, wp, shape, C.byref(opts))
         f = lib.ndf_plan_convolve if conv else lib.ndf_plan_correlate
-        return f(h, ctx, C.byref(src.desc), C.byref(dst.desc),
-                 w.ctypes.data_as(C.POINTER(C.c_double)), shape, C.byref(opts))
+        return f(h, ctx, C.byref(src.desc), C.byref(dst.desc), wp, shape, C.byref(opts))
 
+    if bank:
+        _run(key, ctx, src, dst, make, descs)
+        return out
     _run(key, ctx, src, dst, make)
     return _result(dst, back, output_arg)
 
@@ -640,3 +699,21 @@ def convolve(input, weights, output=None, mode="reflect", cval=0.0, origin=0, *,
              method="auto"):
     """N-dimensional convolution, as scipy.ndimage.convolve (see correlate)."""
     return _filterNd(True, input, weights, output, mode, cval, origin, method)
+
+
+def correlate_bank(input, weights, output=None, mode="reflect", cval=0.0, origin=0, *,
+                   method="auto"):
+    """A filter bank: F kernels of one shape on one input, in one pass where the solver can
+    (the input is read once per tile, or transformed once).
+
+    weights: shape (F, *kernel), the kernel with the input's number of dimensions. Returns
+    (or writes into output, an array of the input's kind) shape (F, *input.shape); out[f]
+    equals correlate(input, weights[f], ...). Other arguments as correlate.
+    """
+    return _filterNd(False, input, weights, output, mode, cval, origin, method, bank=True)
+
+
+def convolve_bank(input, weights, output=None, mode="reflect", cval=0.0, origin=0, *,
+                  method="auto"):
+    """convolve with each of F kernels (see correlate_bank)."""
+    return _filterNd(True, input, weights, output, mode, cval, origin, method, bank=True)

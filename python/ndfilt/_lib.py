@@ -107,6 +107,13 @@ _sig = {
                                      P(C.c_double), P(C.c_int64), P(CorrelateOpts)]),
     "ndf_plan_convolve": (C.c_int, [P(C.c_void_p), C.c_void_p, P(Array), P(Array),
                                     P(C.c_double), P(C.c_int64), P(CorrelateOpts)]),
+    "ndf_plan_correlate_bank": (C.c_int, [P(C.c_void_p), C.c_void_p, P(Array), C.c_int,
+                                          P(Array), P(C.c_double), P(C.c_int64),
+                                          P(CorrelateOpts)]),
+    "ndf_plan_convolve_bank": (C.c_int, [P(C.c_void_p), C.c_void_p, P(Array), C.c_int,
+                                         P(Array), P(C.c_double), P(C.c_int64),
+                                         P(CorrelateOpts)]),
+    "ndf_execute_bank": (C.c_int, [C.c_void_p, P(Array), C.c_int, P(Array)]),
 }
 for _name, (_res, _args) in _sig.items():
     _f = getattr(lib, _name)

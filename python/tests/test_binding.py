@@ -546,6 +546,36 @@ class TestCorrelate(unittest.TestCase):
             with self.assertRaises(ValueError, msg=f"correlate {kw}"):
                 ndfilt.correlate(x, **kw)
 
+    def test_bank(self):
+        rng = np.random.default_rng(SEED + 31)
+        for k in range(12):
+            shape = random_shape(rng, {1: 60, 2: 16, 3: 7, 4: 4})
+            nd = len(shape)
+            x, layout = random_array(rng, shape, np.float32)
+            nf = int(rng.integers(1, 5))
+            kshape = tuple(int(rng.integers(1, 6)) for _ in shape)
+            w = rng.uniform(-1, 1, (nf,) + kshape)
+            mode, cval, conv = MODES[k % 5], float(rng.uniform(-1, 1)), bool(k % 2)
+            f, g = (ndi.convolve, ndfilt.convolve_bank) if conv else \
+                (ndi.correlate, ndfilt.correlate_bank)
+            out = np.full((nf,) + shape, np.nan, np.float32) if k % 3 == 0 else None
+            got = g(x, w, output=out, mode=mode, cval=cval)
+            self.assertEqual(got.shape, (nf,) + shape)
+            if out is not None:
+                self.assertIs(got, out)
+            for i in range(nf):
+                ref = f(x.astype(np.float64), w[i], mode=mode, cval=cval)
+                scale = max(float(np.abs(f(np.abs(x.astype(np.float64)), np.abs(w[i]),
+                                           mode=mode, cval=abs(cval))).max()), 1e-300)
+                err = float(np.abs(got[i] - ref).max()) / scale
+                self.assertLessEqual(err, TOL, f"bank case {k} kernel {i} shape={shape} "
+                                               f"kernel={kshape} mode={mode} layout={layout}")
+        with self.assertRaises(ValueError):
+            ndfilt.correlate_bank(np.ones((4, 5), np.float32), np.ones((3, 3)))  # no F axis
+        with self.assertRaises(ValueError):
+            ndfilt.correlate_bank(np.ones((4, 5), np.float32), np.ones((2, 3, 3)),
+                                  output=np.empty((3, 4, 5), np.float32))
+
 
 @unittest.skipUnless(_cuda_available("cupy"), "CuPy with a GPU not available")
 class TestCupy(unittest.TestCase):
