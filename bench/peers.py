@@ -5,7 +5,9 @@ Writes peers.json, BENCHMARKS.md, correlate1d.png and gaussian.png to --out. Run
 machine (make gpu-check does); needs SciPy; uses CuPy, PyTorch, OpenCV and matplotlib when
 present. Without CuPy or a GPU the GPU families report 'skipped (no GPU)' and the CPU ones run.
 Families: correlate1d (here), gaussian, gaussian_sweep, gaussian_cpu, abramov_2d
-(bench/gaussian.py, issue 03)."""
+(bench/gaussian.py, issue 03); only when named in --families: conv (= conv_2d, conv_3d, conv_4d,
+conv_bank, conv_cpu; bench/conv.py, issue 04), which adds conv_*.png and a 'Non-separable
+convolution' section."""
 import argparse
 import datetime
 import json
@@ -22,6 +24,7 @@ sys.path.insert(0, HERE)
 import ndfilt  # noqa: E402
 from scipy import ndimage as sndi  # noqa: E402
 import gaussian  # noqa: E402  (bench/gaussian.py)
+import conv  # noqa: E402  (bench/conv.py)
 from timing import cpu_ms  # noqa: E402  (bench/timing.py)
 
 NO_GPU = None  # why the GPU families are skipped, or None
@@ -181,7 +184,7 @@ def bench_correlate1d(ceil, quick):
     return rows
 
 
-def markdown(meta, ceil, rows, gres=None):
+def markdown(meta, ceil, rows, gres=None, cres=None):
     if ceil:
         ceil_line = (f"- ceilings measured in the same run: device-to-device copy "
                      f"{ceil['copy_bandwidth_GBs']:.0f} GB/s (read + write), FP32 FMA "
@@ -221,6 +224,8 @@ def markdown(meta, ceil, rows, gres=None):
         L += ["", f"![{fam}](bench/results/{fam}.png)", ""]
     if gres:
         L += gaussian.markdown(gres)
+    if cres:
+        L += conv.markdown(cres)
     if meta.get("seconds"):
         L += ["Seconds per family: " + ", ".join(f"{k} {v:g}" for k, v in
                                                  meta["seconds"].items()) + ".", ""]
@@ -273,10 +278,13 @@ def main():
     ap.add_argument("--out", default="bench-out")
     ap.add_argument("--quick", action="store_true", help="fewer cases")
     ap.add_argument("--families", default=",".join(fams),
-                    help="comma-separated subset of: %(default)s")
+                    help="comma-separated subset of: %(default)s; also, only when named: conv "
+                    "(= " + ",".join(conv.FAMILIES) + ") or those by name")
     a = ap.parse_args()
-    want = [f for f in a.families.split(",") if f]
-    bad = [f for f in want if f not in fams]
+    want = []
+    for f in a.families.split(","):
+        want += conv.FAMILIES if f == "conv" else [f] if f else []
+    bad = [f for f in want if f not in fams + conv.FAMILIES]
     if bad:
         ap.error(f"unknown families: {', '.join(bad)}")
     os.makedirs(a.out, exist_ok=True)
@@ -309,17 +317,23 @@ def main():
     gres, secs = gaussian.run_all(helpers(), ceil, a.quick,
                                   [f for f in gaussian.FAMILIES if f in want])
     meta["seconds"].update(secs)
+    cres, secs = conv.run_all(helpers(), ceil, a.quick,
+                              [f for f in conv.FAMILIES if f in want])
+    meta["seconds"].update(secs)
     doc = {"meta": meta, "ceilings": ceil, "results": rows}
     doc.update(gres)  # one top-level key per family of bench/gaussian.py
+    doc.update(conv._clean(cres))  # and of bench/conv.py
     with open(os.path.join(a.out, "peers.json"), "w") as f:
         json.dump(doc, f, indent=1)
-    md = markdown(meta, ceil, rows, gres)
+    md = markdown(meta, ceil, rows, gres, cres)
     with open(os.path.join(a.out, "BENCHMARKS.md"), "w") as f:
         f.write(md)
     plot(rows, a.out)
     gaussian.plot(gres, a.out)
+    conv.plot(cres, a.out)
     print(md)
-    errs = [k for k, v in gres.items() if isinstance(v, dict) and "error" in v]
+    errs = [k for k, v in list(gres.items()) + list(cres.items())
+            if isinstance(v, dict) and "error" in v]
     if errs:
         print("families that failed: " + ", ".join(errs), file=sys.stderr)
         sys.exit(1)

@@ -2,9 +2,11 @@
 # gpu-check.sh - everything GPU in one call, for the lent GPU machine: build for sm_90 with all
 # cores, run every test (CUDA ones must run, not skip), compute-sanitizer memcheck / racecheck /
 # synccheck over the CUDA tests, the demo, and a short summary table last. Logs go to $OUT.
-# GPU_CHECK_PARTS (comma-separated: tests, bench, profile) splits it into calls under the device's
-# 10-minute limit; the default runs tests and bench. profile: Nsight Compute metrics of the
-# separable kernels into $OUT/ncu.md.
+# GPU_CHECK_PARTS (comma-separated: tests, bench, profile, conv) splits it into calls under the
+# device's 10-minute limit; the default runs tests and bench. profile: Nsight Compute metrics of the
+# separable kernels into $OUT/ncu.md. conv: the non-separable convolution benchmark (issue 04,
+# bench/conv.py, about 3 minutes) into $OUT/conv.json, conv.md and conv_{2d,3d,4d}.png, its
+# section also appended to $OUT/BENCHMARKS.md when the bench part wrote one.
 set -u
 cd "$(dirname "$0")/.."
 PARTS=${GPU_CHECK_PARTS:-tests,bench}
@@ -53,10 +55,12 @@ fi
 # The CUDA suites once more in the open, for their figures (ctest hides passing output).
 : >"$LOG/cuda-tests.log"
 for run in sep:separable:auto sep:separable:cuda_sep sep:separable:cuda_sep_fused \
-           sep:separable:cuda_direct conv:correlate:auto conv:correlate:cuda_direct; do
+           sep:separable:cuda_direct conv:correlate:auto conv:correlate:cuda_direct \
+           conv:correlate:cuda_fft; do
   IFS=: read -r suite what m <<<"$run"
   arg=$m; [ $m = auto ] && arg=
-  if "$B/tests/test_$suite" cuda $arg >>"$LOG/cuda-tests.log" 2>&1; then
+  tol=1e-5; [ $m = cuda_fft ] && tol=1e-4 # float32 FFT error scales with the whole array
+  if NDF_TEST_TOL=$tol "$B/tests/test_$suite" cuda $arg >>"$LOG/cuda-tests.log" 2>&1; then
     row "cuda $what ($m)" ok "$(tail -1 "$LOG/cuda-tests.log" | sed 's/.*: worst/worst/')"
   else
     row "cuda $what ($m)" FAIL "see cuda-tests.log"
@@ -71,7 +75,9 @@ if [ -n "$SAN" ]; then
     { NDF_TEST_CASES=40 "$SAN" --tool $tool $extra --error-exitcode 99 \
         "$B/tests/test_sep" cuda &&
       NDF_TEST_CASES=30 "$SAN" --tool $tool $extra --error-exitcode 99 \
-        "$B/tests/test_conv" cuda; } >/tmp/san.log 2>&1
+        "$B/tests/test_conv" cuda &&
+      NDF_TEST_CASES=12 NDF_TEST_TOL=1e-4 "$SAN" --tool $tool $extra --error-exitcode 99 \
+        "$B/tests/test_conv" cuda cuda_fft; } >/tmp/san.log 2>&1
     r=$?
     { echo "### $tool (exit $r)"; cat /tmp/san.log; } >>"$LOG/sanitizer.log"
     errs=$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' /tmp/san.log | tail -1 | sed 's/^=* *//')
@@ -98,6 +104,19 @@ else
   row benchmark FAIL "see bench.log"; tail -20 "$LOG/bench.log"
 fi
 fi # bench
+
+if want conv; then
+# Non-separable convolution and FFT filtering vs cupyx / torch (bench/conv.py, standalone: it
+# takes peers.py's timers and measures the ceilings itself).
+app=()
+[ -f "$OUT/BENCHMARKS.md" ] && app=(--append-to "$OUT/BENCHMARKS.md")
+if NDF_COMMIT=$COMMIT NDFILT_LIBRARY="$PWD/$B/libndfilt.so" PYTHONUNBUFFERED=1 \
+     python3 bench/conv.py --out "$OUT" --require-gpu ${app[@]+"${app[@]}"} >"$LOG/conv.log" 2>&1; then
+  row "conv benchmark" ok "$(sed -n 's/^conv summary: //p' "$LOG/conv.log" | tail -1)"
+else
+  row "conv benchmark" FAIL "see conv.log"; tail -20 "$LOG/conv.log"
+fi
+fi # conv
 
 if want profile; then
 # Nsight Compute over the separable kernels, one process per case (bench/ncu_sep.py).
@@ -126,6 +145,7 @@ echo
 sed -n '/^operation/,$p' "$LOG/demo.log"
 echo
 sed -n '/^## /,$p' "$OUT/BENCHMARKS.md" 2>/dev/null
+[ -f "$OUT/BENCHMARKS.md" ] || sed -n '/^## /,$p' "$OUT/conv.md" 2>/dev/null
 cat "$OUT/ncu.md" 2>/dev/null
 echo
 echo "== gpu-check summary: ${gpu:-no GPU}, commit $COMMIT"
@@ -144,7 +164,7 @@ printf '%s\n' "${rows[@]}"
   done
   printf ']}\n'
 } >"$OUT/summary.json"
-for f in configure build ctest python cuda-tests sanitizer demo bench ncu; do
+for f in configure build ctest python cuda-tests sanitizer demo bench conv ncu; do
   [ -f "$LOG/$f.log" ] && { echo "######## $f"; cat "$LOG/$f.log"; }
 done >"$OUT/logs.txt"
 rm -rf "$OUT/env.txt" "$LOG"

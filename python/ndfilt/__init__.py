@@ -19,7 +19,7 @@ from . import _lib
 from ._lib import lib
 
 __all__ = ["correlate1d", "convolve1d", "sepfilter", "gaussian_filter", "gaussian_filter1d",
-           "correlate", "convolve", "correlate_bank", "convolve_bank",
+           "correlate", "convolve", "correlate_bank", "convolve_bank", "last_solver",
            "set_device", "device", "solvers", "__version__"]
 __version__ = lib.ndf_version_string().decode()
 
@@ -257,6 +257,18 @@ def _context_of(src):
     return _context(_device) if src.kind == "numpy" else _context(f"cuda:{src.dev}")
 
 
+_last_plan = None  # the plan the last call ran (last_solver)
+
+
+def last_solver():
+    """The solver the last call of this module ran, e.g. 'cuda_fft' after correlate(...,
+    method='auto') chose it; None before any call. (With several threads: any thread's.)"""
+    with _lock:
+        if _last_plan is None or _last_plan not in _plans.values():
+            return None
+        return lib.ndf_plan_solver(_last_plan).decode()
+
+
 def _run(key, ctx, src, dst, make, bank=None):
     """Executes the cached plan for key, first making it with make(byref(handle)); bank: a
     ctypes array of output descriptors (dst is then the first's operand)."""
@@ -277,6 +289,8 @@ def _run(key, ctx, src, dst, make, bank=None):
             if _streams.get(ctx) != stream:
                 lib.ndf_context_set_stream(ctx, stream)
                 _streams[ctx] = stream
+        global _last_plan
+        _last_plan = plan
         if bank is None:
             st = lib.ndf_execute(plan, C.byref(src.desc), C.byref(dst.desc))
         else:
