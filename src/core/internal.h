@@ -155,8 +155,9 @@ ndf_status ndf__take_opts(ndf_context *ctx, void *o, const void *opts, size_t si
 ndf_status ndf__run_once(ndf_status st, ndf_plan **p, const ndf_array *in, int nout,
                          ndf_array *out);
 
-/* The smallest 2^a 3^b 5^c 7^d >= m (m >= 1): a transform size FFTW and cuFFT like. */
-int64_t ndf__next_smooth(int64_t m);
+/* The smallest 2^a 3^b 5^c 7^d >= m (m >= 1; d = 0 unless seven): a transform size FFTW and
+ * cuFFT like. */
+int64_t ndf__next_smooth(int64_t m, int seven);
 
 /* Seconds on a monotonic clock. */
 double ndf__now(void);

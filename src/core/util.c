@@ -219,12 +219,13 @@ ndf_status ndf__take_opts(ndf_context *ctx, void *o, const void *opts, size_t si
   return NDF_OK;
 }
 
-/* The smallest 2^a 3^b 5^c 7^d >= m (m >= 1): the sizes FFTW and cuFFT transform quickly. */
-int64_t ndf__next_smooth(int64_t m) {
+/* The smallest 2^a 3^b 5^c 7^d >= m (m >= 1; d = 0 unless seven): the sizes FFTW and cuFFT
+ * transform quickly. */
+int64_t ndf__next_smooth(int64_t m, int seven) {
   int64_t best = 1;
   while (best < m)
     best *= 2;
-  for (int64_t p7 = 1; p7 < best; p7 *= 7)
+  for (int64_t p7 = 1; p7 < best; p7 *= seven ? 7 : best)
     for (int64_t p5 = p7; p5 < best; p5 *= 5)
       for (int64_t p3 = p5; p3 < best; p3 *= 3) {
         int64_t q = p3;

@@ -55,7 +55,7 @@ static int sizes(const ndf__problem *pb, int64_t n[D], int64_t k[D], int64_t e[D
     k[d] = d < pad ? 1 : c->k[d - pad];
     e[d] = n[d] + k[d] - 1;
     if (e[d] > INT_MAX / 2) return 0;
-    L[d] = ndf__next_smooth(e[d]);
+    L[d] = ndf__next_smooth(e[d], 1);
     if (L[d] > INT_MAX) return 0;
     total *= d == D - 1 ? (double)(L[d] / 2 + 1) : (double)L[d];
   }

@@ -1,7 +1,7 @@
 /* corr_fft.c - cuda_fft for N-dimensional correlation (and filter banks) by cuFFT.
  *
  * Per axis the input is extended by the mode to e = n + k - 1 samples (the extended sample
- * t is the input's t - left) and zero-padded to a 2-3-5-7-smooth L >= e, in the transform
+ * t is the input's t - left) and zero-padded to a 2-3-5-smooth L >= e, in the transform
  * buffer (cuFFT's in-place real layout: rows of rs = 2 (L3/2 + 1) floats). What is left is
  * the valid correlation out[i] = sum_j w[j] E[i + j], which is the circular correlation of E
  * with the kernel zero-padded to L: it never wraps for i < n. In the frequency domain that is
@@ -54,7 +54,9 @@ static int sizes(const ndf__problem *pb, state *s, size_t *bytes) {
     s->mode[d] = q < 0 ? NDF_MODE_REFLECT : (int)c->mode[q];
     s->e[d] = s->n[d] + s->k[d] - 1;
     if (s->e[d] > INT_MAX / 2) return 0;
-    s->L[d] = ndf__next_smooth(s->e[d]);
+    /* no factors of 7: cuFFT's radix-7 passes measured slow (a 2058^2 transform, 2 * 3 * 7^3,
+     * spent 41 us of its ~80 in one 7-14-21 pass on an H200) */
+    s->L[d] = ndf__next_smooth(s->e[d], 0);
     total *= d == D - 1 ? (double)(s->L[d] / 2 + 1) : (double)s->L[d];
   }
   s->rank = a->ndim;

@@ -95,8 +95,9 @@ __global__ void __launch_bounds__(BX *BY)
 // registers. Leading kernel axes are accumulated 2-D passes over staged slices, as corr_tile.
 // A filter bank's kernels run in turn over the same tile; in 2-D the tile is staged once for
 // all of them.
-constexpr int RBX = 32, RBY = 8, RP = 4, RQ = 8;
-constexpr int RTX = RBX * RP, RTY = RBY * RQ; // 128 x 64 outputs
+constexpr int RBX = 32, RBY = 8, RP = 4;
+constexpr int RTX = RBX * RP; // 128 outputs wide; RBY * RQ tall (RQ = 8, or 4 for few taps:
+                              // more blocks where staging, not FMAs, sets the pace)
 constexpr int RKY = 17;                       // the most y taps this path stages
 constexpr int RMAXF = 16;                     // outputs per launch
 
@@ -143,14 +144,15 @@ __device__ __forceinline__ void stage_tile(float *s, const float *__restrict__ s
   __pipeline_commit();
 }
 
-template <int KX>
-__global__ void __launch_bounds__(RBX *RBY, 2)
+template <int KX, int RQ>
+__global__ void __launch_bounds__(RBX *RBY, RQ == 4 ? 3 : 2)
     corr_reg(const float *__restrict__ in, outs_t outs, int nf, int64_t n0, int64_t n1,
              int64_t Y, int64_t X, int64_t k0, int64_t k1, int ky, int64_t l0, int64_t l1,
              int64_t ly, int64_t lx, int m0, int m1, int my, int mx, float cval,
              const float *__restrict__ w) {
   constexpr int SW = row_width<KX>();
   constexpr int NV = (RP + KX - 1 + 3) / 4; // float4 loads per staged row segment
+  constexpr int RTY = RBY * RQ;
   extern __shared__ float4 s4[];
   const int tx = threadIdx.x, ty = threadIdx.y;
   const int64_t x0 = (int64_t)blockIdx.x * RTX, y0 = (int64_t)blockIdx.y * RTY;
@@ -242,22 +244,24 @@ __global__ void __launch_bounds__(RBX *RBY, 2)
   }
 }
 
-template <int KX>
+template <int KX, int RQ>
 static int launch_reg(const float *in, outs_t o, int nf, const int64_t n[4], const int64_t k[4],
                       const int64_t left[4], const int mode[4], float cval, const float *w,
                       cudaStream_t st) {
+  constexpr int RTY = RBY * RQ;
   const int bufs = k[0] * k[1] > 1 ? 2 : 1; /* double-buffered slices */
   const size_t sm = (size_t)bufs * (RTY + k[2] - 1) * row_width<KX>() * sizeof(float);
   cudaError_t e = cudaSuccess;
   if (sm > 48 * 1024)
-    e = cudaFuncSetAttribute(corr_reg<KX>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm);
+    e = cudaFuncSetAttribute(corr_reg<KX, RQ>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             (int)sm);
   if (e != cudaSuccess) return (int)e;
   const int64_t planes = n[0] * n[1];
   const dim3 grid((unsigned)((n[3] + RTX - 1) / RTX), (unsigned)((n[2] + RTY - 1) / RTY),
                   (unsigned)(planes < 65535 ? planes : 65535));
-  corr_reg<KX><<<grid, dim3(RBX, RBY), sm, st>>>(in, o, nf, n[0], n[1], n[2], n[3], k[0], k[1],
-                                                 (int)k[2], left[0], left[1], left[2], left[3],
-                                                 mode[0], mode[1], mode[2], mode[3], cval, w);
+  corr_reg<KX, RQ><<<grid, dim3(RBX, RBY), sm, st>>>(
+      in, o, nf, n[0], n[1], n[2], n[3], k[0], k[1], (int)k[2], left[0], left[1], left[2],
+      left[3], mode[0], mode[1], mode[2], mode[3], cval, w);
   return (int)cudaGetLastError();
 }
 
@@ -275,7 +279,7 @@ extern "C" int ndf__launch_corr_direct(const float *in, float *const *outs, int 
   if (tiles_x >= (1LL << 31) || tiles_y > 65535 || k[2] >= (1LL << 31) || k[3] >= (1LL << 31))
     return (int)cudaErrorNotSupported;
   const int64_t nw = k[0] * k[1] * k[2] * k[3];
-  if (k[2] <= RKY && n[2] > RTY / 4) {
+  if (k[2] <= RKY && n[2] > 8) {
     for (int f0 = 0; f0 < nf; f0 += RMAXF) {
       outs_t o;
       const int m = nf - f0 < RMAXF ? nf - f0 : RMAXF;
@@ -285,7 +289,7 @@ extern "C" int ndf__launch_corr_direct(const float *in, float *const *outs, int 
       int e = -1;
       switch (k[3]) {
 #define NDF_REG(KX)                                                                                \
-  case KX: e = launch_reg<KX>(in, o, m, n, k, left, mode, cval, w, st); break;
+  case KX: e = launch_reg<KX, (KX <= 7 ? 4 : 8)>(in, o, m, n, k, left, mode, cval, w, st); break;
         NDF_REG(3) NDF_REG(5) NDF_REG(7) NDF_REG(9) NDF_REG(11) NDF_REG(13) NDF_REG(15) NDF_REG(17)
 #undef NDF_REG
       default: break;
