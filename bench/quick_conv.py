@@ -10,24 +10,16 @@ import cupy as cp
 import cupyx.scipy.ndimage as cndi
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ndfilt  # noqa: E402
+from timing import events_ms  # noqa: E402  (bench/timing.py)
 
 
 BATCH = int(os.environ.get("BATCH", "1"))  # calls back to back per timing
 
 
 def t(f, reps=10):
-    f()
-    s, e = cp.cuda.Event(), cp.cuda.Event()
-    ts = []
-    for _ in range(reps):
-        s.record()
-        for _ in range(BATCH):
-            f()
-        e.record()
-        e.synchronize()
-        ts.append(cp.cuda.get_elapsed_time(s, e) / BATCH)
-    return float(np.median(ts))
+    return events_ms(f, reps, BATCH, warm=1)
 
 
 SHAPES = {"2d": ((2048, 2048), (3, 7, 11, 17)), "3d": ((256, 256, 256), (3, 5, 7, 11, 17)),

@@ -9,25 +9,16 @@ import cupy as cp
 import cupyx.scipy.ndimage as cndi
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ndfilt  # noqa: E402
+from timing import events_ms  # noqa: E402  (bench/timing.py)
 
 
 BATCH = int(os.environ.get("BATCH", "1"))
 
 
 def t(f, reps=20):
-    for _ in range(3):
-        f()
-    s, e = cp.cuda.Event(), cp.cuda.Event()
-    ts = []
-    for _ in range(reps):
-        s.record()
-        for _ in range(BATCH):
-            f()
-        e.record()
-        e.synchronize()
-        ts.append(cp.cuda.get_elapsed_time(s, e) / BATCH)
-    return float(np.median(ts))
+    return events_ms(f, reps, BATCH, warm=3)
 
 
 def gk(sigma):

@@ -1,5 +1,6 @@
 """bench/timing.py - the CPU timer bench/peers.py and bench/gaussian.py share (the latter also
-in its child processes, which do not import peers.py)."""
+in its child processes, which do not import peers.py), and the CUDA-event timer of the
+development probes (quick_sep.py, quick_conv.py)."""
 import time
 
 import numpy as np
@@ -13,4 +14,22 @@ def cpu_ms(fn, x, reps=5):
         t = time.perf_counter()
         fn(x)
         ts.append(1e3 * (time.perf_counter() - t))
+    return float(np.median(ts))
+
+
+def events_ms(f, reps=20, batch=1, warm=3):
+    """Median ms per call of f() on the current CuPy stream, CUDA events around `batch` calls
+    back to back, over reps timings after `warm` calls (the development probes' timer)."""
+    import cupy as cp
+    for _ in range(warm):
+        f()
+    s, e = cp.cuda.Event(), cp.cuda.Event()
+    ts = []
+    for _ in range(reps):
+        s.record()
+        for _ in range(batch):
+            f()
+        e.record()
+        e.synchronize()
+        ts.append(cp.cuda.get_elapsed_time(s, e) / batch)
     return float(np.median(ts))
