@@ -214,8 +214,9 @@ def _is_array(x):
     return x is not None and not isinstance(x, (type, np.dtype, str)) and hasattr(x, "shape")
 
 
-def _inputs(input, output):
-    """Operands for input and output (allocated when output is None or a dtype)."""
+def _input(input):
+    """input's operand, the array it describes (a torch CPU tensor's numpy view), its kind
+    and what to turn results back into ('torch' or None)."""
     kind = _kind(input)
     back = None
     if kind == "torch-cpu":
@@ -225,9 +226,13 @@ def _inputs(input, output):
         if input.dtype not in _NP_CODE:
             raise TypeError(f"dtype {input.dtype} is not supported "
                             "(uint8, uint16, int16, float32, float64)")
-        src = _numpy_operand(input)
-    else:
-        src = _cuda_operand(input, kind)
+        return _numpy_operand(input), input, kind, back
+    return _cuda_operand(input, kind), input, kind, back
+
+
+def _inputs(input, output):
+    """Operands for input and output (allocated when output is None or a dtype)."""
+    src, input, kind, back = _input(input)
     if not _is_array(output):
         dt = _np_dtype(output) if output is not None else _np_dtype(
             input.dtype if kind != "torch" else str(input.dtype).replace("torch.", ""))
@@ -656,7 +661,7 @@ def _bank_outputs(input, src, output, nf):
 def _filterNd(conv, input, weights, output, mode, cval, origin, method, bank=False):
     w = np.ascontiguousarray(weights, dtype=np.float64)
     if bank:
-        src, _, _, _ = _inputs(input, None if _is_array(output) else output)
+        src = _input(input)[0]
         if w.ndim < 2 or w.shape[0] < 1:
             raise ValueError(f"weights of a bank must have shape (kernels, *kernel), not {w.shape}")
         nf = w.shape[0]

@@ -5,7 +5,6 @@
 
 #include <cuda_runtime_api.h>
 
-#include "../core/elem.h"
 #include "host.h"
 
 typedef struct {
@@ -41,36 +40,12 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
   const state *s = p->state;
   cudaStream_t st = (cudaStream_t)p->ctx->stream;
   if (ndf_array_size(in) == 0) return NDF_OK;
-  /* in and the first output through the contiguous helper; a bank's other outputs written
-   * directly when contiguous, else through buffers scattered after the launch. */
-  const int nf = (int)c->nf;
-  float **dst = calloc((size_t)nf, sizeof *dst), **tmp = calloc((size_t)nf, sizeof *tmp);
-  if (!dst || !tmp) {
-    free(dst);
-    free(tmp);
-    return ndf__fail(p->ctx, NDF_ENOMEM, "cuda_direct: out of host memory");
-  }
-  const size_t bytes = (size_t)ndf_array_size(in) * sizeof(float);
   ndf__contig g;
-  int e = ndf__cuda_contig_begin(&g, in, &out[0], st);
-  dst[0] = g.dst;
-  for (int f = 1; f < nf && e == 0; f++) {
-    dst[f] = out[f].data;
-    if (!ndf__is_contiguous(&out[f])) e = (int)cudaMallocAsync((void **)&tmp[f], bytes, st);
-    if (tmp[f]) dst[f] = tmp[f];
-  }
+  int e = ndf__cuda_contig_begin(&g, in, (int)c->nf, out, st);
   if (e == 0)
-    e = ndf__launch_corr_direct(g.src, dst, nf, s->n, s->k, s->left, s->mode, (float)c->cval, s->dw,
-                                st);
-  for (int f = 1; f < nf; f++)
-    if (tmp[f]) {
-      if (e == 0)
-        e = ndf__launch_from_f32(tmp[f], out[f].data, NDF_F32, ndf__cuda_view4(&out[f]), st);
-      cudaFreeAsync(tmp[f], st);
-    }
-  e = ndf__cuda_contig_end(&g, e, &out[0], st);
-  free(dst);
-  free(tmp);
+    e = ndf__launch_corr_direct(g.src, g.dst, (int)c->nf, s->n, s->k, s->left, s->mode,
+                                (float)c->cval, s->dw, st);
+  e = ndf__cuda_contig_end(&g, e, out, st);
   return e == 0 ? NDF_OK : ndf__cuda_check(p->ctx, e, "cuda_direct (correlate)");
 }
 

@@ -164,25 +164,23 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
   }
   /* in is read whole by the pad, before anything is written (in may be out[0]). */
   ndf__contig g;
-  int e = ndf__cuda_contig_begin(&g, in, &out[0], st);
+  int e = ndf__cuda_contig_begin(&g, in, (int)c->nf, out, st);
   if (e == 0)
     e = ndf__launch_fft_pad(g.src, s->n, s->left, s->mode, (float)c->cval, s->e, s->buf, s->L,
                             s->rs, st);
   if (e == 0 && (fr = transform(s, s->buf, -1)) != CUFFT_SUCCESS) e = -1;
   for (int64_t f = 0; f < c->nf && e == 0; f++) {
-    if (f > 0) e = ndf__cuda_contig_begin(&g, in, &out[f], st);
     float *z = c->nf > 1 ? s->buf2 : s->buf;
-    if (e == 0) e = ndf__launch_fft_product(s->buf, s->spec + 2 * f * s->ncx, z, s->ncx, st);
+    e = ndf__launch_fft_product(s->buf, s->spec + 2 * f * s->ncx, z, s->ncx, st);
     if (e == 0 && (fr = transform(s, z, +1)) != CUFFT_SUCCESS) e = -1;
-    if (e == 0) e = ndf__launch_fft_crop(z, s->L, s->rs, g.dst, s->n, st);
-    if (e >= 0) e = ndf__cuda_contig_end(&g, e, &out[f], st);
+    if (e == 0) e = ndf__launch_fft_crop(z, s->L, s->rs, g.dst[f], s->n, st);
   }
-  if (e < 0) {
-    ndf__cuda_contig_end(&g, (int)cudaErrorUnknown, &out[0], st);
+  const int cufft_failed = e < 0;
+  e = ndf__cuda_contig_end(&g, cufft_failed ? (int)cudaErrorUnknown : e, out, st);
+  if (cufft_failed)
     r = cufft_fail(p, fr, "transform");
-  } else if (e != 0) {
+  else if (e != 0)
     r = ndf__cuda_check(p->ctx, e, "cuda_fft");
-  }
 done:
   pthread_mutex_unlock(&s->lock);
   return r;

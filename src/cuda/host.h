@@ -7,16 +7,20 @@
 
 /* a as a 4-D view for the kernels. */
 ndf__view4 ndf__cuda_view4(const ndf_array *a);
-/* Contiguous float32 device views for a solver's exec: in and out themselves
- * when contiguous, else buffers from the stream-ordered allocator (in gathered
- * into its buffer). ndf__cuda_contig_end scatters dst into out (when err is 0)
- * and frees the buffers; both return a cudaError_t. */
+/* Contiguous float32 device views for a solver's exec: in and its nout outputs themselves
+ * when contiguous, else buffers from the stream-ordered allocator (in gathered into its
+ * buffer once). ndf__cuda_contig_end scatters dst[f] into out[f] (when err is 0) and frees
+ * the buffers; both return a cudaError_t, and end must follow every begin. */
 typedef struct {
   const float *src;
-  float *dst;
-  float *gin, *gout;
+  float **dst;  /* nout contiguous outputs */
+  float *gin;   /* in's buffer, or NULL */
+  float **gout; /* output f's buffer, or NULL where out[f] is contiguous */
+  int nout;
+  float *dst1, *gout1; /* the arrays when nout is 1 */
 } ndf__contig;
-int ndf__cuda_contig_begin(ndf__contig *c, const ndf_array *in, ndf_array *out, void *stream);
+int ndf__cuda_contig_begin(ndf__contig *c, const ndf_array *in, int nout, ndf_array *out,
+                           void *stream);
 int ndf__cuda_contig_end(ndf__contig *c, int err, ndf_array *out, void *stream);
 
 /* NDF_OK for err == 0, else records what failed and maps the CUDA error. */

@@ -113,9 +113,9 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
     goto done;
   }
   ndf__contig cg;
-  e = (cudaError_t)ndf__cuda_contig_begin(&cg, in, out, st);
+  e = (cudaError_t)ndf__cuda_contig_begin(&cg, in, 1, out, st);
   const float *src = cg.src;
-  float *dst = cg.dst;
+  float *dst = cg.dst[0];
   ndf_array g = *in;
   ndf__contiguous_strides(&g);
   const int np = c->naxes - s->fused; /* passes */

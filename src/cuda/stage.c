@@ -216,22 +216,41 @@ ndf_status ndf__cuda_copy(ndf_context *ctx, void *dst, const void *src, size_t b
   return e == cudaSuccess ? NDF_OK : cuda_fail(ctx, e, "ndf_array_copy", bytes);
 }
 
-int ndf__cuda_contig_begin(ndf__contig *c, const ndf_array *in, ndf_array *out, void *stream) {
+int ndf__cuda_contig_begin(ndf__contig *c, const ndf_array *in, int nout, ndf_array *out,
+                           void *stream) {
   cudaStream_t st = (cudaStream_t)stream;
   const size_t bytes = (size_t)ndf_array_size(in) * sizeof(float);
   cudaError_t e = cudaSuccess;
   c->src = in->data;
-  c->dst = out->data;
-  c->gin = c->gout = NULL;
+  c->gin = NULL;
+  c->nout = nout;
+  c->dst = &c->dst1;
+  c->gout = &c->gout1;
+  c->gout1 = NULL;
+  if (nout > 1) {
+    c->dst = calloc((size_t)nout, sizeof *c->dst);
+    c->gout = calloc((size_t)nout, sizeof *c->gout);
+    if (!c->dst || !c->gout) {
+      free(c->dst);
+      free(c->gout);
+      c->nout = 0; /* nothing for end to scatter or free */
+      c->dst = &c->dst1;
+      c->gout = &c->gout1;
+      return (int)cudaErrorMemoryAllocation;
+    }
+  }
   if (!ndf__is_contiguous(in)) {
     e = cudaMallocAsync((void **)&c->gin, bytes, st);
     if (e == cudaSuccess)
       e = (cudaError_t)ndf__launch_to_f32(in->data, NDF_F32, ndf__cuda_view4(in), c->gin, st);
     c->src = c->gin;
   }
-  if (e == cudaSuccess && !ndf__is_contiguous(out)) {
-    e = cudaMallocAsync((void **)&c->gout, bytes, st);
-    c->dst = c->gout;
+  for (int f = 0; f < nout; f++) {
+    c->dst[f] = out[f].data;
+    if (e == cudaSuccess && !ndf__is_contiguous(&out[f])) {
+      e = cudaMallocAsync((void **)&c->gout[f], bytes, st);
+      c->dst[f] = c->gout[f];
+    }
   }
   return (int)e;
 }
@@ -239,10 +258,19 @@ int ndf__cuda_contig_begin(ndf__contig *c, const ndf_array *in, ndf_array *out, 
 int ndf__cuda_contig_end(ndf__contig *c, int err, ndf_array *out, void *stream) {
   cudaStream_t st = (cudaStream_t)stream;
   cudaError_t e = (cudaError_t)err;
-  if (e == cudaSuccess && c->gout)
-    e = (cudaError_t)ndf__launch_from_f32(c->gout, out->data, NDF_F32, ndf__cuda_view4(out), st);
+  for (int f = 0; f < c->nout; f++)
+    if (c->gout[f]) {
+      if (e == cudaSuccess)
+        e = (cudaError_t)ndf__launch_from_f32(c->gout[f], out[f].data, NDF_F32,
+                                              ndf__cuda_view4(&out[f]), st);
+      cudaFreeAsync(c->gout[f], st);
+    }
   if (c->gin) cudaFreeAsync(c->gin, st);
-  if (c->gout) cudaFreeAsync(c->gout, st);
-  c->gin = c->gout = NULL;
+  if (c->dst != &c->dst1) free(c->dst);
+  if (c->gout != &c->gout1) free(c->gout);
+  c->gin = NULL;
+  c->nout = 0;
+  c->dst = &c->dst1;
+  c->gout = &c->gout1;
   return (int)e;
 }
