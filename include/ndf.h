@@ -117,6 +117,13 @@ typedef struct ndf_context_opts {
   const char *device;
   /* CPU threads; 0 takes NDF_THREADS, else OpenMP's default. */
   int threads;
+  /* Most bytes of workspace an FFT plan may hold on the context's device
+   * (transform buffers, cached kernel spectra, the cuFFT work area); 0: as
+   * much as is free. A plan that would need more fails with NDF_ENOMEM and
+   * says how much it needed; method "auto" then plans the next cheapest
+   * solver (direct, whose workspace is at most one copy of a slice). A
+   * struct_size that ends before this field means 0. */
+  size_t workspace_limit;
 } ndf_context_opts;
 
 /* opts may be NULL for all defaults. */
@@ -127,6 +134,7 @@ NDF_API ndf_place ndf_context_place(const ndf_context *ctx);
 /* Human-readable device, e.g. "cpu" or "cuda:0 (NVIDIA H100 80GB HBM3)". */
 NDF_API const char *ndf_context_device_name(const ndf_context *ctx);
 NDF_API int ndf_context_threads(const ndf_context *ctx);
+NDF_API size_t ndf_context_workspace_limit(const ndf_context *ctx); /* 0: none */
 /* Text of the last failure reported through this context ("" if none), or of
  * the last fallback the planner took (method auto: a solver that ran out of
  * memory making its plan, say how much it needed, and the one used instead).

@@ -15,7 +15,7 @@ int main(void) {
   CHECK(ndf_context_threads(c) >= 1, "threads");
   ndf_context_destroy(c);
 
-  ndf_context_opts o = {sizeof o, "cpu", 3};
+  ndf_context_opts o = {sizeof o, "cpu", 3, 0};
   CHECK(ndf_context_create(&c, &o) == NDF_OK, "cpu context");
   CHECK(ndf_context_place(c).kind == NDF_PLACE_HOST && ndf_context_threads(c) == 3,
         "cpu, 3 threads");
@@ -50,6 +50,16 @@ int main(void) {
   CHECK(ndf_context_create(&c, &o) == NDF_EINVAL, "struct_size too small");
   o.struct_size = sizeof o;
   o.device = "cpu";
+  o.workspace_limit = 12345;
+  CHECK(ndf_context_create(&c, &o) == NDF_OK && ndf_context_workspace_limit(c) == 12345,
+        "workspace limit kept");
+  ndf_context_destroy(c);
+  /* A caller built before workspace_limit existed passes the shorter struct: limit 0. */
+  o.struct_size = offsetof(ndf_context_opts, threads) + sizeof(int);
+  CHECK(ndf_context_create(&c, &o) == NDF_OK && ndf_context_workspace_limit(c) == 0,
+        "struct without workspace_limit");
+  ndf_context_destroy(c);
+  o.struct_size = sizeof o;
   o.threads = -1;
   CHECK(ndf_context_create(&c, &o) == NDF_EINVAL, "negative threads");
   printf("context checks: %d failures\n", t_failures);

@@ -195,12 +195,87 @@ static void bank_case(ndf_context *ctx, int cuda, const char *method, uint64_t *
   free(ax);
 }
 
+/* A context whose FFT workspace limit is too small: forced fft fails with NDF_ENOMEM and says
+ * how much it needed, writing nothing; auto, which picks fft without the limit, plans the
+ * direct solver instead, says so, and is right. */
+static void workspace_case(ndf_context *ctx, const char *dev, int cuda, uint64_t *r) {
+  tcase c;
+  memset(&c, 0, sizeof c);
+  c.nd = 2;
+  c.shape[0] = 200;
+  c.shape[1] = 300;
+  c.k[0] = c.k[1] = 41;
+  c.mode[0] = NDF_MODE_REFLECT;
+  c.mode[1] = NDF_MODE_WRAP;
+  c.lay.idt = c.lay.odt = NDF_F32;
+  c.lay.dev_in = c.lay.dev_out = cuda;
+  ndf_context *lim;
+  ndf_context_opts co = {sizeof co, dev, 0, 4096};
+  ndf_status st = ndf_context_create(&lim, &co);
+  CHECK(st == NDF_OK && ndf_context_workspace_limit(lim) == 4096, "limited context: %s",
+        ndf_status_str(st));
+  if (st != NDF_OK) return;
+  for (int pass = 0; pass < 3; pass++) { /* unlimited auto, limited fft, limited auto */
+    ndf_context *x = pass ? lim : ctx;
+    const char *method = pass == 1 ? "fft" : NULL;
+    t_run t;
+    t_run_begin(&t, x, r, c.nd, c.shape, &c.lay);
+    double *w = malloc(41 * 41 * sizeof *w), *aw = malloc(41 * 41 * sizeof *aw);
+    if (!w || !aw) abort();
+    for (int j = 0; j < 41 * 41; j++)
+      aw[j] = fabs(w[j] = ndf_rand_uniform(r) - 0.5);
+    ndf_ref_correlate(&t.in.hview, t.ref, w, c.k, c.mode, 0, c.origin, 0);
+    ndf_ref_correlate(&t.absx, t.mag, aw, c.k, c.mode, 0, c.origin, 0);
+    t_run_ready(&t, x);
+    ndf_correlate_opts o;
+    memset(&o, 0, sizeof o);
+    o.struct_size = sizeof o;
+    o.method = method;
+    memcpy(o.mode, c.mode, sizeof o.mode);
+    ndf_plan *p = NULL;
+    st = ndf_plan_correlate(&p, x, &t.in.view, &t.po->view, w, c.k, &o);
+    const char *solver = p ? ndf_plan_solver(p) : "";
+    const char *msg = ndf_context_message(x);
+    if (pass == 0) {
+      CHECK(st == NDF_OK && strstr(solver, "_fft"),
+            "auto chose %s for a 41x41 kernel, so the workspace limit is not exercised",
+            solver);
+    } else if (pass == 1) {
+      CHECK(st == NDF_ENOMEM && strstr(msg, "workspace limit of 4096") && strstr(msg, "needs"),
+            "fft over the workspace limit: %s, \"%s\"", ndf_status_str(st), msg);
+      t_arr_download(t.po, x);
+      CHECK(!memcmp(t.po->host, t.poisoned, t.po->bytes), "a failed plan wrote its output");
+      printf("over the limit: %s\n", msg);
+    } else {
+      CHECK(st == NDF_OK && strstr(solver, "_direct") && strstr(msg, "instead of"),
+            "auto under the workspace limit: %s, solver %s, \"%s\"", ndf_status_str(st),
+            solver, msg);
+      printf("auto under the limit: %s\n", msg);
+    }
+    if (pass == 1) {
+      ndf_plan_destroy(p);
+      free(t.ref);
+      free(t.mag);
+      free(t.absx.data);
+      free(t.poisoned);
+      t_arr_free(&t.in, x);
+      t_arr_free(&t.out, x);
+    } else {
+      t_run_finish(&t, x, p, st, cuda, pass ? "direct" : "fft", t_tol, &worst_seen, describe_cb,
+                   &c);
+    }
+    free(w);
+    free(aw);
+  }
+  ndf_context_destroy(lim);
+}
+
 int main(int argc, char **argv) {
   const char *dev = argc > 1 ? argv[1] : "cpu";
   const char *method = argc > 2 ? argv[2] : NULL;
   const int cuda = !strcmp(dev, "cuda");
   ndf_context *ctx;
-  ndf_context_opts co = {sizeof co, dev, 0};
+  ndf_context_opts co = {sizeof co, dev, 0, 0};
   ndf_status st = ndf_context_create(&ctx, &co);
   if (st != NDF_OK) {
     printf("no usable %s device (%s): skipped\n", dev, ndf_status_str(st));
@@ -253,6 +328,7 @@ int main(int argc, char **argv) {
       c.cval = 0.5;
       run_case(ctx, cuda, method, &c, &r);
     }
+  if (!method) workspace_case(ctx, dev, cuda, &r);
   ndf_context_destroy(ctx);
   printf("%d random + %d bank + %d big cases on %s: worst relative error %.3g (bound %g); "
          "%d failures\n",

@@ -209,7 +209,7 @@ int main(int argc, char **argv) {
   const int cuda = !strcmp(dev, "cuda");
   const int one_axis = method && strstr(method, "direct");
   ndf_context *ctx;
-  ndf_context_opts co = {sizeof co, dev, 0};
+  ndf_context_opts co = {sizeof co, dev, 0, 0};
   ndf_status st = ndf_context_create(&ctx, &co);
   if (st != NDF_OK) {
     printf("no usable %s device (%s): skipped\n", dev, ndf_status_str(st));

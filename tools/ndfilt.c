@@ -728,7 +728,7 @@ static int cmd_conv(ndf_context *ctx, int argc, char **argv, int convolve) {
 }
 
 int main(int argc, char **argv) {
-  ndf_context_opts co = {sizeof co, NULL, 0};
+  ndf_context_opts co = {sizeof co, NULL, 0, 0};
   int i = 1;
   for (; i < argc && argv[i][0] == '-'; i++) {
     const char *a = argv[i];

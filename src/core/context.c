@@ -1,4 +1,5 @@
 /* context.c - device choice (NDF_DEVICE, auto-detect) and CPU threads. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,7 +60,9 @@ static ndf_status pick_cuda(ndf_context *c, int dev, int required) {
 ndf_status ndf_context_create(ndf_context **out, const ndf_context_opts *opts) {
   if (!out) return NDF_EINVAL;
   *out = NULL;
-  if (opts && opts->struct_size < sizeof(ndf_context_opts)) return NDF_EINVAL;
+  /* The first version of the struct ended after `threads`. */
+  const size_t v1 = offsetof(ndf_context_opts, threads) + sizeof(int);
+  if (opts && opts->struct_size < v1) return NDF_EINVAL;
   if (opts && opts->threads < 0) return NDF_EINVAL;
   ndf_context *c = calloc(1, sizeof *c);
   if (!c) return NDF_ENOMEM;
@@ -93,6 +96,8 @@ ndf_status ndf_context_create(ndf_context **out, const ndf_context_opts *opts) {
   if (t == 0 && env) t = atoi(env);
   if (t <= 0) t = omp_get_max_threads();
   c->threads = t;
+  if (opts && opts->struct_size >= offsetof(ndf_context_opts, workspace_limit) + sizeof(size_t))
+    c->workspace_limit = opts->workspace_limit;
   *out = c;
   return NDF_OK;
 }
@@ -110,6 +115,7 @@ ndf_place ndf_context_place(const ndf_context *c) {
 
 const char *ndf_context_device_name(const ndf_context *c) { return c ? c->device_name : ""; }
 int ndf_context_threads(const ndf_context *c) { return c ? c->threads : 0; }
+size_t ndf_context_workspace_limit(const ndf_context *c) { return c ? c->workspace_limit : 0; }
 const char *ndf_context_message(const ndf_context *c) { return c ? c->msg : ""; }
 
 ndf_status ndf_context_synchronize(ndf_context *c) {

@@ -86,6 +86,7 @@ struct ndf_plan {
 struct ndf_context {
   ndf_place place;
   int threads;
+  size_t workspace_limit; /* 0: none */
   char device_name[160];
   void *stream; /* cudaStream_t */
   pthread_mutex_t msg_lock;
