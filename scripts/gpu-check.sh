@@ -4,7 +4,7 @@
 # synccheck over the CUDA tests, the demo, and a short summary table last. Logs go to $OUT.
 # GPU_CHECK_PARTS (comma-separated: tests, bench, profile, conv) splits it into calls under the
 # device's 10-minute limit; the default runs tests and bench. profile: Nsight Compute metrics of the
-# separable kernels into $OUT/ncu.md. conv: the non-separable convolution benchmark (issue 04,
+# separable and non-separable (direct, FFT) kernels into $OUT/ncu.md. conv: the non-separable convolution benchmark (issue 04,
 # bench/conv.py, about 3 minutes) into $OUT/conv.json, conv.md and conv_{2d,3d,4d}.png, its
 # section also appended to $OUT/BENCHMARKS.md when the bench part wrote one.
 set -u
@@ -119,20 +119,21 @@ fi
 fi # conv
 
 if want profile; then
-# Nsight Compute over the separable kernels, one process per case (bench/ncu_sep.py).
+# Nsight Compute over the separable and non-separable kernels, one process per case
+# (bench/ncu.py); every kernel of the call (cuFFT's too).
 NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null)
 mkdir -p /tmp/ncu && rm -f /tmp/ncu/*.csv
 : >"$LOG/ncu.log"
 if [ -n "$NCU" ]; then
-  python3 bench/ncu_sep.py cases | while read -r shape sigma method; do
-    NDFILT_LIBRARY="$PWD/$B/libndfilt.so" "$NCU" --csv --kernel-name regex:sep_ \
-      --metrics "$(python3 bench/ncu_sep.py metrics)" \
-      python3 bench/ncu_sep.py run "$shape" "$sigma" "$method" \
-      >"/tmp/ncu/${shape}_s${sigma}_${method}.csv" 2>>"$LOG/ncu.log"
+  python3 bench/ncu.py cases | while read -r op shape param method; do
+    NDFILT_LIBRARY="$PWD/$B/libndfilt.so" "$NCU" --csv \
+      --metrics "$(python3 bench/ncu.py metrics)" \
+      python3 bench/ncu.py run "$op" "$shape" "$param" "$method" \
+      >"/tmp/ncu/${op}_${shape}_${param}_${method}.csv" 2>>"$LOG/ncu.log"
   done
-  if python3 bench/ncu_sep.py table /tmp/ncu/*.csv >"$OUT/ncu.md" 2>>"$LOG/ncu.log"; then
+  if python3 bench/ncu.py table /tmp/ncu/*.csv >"$OUT/ncu.md" 2>>"$LOG/ncu.log"; then
     row "ncu profile" ok "ncu.md"
-    [ -f "$OUT/BENCHMARKS.md" ] && python3 bench/ncu_sep.py section "$OUT/ncu.md" >>"$OUT/BENCHMARKS.md"
+    [ -f "$OUT/BENCHMARKS.md" ] && python3 bench/ncu.py section "$OUT/ncu.md" >>"$OUT/BENCHMARKS.md"
   else
     row "ncu profile" FAIL "see ncu.log"
   fi

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""ncu_sep.py - Nsight Compute profile of ndfilt's separable GPU kernels (issue 03).
+"""ncu.py - Nsight Compute profile of ndfilt's GPU kernels: separable (issue 03) and
+non-separable direct and FFT (issue 04).
 
-`python3 bench/ncu_sep.py run SHAPE SIGMA METHOD` runs gaussian_filter once on a random CuPy
-array (the process ncu profiles). `python3 bench/ncu_sep.py table CSV...` turns the CSV files
-of `ncu --csv --metrics METRICS` (one per case, named CASE.csv) into a Markdown table, and
-`section TABLE.md` wraps that table as a BENCHMARKS.md section.
-scripts/gpu-check.sh (part `profile`) runs both."""
+`python3 bench/ncu.py run OP SHAPE PARAM METHOD` runs one call on a random CuPy array (the
+process ncu profiles): OP gauss (PARAM = sigma) or corr (PARAM = kernel size per axis).
+`python3 bench/ncu.py table CSV...` turns the CSV files of `ncu --csv --metrics METRICS` (one
+per case, named CASE.csv) into a Markdown table, and `section TABLE.md` wraps that table as a
+BENCHMARKS.md section. scripts/gpu-check.sh (part `profile`) runs both."""
 import csv
 import os
 import sys
@@ -26,18 +27,26 @@ METRICS = [
     ("smsp__sass_thread_inst_executed_op_ffma_pred_on.sum", "FFMA share %", None),
 ]
 FFMA = "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"
-CASES = [("4096x4096", 1.0, "cuda_sep"), ("4096x4096", 1.0, "cuda_sep_fused"),
-         ("4096x4096", 2.0, "cuda_sep"), ("4096x4096", 4.0, "cuda_sep"),
-         ("4096x4096", 16.0, "cuda_sep"), ("256x256x256", 4.5, "cuda_sep")]
+CASES = [("gauss", "4096x4096", 1, "cuda_sep"), ("gauss", "4096x4096", 1, "cuda_sep_fused"),
+         ("gauss", "4096x4096", 2, "cuda_sep"), ("gauss", "4096x4096", 4, "cuda_sep"),
+         ("gauss", "4096x4096", 16, "cuda_sep"), ("gauss", "256x256x256", 4.5, "cuda_sep"),
+         ("corr", "2048x2048", 3, "cuda_direct"), ("corr", "2048x2048", 17, "cuda_direct"),
+         ("corr", "256x256x256", 3, "cuda_direct"), ("corr", "256x256x256", 7, "cuda_direct"),
+         ("corr", "256x256x256", 17, "cuda_fft")]
 
 
-def run(shape, sigma, method):
+def run(op, shape, param, method):
     import cupy as cp
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
     import ndfilt
     shp = tuple(int(v) for v in shape.split("x"))
-    x = cp.asarray(np.random.default_rng(0).uniform(0, 1, shp).astype(np.float32))
-    ndfilt.gaussian_filter(x, float(sigma), mode="constant", method=method)
+    rng = np.random.default_rng(0)
+    x = cp.asarray(rng.uniform(0, 1, shp).astype(np.float32))
+    if op == "gauss":
+        ndfilt.gaussian_filter(x, float(param), mode="constant", method=method)
+    else:
+        w = rng.uniform(-1, 1, (int(param),) * len(shp)).astype(np.float32)
+        ndfilt.correlate(x, w, mode="constant", method=method)
     cp.cuda.Device().synchronize()
 
 
@@ -73,14 +82,16 @@ def table(paths):
 
 if __name__ == "__main__":
     if sys.argv[1] == "run":
-        run(*sys.argv[2:5])
+        run(*sys.argv[2:6])
     elif sys.argv[1] == "cases":
-        for shape, sigma, method in CASES:
-            print(f"{shape} {sigma:g} {method}")
+        for op, shape, param, method in CASES:
+            print(f"{op} {shape} {param:g} {method}")
     elif sys.argv[1] == "section":  # the table as a BENCHMARKS.md section
-        print("## ncu profile of the separable kernels\n")
-        print("Nsight Compute, one gaussian_filter call per case on CuPy arrays, mode constant "
-              "(`bench/ncu_sep.py`, run by `scripts/gpu-check.sh` part `profile`). FFMA share = "
+        print("## ncu profile of the GPU kernels\n")
+        print("Nsight Compute, one call per case on CuPy arrays, mode constant: gauss = "
+              "gaussian_filter (sigma), corr = correlate with a random k^ndim kernel "
+              "(`bench/ncu.py`, run by `scripts/gpu-check.sh` part `profile`); every kernel the "
+              "call launches, cuFFT's included. FFMA share = "
               "warp-level FFMA instructions / all warp instructions executed: the rest is "
               "addressing, staging, boundary handling and loads.\n")
         with open(sys.argv[2]) as f:
