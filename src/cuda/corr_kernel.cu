@@ -145,7 +145,7 @@ __device__ __forceinline__ void stage_tile(float *s, const float *__restrict__ s
 }
 
 template <int KX, int RQ>
-__global__ void __launch_bounds__(RBX *RBY, RQ == 4 ? 3 : 2)
+__global__ void __launch_bounds__(RBX *RBY, KX <= 5 ? 4 : RQ == 4 ? 3 : 2)
     corr_reg(const float *__restrict__ in, outs_t outs, int nf, int64_t n0, int64_t n1,
              int64_t Y, int64_t X, int64_t k0, int64_t k1, int ky, int64_t l0, int64_t l1,
              int64_t ly, int64_t lx, int m0, int m1, int my, int mx, float cval,
