@@ -1,6 +1,7 @@
 /* corr_direct.c - host side of cuda_direct for N-dimensional correlation (corr_kernel.cu):
  * the kernel in float32 on the device, the arrays seen as 4-D, strided views gathered into
  * (or scattered from) contiguous buffers from the stream-ordered allocator for that call. */
+#include <math.h>
 #include <stdlib.h>
 
 #include <cuda_runtime_api.h>
@@ -22,9 +23,16 @@ static double cost(const ndf__problem *pb, const ndf_context *ctx) {
   (void)ctx;
   const ndf__corr *c = pb->params;
   const double nf = (double)c->nf;
-  /* ~10 TFMA/s over every kernel of a bank (H200, corr_reg: 27-58% of the FP32 FMA rate), plus
-   * the read and the writes */
-  return 5e-6 + (double)ndf_array_size(&pb->in) * ((double)c->nw * nf / 1e13 + 4 * (1 + nf) / 3e12);
+  const int nd = pb->in.ndim;
+  const int64_t kx = c->k[nd - 1], ky = nd > 1 ? c->k[nd - 2] : 1;
+  /* FMA rate: corr_reg (odd x taps 3..17, at most 17 y taps, more than 8 rows) keeps ~1.15 TFMA/s per x tap, up
+   * to ~20 (H200 at 9952102: 3-D k5 6.2, k7 8.9, k11 12.6, k17 16.9; 2-D k17 20 TFMA/s); the
+   * generic tile path less. Plus the read and the writes, and a launch. */
+  const int reg = kx % 2 == 1 && kx >= 3 && kx <= 17 && ky <= 17 && nd >= 2 &&
+                  pb->in.shape[nd - 2] > 8;
+  const double rate = reg ? fmin(1.15e12 * (double)kx, 2e13) : 3e12;
+  return 5e-6 +
+         (double)ndf_array_size(&pb->in) * ((double)c->nw * nf / rate + 4 * (1 + nf) / 3e12);
 }
 
 static void free_state(void *v) {

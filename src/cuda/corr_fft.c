@@ -80,10 +80,15 @@ static int applicable(const ndf__problem *pb, const ndf_context *ctx) {
   return sizes(pb, &s, &bytes);
 }
 
-/* One transform of N points, ~passes over the buffer at ~2.2 TB/s read + write (H100/H200,
- * measured: 256^3 r2c ~0.12 ms); a pass per factor of ~64. */
-static double fft_seconds(double N) {
-  const double passes = ceil(log2(N) / 6.0);
+/* One transform over the buffer of sizes L: cuFFT makes ~one pass over the buffer per axis
+ * (two for an axis past 4096), each reading and writing it at ~2.2 TB/s (H200, ncu at 9952102:
+ * 288^3 took an r2c pass and two c2c passes of ~85-140 us each). */
+static double fft_seconds(const int64_t L[4]) {
+  double N = 1, passes = 0;
+  for (int d = 0; d < D; d++) {
+    N *= (double)L[d];
+    if (L[d] > 1) passes += ceil(log2((double)L[d]) / 12.0);
+  }
   return 4e-6 + N * 8.0 * passes / 2.2e12;
 }
 
@@ -94,10 +99,11 @@ static double cost(const ndf__problem *pb, const ndf_context *ctx) {
   size_t bytes;
   if (!sizes(pb, &s, &bytes)) return INFINITY;
   const double N = (double)s.L[0] * (double)s.L[1] * (double)s.L[2] * (double)s.L[3];
-  const double nf = (double)c->nf, n = (double)ndf_array_size(&pb->in);
-  /* pad (read n, write N), forward, per kernel: product (~3 N/2 complex), inverse, crop */
-  return (4 * n + 4 * N) / 2.5e12 + fft_seconds(N) +
-         nf * (fft_seconds(N) + 12 * N / 2.5e12 + 8 * n / 2.5e12 + 6e-6);
+  const double nf = (double)c->nf, n = (double)ndf_array_size(&pb->in), f = fft_seconds(s.L);
+  /* pad (read n, write N), forward, per kernel: product (~3 N/2 complex), inverse, crop; the
+   * element-wise passes at ~3.5 TB/s. Checked against measured times at 9952102 (H200): 256^3
+   * k7..17 0.57-0.70 ms (model 0.59-0.70), 32x128^3 k5..11 4.0-4.7 ms (model 3.2-4.8). */
+  return (4 * n + 4 * N) / 3.5e12 + f + nf * (f + 12 * N / 3.5e12 + 8 * n / 3.5e12 + 6e-6);
 }
 
 static void free_state(void *v) {
