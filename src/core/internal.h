@@ -6,10 +6,16 @@
 #include <stdarg.h>
 
 #include "ndf.h"
+#include "iir.h"
 
 /* Operations the planner knows. Adding one: a value here, its name in
  * planner.c, a file in src/ops, and its solvers in the table (solvers.c). */
-typedef enum ndf__op { NDF__OP_SEPFILTER = 0, NDF__OP_CORRELATE, NDF__OP_COUNT } ndf__op;
+typedef enum ndf__op {
+  NDF__OP_SEPFILTER = 0,
+  NDF__OP_CORRELATE,
+  NDF__OP_IIR,
+  NDF__OP_COUNT
+} ndf__op;
 
 /* A problem: operation, the arrays' descriptions (data ignored) and the
  * operation's parameters (owned by the plan once it exists). */
@@ -54,6 +60,12 @@ typedef struct ndf__corr {
   int64_t nf; /* kernels */
   double w[];
 } ndf__corr;
+
+/* Parameters of a recursive Gaussian (core/iir.h): the filter of each axis, K == 0 where the
+ * axis is left alone; axes are filtered in increasing order, 'nearest' boundary. */
+typedef struct ndf__iirp {
+  ndf__iir ax[NDF_MAX_DIMS];
+} ndf__iirp;
 
 struct ndf_plan;
 typedef ndf_status (*ndf__exec_fn)(const struct ndf_plan *p, const ndf_array *in, ndf_array *out);
