@@ -17,16 +17,9 @@ static double cost(const ndf__problem *pb, const ndf_context *ctx) {
   return (double)ndf_array_size(&pb->in) * (double)c->ax[0].n / 2e11;
 }
 
-typedef struct {
-  float *dw; /* the kernel on the device */
-  void *stream;
-} state;
-
-static void free_state(void *v) {
-  state *s = v;
-  if (!s) return;
-  ndf__cuda_release(s->dw, s->stream);
-  free(s);
+static void free_state(void *w) {
+  cudaDeviceSynchronize(); /* a one-shot call may still be running */
+  cudaFree(w);
 }
 
 static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
@@ -34,7 +27,7 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
   const double cval = ((const ndf__sep *)p->pb.params)->cval;
   int axis4 = c->axis + 4 - in->ndim;
   int e = ndf__launch_corr1d_direct(in->data, ndf__cuda_view4(in), out->data, ndf__cuda_view4(out),
-                                    axis4, ((const state *)p->state)->dw, c->n, c->left, c->mode, (float)cval,
+                                    axis4, p->state, c->n, c->left, c->mode, (float)cval,
                                     p->ctx->stream);
   return ndf__cuda_check(p->ctx, e, "cuda_direct kernel");
 }
@@ -42,20 +35,23 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
 static ndf_status make(ndf_plan *p) {
   const ndf__sepaxis *c = &((const ndf__sep *)p->pb.params)->ax[0];
   const double *w = ((const ndf__sep *)p->pb.params)->w + c->off;
-  state *s = calloc(1, sizeof *s);
-  if (!s) return ndf__fail(p->ctx, NDF_ENOMEM, "out of host memory");
-  s->stream = p->ctx->stream;
-  p->state = s;
-  p->exec = exec;
-  p->free_state = free_state;
-  float *hw = malloc((size_t)c->n * sizeof(float));
+  float *hw = malloc((size_t)c->n * sizeof(float)), *dw = NULL;
   if (!hw) return ndf__fail(p->ctx, NDF_ENOMEM, "out of host memory");
   for (int64_t j = 0; j < c->n; j++)
     hw[j] = (float)w[j];
-  int e = (int)cudaSetDevice(p->ctx->place.device);
-  if (e == 0) e = ndf__cuda_upload(&s->dw, hw, (size_t)c->n, s->stream);
+  size_t bytes = (size_t)c->n * sizeof(float);
+  cudaError_t e = cudaSetDevice(p->ctx->place.device);
+  if (e == cudaSuccess) e = cudaMalloc((void **)&dw, bytes);
+  if (e == cudaSuccess) e = cudaMemcpy(dw, hw, bytes, cudaMemcpyHostToDevice);
   free(hw);
-  return ndf__cuda_check(p->ctx, e, "cuda_direct weights");
+  if (e != cudaSuccess) {
+    cudaFree(dw);
+    return ndf__cuda_check(p->ctx, e, "cuda_direct weights");
+  }
+  p->state = dw;
+  p->exec = exec;
+  p->free_state = free_state;
+  return NDF_OK;
 }
 
 const ndf__solver ndf__cuda_corr1d_direct = {

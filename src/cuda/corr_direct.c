@@ -10,7 +10,6 @@
 
 typedef struct {
   float *dw; /* the kernel, float32, on the device */
-  void *stream;
   int64_t n[4], k[4], left[4];
   int mode[4];
 } state;
@@ -39,7 +38,8 @@ static double cost(const ndf__problem *pb, const ndf_context *ctx) {
 static void free_state(void *v) {
   state *s = v;
   if (!s) return;
-  ndf__cuda_release(s->dw, s->stream);
+  cudaDeviceSynchronize(); /* a one-shot call may still be running */
+  cudaFree(s->dw);
   free(s);
 }
 
@@ -62,7 +62,6 @@ static ndf_status make(ndf_plan *p) {
   const ndf_array *a = &p->pb.in;
   state *s = calloc(1, sizeof *s);
   if (!s) return ndf__fail(p->ctx, NDF_ENOMEM, "cuda_direct: out of host memory");
-  s->stream = p->ctx->stream;
   p->state = s;
   p->exec = exec;
   p->free_state = free_state;
@@ -80,7 +79,8 @@ static ndf_status make(ndf_plan *p) {
   for (size_t j = 0; j < nw; j++)
     hw[j] = (float)c->w[j];
   cudaError_t e = cudaSetDevice(p->ctx->place.device);
-  if (e == cudaSuccess) e = (cudaError_t)ndf__cuda_upload(&s->dw, hw, nw, s->stream);
+  if (e == cudaSuccess) e = cudaMalloc((void **)&s->dw, nw * sizeof(float));
+  if (e == cudaSuccess) e = cudaMemcpy(s->dw, hw, nw * sizeof(float), cudaMemcpyHostToDevice);
   free(hw);
   if (e == cudaErrorMemoryAllocation)
     return ndf__fail(p->ctx, NDF_ENOMEM, "cuda_direct: out of device memory for the kernel");

@@ -23,13 +23,6 @@ int ndf__cuda_contig_begin(ndf__contig *c, const ndf_array *in, int nout, ndf_ar
                            void *stream);
 int ndf__cuda_contig_end(ndf__contig *c, int err, ndf_array *out, void *stream);
 
-/* A plan's small device constants (weights), stream-ordered: allocated and copied from host
- * memory on the context's stream (the host copy may be freed at once), freed on it after the
- * work queued before. Neither blocks the host nor waits for the device, so one-shot calls
- * (plan, execute, destroy) queue back to back like executes of one plan. */
-int ndf__cuda_upload(float **dev, const float *host, size_t count, void *stream);
-void ndf__cuda_release(void *dev, void *stream);
-
 /* NDF_OK for err == 0, else records what failed and maps the CUDA error. */
 ndf_status ndf__cuda_check(const ndf_context *ctx, int err, const char *what);
 

@@ -26,7 +26,6 @@ typedef struct {
   float *dw;  /* the same on the device (taps past the largest bucket) */
   float *tmp; /* full-size temporary, when there are two or more passes */
   int fused;  /* the last two axes go in one sep_yx pass */
-  void *stream;
 } state;
 
 /* Whether the last two filtered axes are the array's last two, with the same
@@ -65,9 +64,10 @@ static double cost_fused(const ndf__problem *pb, const ndf_context *ctx) {
 static void free_state(void *v) {
   state *s = v;
   if (!s) return;
+  cudaDeviceSynchronize(); /* a one-shot call may still be running */
   free(s->hw);
-  ndf__cuda_release(s->dw, s->stream);
-  ndf__cuda_release(s->tmp, s->stream);
+  cudaFree(s->dw);
+  cudaFree(s->tmp);
   free(s);
 }
 
@@ -145,7 +145,6 @@ static ndf_status make_state(ndf_plan *p, int fuse) {
   state *s = calloc(1, sizeof *s);
   if (!s) return ndf__fail(p->ctx, NDF_ENOMEM, "cuda_sep: out of host memory");
   s->fused = fuse && fusable(c, p->pb.in.ndim) && ndf_array_size(&p->pb.in) > 0;
-  s->stream = p->ctx->stream;
   p->state = s;
   p->exec = exec;
   p->free_state = free_state;
@@ -158,9 +157,10 @@ static ndf_status make_state(ndf_plan *p, int fuse) {
     s->hw[j] = (float)c->w[j];
   size_t bytes = (size_t)ndf_array_size(&p->pb.in) * sizeof(float);
   cudaError_t e = cudaSetDevice(p->ctx->place.device);
-  if (e == cudaSuccess) e = (cudaError_t)ndf__cuda_upload(&s->dw, s->hw, (size_t)nw, s->stream);
-  if (e == cudaSuccess && c->naxes - s->fused >= 2)
-    e = cudaMallocAsync((void **)&s->tmp, bytes, (cudaStream_t)s->stream);
+  if (e == cudaSuccess && nw) e = cudaMalloc((void **)&s->dw, (size_t)nw * sizeof(float));
+  if (e == cudaSuccess && nw)
+    e = cudaMemcpy(s->dw, s->hw, (size_t)nw * sizeof(float), cudaMemcpyHostToDevice);
+  if (e == cudaSuccess && c->naxes - s->fused >= 2) e = cudaMalloc((void **)&s->tmp, bytes);
   if (e == cudaErrorMemoryAllocation)
     return ndf__fail(p->ctx, NDF_ENOMEM, "cuda_sep: out of device memory for a %zu-byte temporary",
                      bytes);

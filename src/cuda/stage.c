@@ -274,22 +274,3 @@ int ndf__cuda_contig_end(ndf__contig *c, int err, ndf_array *out, void *stream) 
   c->gout = &c->gout1;
   return (int)e;
 }
-
-int ndf__cuda_upload(float **dev, const float *host, size_t count, void *stream) {
-  cudaStream_t st = (cudaStream_t)stream;
-  *dev = NULL;
-  if (!count) return 0;
-  cudaError_t e = cudaMallocAsync((void **)dev, count * sizeof(float), st);
-  /* from pageable memory: copied to a staging buffer before the call returns */
-  if (e == cudaSuccess)
-    e = cudaMemcpyAsync(*dev, host, count * sizeof(float), cudaMemcpyHostToDevice, st);
-  if (e != cudaSuccess && *dev) {
-    cudaFreeAsync(*dev, st);
-    *dev = NULL;
-  }
-  return (int)e;
-}
-
-void ndf__cuda_release(void *dev, void *stream) {
-  if (dev) cudaFreeAsync(dev, (cudaStream_t)stream);
-}
