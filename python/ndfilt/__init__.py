@@ -278,6 +278,11 @@ def _run(key, ctx, src, dst, make, bank=None):
     """Executes the cached plan for key, first making it with make(byref(handle)); bank: a
     ctypes array of output descriptors (dst is then the first's operand)."""
     with _lock:
+        if src.kind != "numpy" and _lib.HAVE_STREAMS:  # before planning: a plan may queue work
+            stream = _stream_of(src.kind, src.dev)
+            if _streams.get(ctx) != stream:
+                lib.ndf_context_set_stream(ctx, stream)
+                _streams[ctx] = stream
         plan = _plans.get(key)
         if plan is None:
             h = C.c_void_p()
@@ -289,11 +294,6 @@ def _run(key, ctx, src, dst, make, bank=None):
                 lib.ndf_plan_destroy(_plans.popitem(last=False)[1])
         else:
             _plans.move_to_end(key)
-        if src.kind != "numpy" and _lib.HAVE_STREAMS:
-            stream = _stream_of(src.kind, src.dev)
-            if _streams.get(ctx) != stream:
-                lib.ndf_context_set_stream(ctx, stream)
-                _streams[ctx] = stream
         global _last_plan
         _last_plan = plan
         if bank is None:
