@@ -23,6 +23,13 @@ int ndf__iir_default_order(ndf__iir_method m) {
   return m == NDF__IIR_ALVAREZ ? 3 : m == NDF__IIR_DERICHE ? 4 : 3;
 }
 
+/* Pushes v onto a recursion's state h[0..K-1] (h[0]: the newest). */
+static inline void push(double *h, int K, double v) {
+  for (int j = K - 1; j > 0; j--)
+    h[j] = h[j - 1];
+  h[0] = v;
+}
+
 /* a[0..K-1] of prod_k (1 - p_k z^-1) = 1 + a[0] z^-1 + ... (real for conjugate pairs). */
 static void expand(const double complex *p, int K, double *a) {
   double complex c[NDF__IIR_MAXK + 1] = {1};
@@ -49,17 +56,13 @@ static void triggs_sdika(ndf__iir *f) {
       double h = t == 0 ? 1.0 : 0.0, mx = 0;
       for (int j = 0; j < K; j++)
         h -= f->a[j] * hs[j];
-      for (int j = K - 1; j > 0; j--)
-        hs[j] = hs[j - 1];
-      hs[0] = h;
+      push(hs, K, h);
       for (int r = 0; r < K; r++) /* v at n-1-r sees u at n-1-r+t: win[r] */
         S[r] += h * win[r];
       double u = 0;
       for (int j = 0; j < K; j++)
         u -= f->a[j] * win[j];
-      for (int j = K - 1; j > 0; j--)
-        win[j] = win[j - 1];
-      win[0] = u;
+      push(win, K, u);
       for (int j = 0; j < K; j++)
         mx = fmax(mx, fmax(fabs(hs[j]), fabs(win[j])));
       if (t > K && mx < 1e-20) break;
@@ -243,9 +246,7 @@ static void line_cascade(const ndf__iir *f, double *x, int64_t n) {
       double v = b0 * x[i];
       for (int j = 0; j < K; j++)
         v -= f->a[j] * h[j];
-      for (int j = K - 1; j > 0; j--)
-        h[j] = h[j - 1];
-      h[0] = v;
+      push(h, K, v);
       x[i] = v;
     }
     /* the anticausal start at n-1 .. n-K (u before the line's start is its steady state) */
@@ -267,9 +268,7 @@ static void line_cascade(const ndf__iir *f, double *x, int64_t n) {
       double v = b0 * x[i];
       for (int j = 0; j < K; j++)
         v -= f->a[j] * s[j];
-      for (int j = K - 1; j > 0; j--)
-        s[j] = s[j - 1];
-      s[0] = v;
+      push(s, K, v);
       x[i] = v;
     }
   }
@@ -288,9 +287,7 @@ static void line_parallel(const ndf__iir *f, double *x, int64_t n, double *t) {
       v += f->bp[j] * t[i - j >= 0 ? i - j : 0];
     for (int j = 0; j < K; j++)
       v -= f->a[j] * h[j];
-    for (int j = K - 1; j > 0; j--)
-      h[j] = h[j - 1];
-    h[0] = v;
+    push(h, K, v);
     x[i] = v;
   }
   for (int j = 0; j < K; j++)
@@ -301,9 +298,7 @@ static void line_parallel(const ndf__iir *f, double *x, int64_t n, double *t) {
       v += f->bm[j - 1] * t[i + j < n ? i + j : n - 1];
     for (int j = 0; j < K; j++)
       v -= f->a[j] * h[j];
-    for (int j = K - 1; j > 0; j--)
-      h[j] = h[j - 1];
-    h[0] = v;
+    push(h, K, v);
     x[i] += v;
   }
 }
