@@ -300,6 +300,16 @@ static inline void t_run_ready(t_run *t, ndf_context *ctx) {
   if (!t->lay.inplace) t_arr_upload(&t->out, ctx);
 }
 
+/* Frees a case's arrays and buffers. */
+static inline void t_run_free(t_run *t, ndf_context *ctx) {
+  free(t->ref);
+  free(t->mag);
+  free(t->absx.data);
+  free(t->poisoned);
+  t_arr_free(&t->in, ctx);
+  if (!t->lay.inplace) t_arr_free(&t->out, ctx);
+}
+
 /* Executes plan p (st: how planning went), checks the solver (method: a
  * solver's name, a kind such as "fft" that a solver's name ends with, or NULL) and
  * the output against ref, counts and reports a failure (describe(c, method)
@@ -329,12 +339,7 @@ static inline void t_run_finish(t_run *t, ndf_context *ctx, ndf_plan *p, ndf_sta
   } else {
     describe(c, method);
   }
-  free(t->ref);
-  free(t->mag);
-  free(t->absx.data);
-  free(t->poisoned);
-  t_arr_free(&t->in, ctx);
-  if (!t->lay.inplace) t_arr_free(&t->out, ctx);
+  t_run_free(t, ctx);
 }
 
 #endif

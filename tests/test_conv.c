@@ -254,12 +254,7 @@ static void workspace_case(ndf_context *ctx, const char *dev, int cuda, uint64_t
     }
     if (pass == 1) {
       ndf_plan_destroy(p);
-      free(t.ref);
-      free(t.mag);
-      free(t.absx.data);
-      free(t.poisoned);
-      t_arr_free(&t.in, x);
-      t_arr_free(&t.out, x);
+      t_run_free(&t, x);
     } else {
       t_run_finish(&t, x, p, st, cuda, pass ? "direct" : "fft", t_tol, &worst_seen, describe_cb,
                    &c);

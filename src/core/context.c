@@ -116,6 +116,14 @@ ndf_place ndf_context_place(const ndf_context *c) {
 const char *ndf_context_device_name(const ndf_context *c) { return c ? c->device_name : ""; }
 int ndf_context_threads(const ndf_context *c) { return c ? c->threads : 0; }
 size_t ndf_context_workspace_limit(const ndf_context *c) { return c ? c->workspace_limit : 0; }
+
+ndf_status ndf__workspace_check(const ndf_context *c, const char *solver, double need) {
+  if (!c->workspace_limit || need <= (double)c->workspace_limit) return NDF_OK;
+  return ndf__fail(c, NDF_ENOMEM,
+                   "%s: needs %.0f bytes of workspace, over the context's workspace limit of %zu; "
+                   "the direct method needs none",
+                   solver, need, c->workspace_limit);
+}
 const char *ndf_context_message(const ndf_context *c) { return c ? c->msg : ""; }
 
 ndf_status ndf_context_synchronize(ndf_context *c) {

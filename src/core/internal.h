@@ -112,6 +112,10 @@ ndf_status ndf__fail(const ndf_context *ctx, ndf_status s, const char *fmt, ...)
 #endif
     ;
 
+/* NDF_ENOMEM, with a message naming the solver and the bytes, when a plan's workspace of `need`
+ * bytes exceeds the context's workspace limit (ndf_context_opts.workspace_limit); else NDF_OK. */
+ndf_status ndf__workspace_check(const ndf_context *ctx, const char *solver, double need);
+
 /* Validation. `what` names the array in messages ("in", "out"). */
 ndf_status ndf__check_desc(const ndf_context *ctx, const ndf_array *a, const char *what);
 ndf_status ndf__check_same_shape(const ndf_context *ctx, const ndf_array *a, const ndf_array *b);

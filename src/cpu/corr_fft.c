@@ -205,12 +205,8 @@ static ndf_status make(ndf_plan *p) {
   const size_t nf = (size_t)c->nf;
   if (nf > SIZE_MAX / 2 / bytes)
     return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_fft: %zu spectra of %zu bytes overflow", nf, bytes);
-  const size_t need = (nf + 1 + (nf > 1)) * bytes, limit = p->ctx->workspace_limit;
-  if (limit && need > limit)
-    return ndf__fail(p->ctx, NDF_ENOMEM,
-                     "cpu_fft: needs %zu bytes (transform buffers and %zu spectra of %zu bytes), "
-                     "over the context's workspace limit of %zu; the direct method needs none",
-                     need, nf, bytes, limit);
+  ndf_status ws = ndf__workspace_check(p->ctx, "cpu_fft", (double)(nf + 1 + (nf > 1)) * bytes);
+  if (ws != NDF_OK) return ws;
   s->buf = fftwf_malloc(bytes);
   s->buf2 = nf > 1 ? fftwf_malloc(bytes) : NULL;
   s->spec = fftwf_malloc(nf * bytes);

@@ -261,19 +261,14 @@ static ndf_status make(ndf_plan *p) {
   /* Say how much memory it needs before failing for the lack of it. */
   const double need = plan_bytes(c, bytes) + (double)work;
   size_t free_b = 0, total_b = 0;
-  const size_t limit = p->ctx->workspace_limit;
   if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess && need > (double)free_b)
     return ndf__fail(p->ctx, NDF_ENOMEM,
                      "cuda_fft: needs %.0f bytes of device memory (transform buffers and %lld "
                      "spectra of %zu bytes, cuFFT work area %zu), %zu are free; the direct "
                      "method needs none",
                      need, (long long)c->nf, bytes, work, free_b);
-  if (limit && need > (double)limit)
-    return ndf__fail(p->ctx, NDF_ENOMEM,
-                     "cuda_fft: needs %.0f bytes of device memory (transform buffers and %lld "
-                     "spectra of %zu bytes, cuFFT work area %zu), over the context's workspace "
-                     "limit of %zu; the direct method needs none",
-                     need, (long long)c->nf, bytes, work, limit);
+  ndf_status ws = ndf__workspace_check(p->ctx, "cuda_fft", need);
+  if (ws != NDF_OK) return ws;
   const size_t nf = (size_t)c->nf;
   ce = cudaMalloc((void **)&s->buf, bytes);
   if (ce == cudaSuccess && nf > 1) ce = cudaMalloc((void **)&s->buf2, bytes);
