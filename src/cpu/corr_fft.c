@@ -182,9 +182,7 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
  * process (per rank, sizes and T), so later plans of that size make one pair only. Called with
  * s->buf allocated; leaves it dirty. */
 #define NDF__FFT_MEMO 64
-static struct {
-  int rank, dims[D], threads, best;
-} memo[NDF__FFT_MEMO];
+static struct { int rank, dims[D], threads, best; } memo[NDF__FFT_MEMO];
 static unsigned memo_n; /* entries used; then the ring's next slot is memo_n % NDF__FFT_MEMO */
 
 static ndf_status make_plans(state *s, int rank, const int *dims) {
