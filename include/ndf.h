@@ -247,9 +247,13 @@ NDF_API ndf_status ndf_sepfilter(ndf_context *ctx, const ndf_array *in, ndf_arra
  * Zero-filled (with struct_size set) means: sigma 0 (no axis filtered),
  * order 0, truncate 4.0, mode reflect, cval 0, method auto. */
 typedef struct ndf_gaussian_opts {
-  size_t struct_size; /* sizeof(ndf_gaussian_opts) */
-  /* NULL or "auto"; "fir" (the truncated, sampled Gaussian as a separable
-   * filter); or a sepfilter solver name ("cpu_sep", "cuda_sep"). */
+  size_t struct_size; /* sizeof(ndf_gaussian_opts), or an older size ending before iir_order */
+  /* NULL or "auto": the FIR filter below, or a recursive one where it is cheaper and within
+   * 1e-3 of the true Gaussian (every filtered axis in mode nearest, order 0, sigma >= 2, no
+   * radius given); "fir" (the truncated, sampled Gaussian as a separable filter) or a
+   * sepfilter solver name ("cpu_sep", "cuda_sep"); a recursive (IIR) method: "iir_alvarez",
+   * "iir_deriche", "iir_vyv", or "iir" (the most accurate of them, iir_deriche), or an IIR
+   * solver name ("cpu_iir", "cuda_iir": iir_deriche). */
   const char *method;
   double sigma[NDF_MAX_DIMS]; /* per axis, in samples; <= 1e-15 leaves the axis alone */
   int order[NDF_MAX_DIMS];    /* derivative order per axis, >= 0 */
@@ -257,13 +261,26 @@ typedef struct ndf_gaussian_opts {
   int radius[NDF_MAX_DIMS];   /* > 0 overrides truncate on that axis (scipy's radius) */
   ndf_mode mode[NDF_MAX_DIMS];
   double cval;
+  /* The recursive methods' order; 0: the method's default. iir_alvarez: the number of
+   * implicit heat-equation steps, 1..5 (default 3); iir_vyv: 3..5 (default 3); iir_deriche:
+   * 4. (Added in 0.2; a struct_size that ends before it means 0.) */
+  int iir_order;
 } ndf_gaussian_opts;
 
 /* Gaussian filter, exactly scipy.ndimage.gaussian_filter: along each axis
  * with sigma > 1e-15, in increasing axis order, gaussian_filter1d's kernel
  * (the sampled Gaussian of that sigma on [-radius, radius], normalised to sum
  * 1, times the order-th derivative's polynomial) applied by correlate1d with
- * the axis's mode. Float32 arithmetic, float64 kernels. */
+ * the axis's mode. Float32 arithmetic, float64 kernels.
+ *
+ * The recursive methods approximate the untruncated Gaussian of each sigma instead, at a cost
+ * that does not grow with sigma: float32 data, float64 recursion state. They support mode
+ * nearest only (the boundary exact: each line continued by its end values for ever), order 0,
+ * and ignore truncate and radius; anything else is NDF_EUNSUPPORTED. Relative L2 error against
+ * the true Gaussian on noise, borders included (BENCHMARKS.md): iir_deriche below 1e-3 for
+ * sigma 0.5 to 1000; iir_vyv about 1e-2 (order 3), 4e-3 (4), 1.5e-3 (5), sigma 0.5 to 1000
+ * (order 4 to 100, order 5 to 40); iir_alvarez about 0.1 at 3 steps (1 / steps, roughly),
+ * sigma up to 100 for 4 or 5 steps. */
 NDF_API ndf_status ndf_plan_gaussian(ndf_plan **plan, ndf_context *ctx, const ndf_array *in,
                                      const ndf_array *out, const ndf_gaussian_opts *opts);
 NDF_API ndf_status ndf_gaussian(ndf_context *ctx, const ndf_array *in, ndf_array *out,

@@ -135,12 +135,14 @@ ndf__problem ndf__problem_make(ndf__op op, const char *label, const char *aliase
  * makes the plan; takes ownership of pb->params in every case. */
 ndf_status ndf__plan_create(ndf_plan **out, ndf_context *ctx, ndf__problem *pb, const char *method);
 #define NDF__MAX_SOLVERS 64 /* solvers.c checks the table against it */
+/* The cheapest applicable solver's cost for pb on ctx's device; INFINITY if none applies. */
+double ndf__best_cost(const ndf_context *ctx, const ndf__problem *pb);
 extern const ndf__solver *const ndf__solvers[];
 extern const int ndf__nsolvers;
 const char *ndf__op_name(ndf__op op);
 
 /* Solvers (one file each). */
-extern const ndf__solver ndf__cpu_corr1d_direct, ndf__cpu_sep, ndf__cpu_corr_direct;
+extern const ndf__solver ndf__cpu_corr1d_direct, ndf__cpu_sep, ndf__cpu_corr_direct, ndf__cpu_iir;
 #ifdef NDF_HAVE_FFTW
 extern const ndf__solver ndf__cpu_corr_fft;
 #endif
@@ -163,9 +165,10 @@ void ndf__cuda_free(ndf_context *ctx, void *p);
 ndf_status ndf__cuda_copy(ndf_context *ctx, void *dst, const void *src, size_t bytes);
 #endif
 
-/* Copies the caller's options (NULL: all zero, the defaults) into o, `size`
- * bytes, after checking opts' leading size_t struct_size is at least that. */
-ndf_status ndf__take_opts(ndf_context *ctx, void *o, const void *opts, size_t size,
+/* Copies the caller's options (NULL: all zero, the defaults) into o, `size` bytes, after
+ * checking opts' leading size_t struct_size is at least min (the size of the struct's first
+ * version); fields past a smaller struct_size are zero. */
+ndf_status ndf__take_opts(ndf_context *ctx, void *o, const void *opts, size_t size, size_t min,
                           const char *what);
 /* A one-shot call: st is the planning call's status, *p its plan, which is
  * executed on in and out (nout outputs), then destroyed. */

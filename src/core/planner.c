@@ -1,11 +1,12 @@
 /* planner.c - picks a solver from the table for a problem, makes and runs plans. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 
-static const char *const op_names[NDF__OP_COUNT] = {"sepfilter", "correlate"};
+static const char *const op_names[NDF__OP_COUNT] = {"sepfilter", "correlate", "iir"};
 
 const char *ndf__op_name(ndf__op op) { return op < NDF__OP_COUNT ? op_names[op] : "?"; }
 
@@ -51,8 +52,8 @@ static ndf_status choose(const ndf__solver **pick, ndf_context *ctx, const ndf__
       const char *a = strstr(pb->aliases, method);
       const size_t n = strlen(method);
       if (a && a > pb->aliases && a[-1] == ' ' && (a[n] == ' ' || a[n] == 0))
-        return ndf__fail(ctx, NDF_EUNSUPPORTED, "%s: no %s solver on %s in this build", op,
-                         method, ctx->device_name);
+        return ndf__fail(ctx, NDF_EUNSUPPORTED, "%s: no %s solver on %s in this build", op, method,
+                         ctx->device_name);
     }
     char list[256] = "";
     if (pb->aliases) strncat(list, pb->aliases, sizeof list - 1);
@@ -79,6 +80,18 @@ static ndf_status choose(const ndf__solver **pick, ndf_context *ctx, const ndf__
   return *pick ? NDF_OK
                : ndf__fail(ctx, NDF_EUNSUPPORTED, "%s: no solver applies on %s", op,
                            ctx->device_name);
+}
+
+double ndf__best_cost(const ndf_context *ctx, const ndf__problem *pb) {
+  double best = INFINITY;
+  for (int i = 0; i < ndf__nsolvers; i++) {
+    const ndf__solver *s = ndf__solvers[i];
+    if (s->op == pb->op && s->place == ctx->place.kind && s->applicable(pb, ctx)) {
+      const double c = s->cost(pb, ctx);
+      if (c < best) best = c;
+    }
+  }
+  return best;
 }
 
 ndf__problem ndf__problem_make(ndf__op op, const char *label, const char *aliases,

@@ -5,6 +5,7 @@ const ndf__solver *const ndf__solvers[] = {
     &ndf__cpu_sep,
     &ndf__cpu_corr1d_direct,
     &ndf__cpu_corr_direct,
+    &ndf__cpu_iir,
 #ifdef NDF_HAVE_FFTW
     &ndf__cpu_corr_fft,
 #endif

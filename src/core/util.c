@@ -207,15 +207,16 @@ ndf_status ndf__run_once(ndf_status st, ndf_plan **p, const ndf_array *in, int n
 /* Copies the caller's options (NULL: all zero, the defaults) into o, which
  * is `size` bytes, after checking that they are at least that large; every
  * options struct starts with its size_t struct_size. */
-ndf_status ndf__take_opts(ndf_context *ctx, void *o, const void *opts, size_t size,
-                            const char *what) {
+ndf_status ndf__take_opts(ndf_context *ctx, void *o, const void *opts, size_t size, size_t min,
+                          const char *what) {
   memset(o, 0, size);
   if (!opts) return NDF_OK;
   size_t given = *(const size_t *)opts;
-  if (given < size)
+  if (given < min)
     return ndf__fail(ctx, NDF_EINVAL, "%s: opts.struct_size is %zu, expected %zu", what, given,
                      size);
-  memcpy(o, opts, size);
+  memcpy(o, opts, given < size ? given : size);
+  *(size_t *)o = size;
   return NDF_OK;
 }
 

@@ -19,7 +19,7 @@ static ndf_status plan_corr(ndf_plan **plan, ndf_context *ctx, const ndf_array *
   *plan = NULL;
   if (!ctx) return NDF_EINVAL;
   ndf_correlate_opts o;
-  ndf_status st = ndf__take_opts(ctx, &o, opts, sizeof o, what);
+  ndf_status st = ndf__take_opts(ctx, &o, opts, sizeof o, sizeof o, what);
   if (st == NDF_OK) st = ndf__check_desc(ctx, in, "in");
   if (st != NDF_OK) return st;
   if (nf < 1) return ndf__fail(ctx, NDF_EINVAL, "%s: %d kernels (at least 1)", what, nf);

@@ -1,6 +1,7 @@
 /* sepfilter.c - separable filters: correlate1d/convolve1d, sepfilter and the Gaussian (FIR).
  * Validation, scipy's convolve-to-correlate flip, Gaussian kernels, and plans. */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,11 +15,11 @@ typedef struct {
   int origin;
 } axis_in;
 
-/* Validates and builds an ndf__sep from per-axis kernels (n == 0: axis not
- * filtered), then plans it. `what` names the operation in messages. */
-static ndf_status plan_sep(ndf_plan **plan, ndf_context *ctx, const ndf_array *in,
-                           const ndf_array *out, const axis_in *ax, double cval, int convolve,
-                           const char *method, const char *what, const char *aliases) {
+/* Validates and builds the problem of an ndf__sep from per-axis kernels (n == 0: axis not
+ * filtered). `what` names the operation in messages. */
+static ndf_status build_sep(ndf__problem *pb, ndf_context *ctx, const ndf_array *in,
+                            const ndf_array *out, const axis_in *ax, double cval, int convolve,
+                            const char *what, const char *aliases) {
   ndf_status st = ndf__check_desc(ctx, in, "in");
   if (st == NDF_OK) st = ndf__check_desc(ctx, out, "out");
   if (st == NDF_OK) st = ndf__check_same_shape(ctx, in, out);
@@ -27,14 +28,13 @@ static ndf_status plan_sep(ndf_plan **plan, ndf_context *ctx, const ndf_array *i
   for (int d = 0; d < in->ndim; d++) {
     const axis_in *a = &ax[d];
     if (a->n == 0) continue;
-    if (a->n < 0 || !a->w)
-      return ndf__fail(ctx, NDF_EINVAL, "%s: axis %d has no weights", what, d);
+    if (a->n < 0 || !a->w) return ndf__fail(ctx, NDF_EINVAL, "%s: axis %d has no weights", what, d);
     if (!ndf_mode_name(a->mode))
       return ndf__fail(ctx, NDF_EINVAL, "%s: unknown mode %d on axis %d", what, (int)a->mode, d);
     if (a->origin < -(a->n / 2) || a->origin > (a->n - 1) / 2)
-      return ndf__fail(ctx, NDF_EINVAL, "%s: origin %d on axis %d outside [%lld, %lld] for %lld weights",
-                       what, a->origin, d, -(long long)(a->n / 2), (long long)((a->n - 1) / 2),
-                       (long long)a->n);
+      return ndf__fail(
+          ctx, NDF_EINVAL, "%s: origin %d on axis %d outside [%lld, %lld] for %lld weights", what,
+          a->origin, d, -(long long)(a->n / 2), (long long)((a->n - 1) / 2), (long long)a->n);
     for (int64_t j = 0; j < a->n; j++)
       if (!isfinite(a->w[j]))
         return ndf__fail(ctx, NDF_EINVAL, "%s: weight %lld on axis %d is not finite", what,
@@ -65,8 +65,17 @@ static ndf_status plan_sep(ndf_plan **plan, ndf_context *ctx, const ndf_array *i
     e->left = a->n / 2 + origin;
     off += a->n;
   }
-  ndf__problem pb = ndf__problem_make(NDF__OP_SEPFILTER, what, aliases, in, out, s, sz);
-  return ndf__plan_create(plan, ctx, &pb, method);
+  *pb = ndf__problem_make(NDF__OP_SEPFILTER, what, aliases, in, out, s, sz);
+  return NDF_OK;
+}
+
+/* build_sep, then plans it. */
+static ndf_status plan_sep(ndf_plan **plan, ndf_context *ctx, const ndf_array *in,
+                           const ndf_array *out, const axis_in *ax, double cval, int convolve,
+                           const char *method, const char *what, const char *aliases) {
+  ndf__problem pb;
+  ndf_status st = build_sep(&pb, ctx, in, out, ax, cval, convolve, what, aliases);
+  return st == NDF_OK ? ndf__plan_create(plan, ctx, &pb, method) : st;
 }
 
 /* ------------------------------------------------------------------ correlate1d */
@@ -78,7 +87,7 @@ static ndf_status plan1d(ndf_plan **plan, ndf_context *ctx, const ndf_array *in,
   *plan = NULL;
   if (!ctx) return NDF_EINVAL;
   ndf_correlate1d_opts o;
-  ndf_status st = ndf__take_opts(ctx, &o, opts, sizeof o, "correlate1d");
+  ndf_status st = ndf__take_opts(ctx, &o, opts, sizeof o, sizeof o, "correlate1d");
   if (st == NDF_OK) st = ndf__check_desc(ctx, in, "in");
   if (st != NDF_OK) return st;
   if (!w || n < 1) return ndf__fail(ctx, NDF_EINVAL, "correlate1d: no weights");
@@ -125,7 +134,7 @@ ndf_status ndf_plan_sepfilter(ndf_plan **plan, ndf_context *ctx, const ndf_array
   *plan = NULL;
   if (!ctx) return NDF_EINVAL;
   ndf_sepfilter_opts o;
-  ndf_status st = ndf__take_opts(ctx, &o, opts, sizeof o, "sepfilter");
+  ndf_status st = ndf__take_opts(ctx, &o, opts, sizeof o, sizeof o, "sepfilter");
   if (st == NDF_OK) st = ndf__check_desc(ctx, in, "in");
   if (st != NDF_OK) return st;
   if (!weights || !nweights) return ndf__fail(ctx, NDF_EINVAL, "sepfilter: no weights");
@@ -193,34 +202,120 @@ ndf_status ndf_gaussian_kernel1d(double sigma, int order, int radius, double *w)
   return NDF_OK;
 }
 
+/* The methods ndf_plan_gaussian knows besides the sepfilter solvers, for messages. */
+static const char gauss_aliases[] = " fir iir iir_alvarez iir_deriche iir_vyv cpu_iir cuda_iir";
+
+/* The recursive filter's problem: per filtered axis, method m of `order` (0: its default) at
+ * that axis's sigma. With `quiet`, a reason not to use it returns NDF_EUNSUPPORTED without a
+ * message (auto's trial). */
+static ndf_status build_iir(ndf__problem *pb, ndf_context *ctx, const ndf_array *in,
+                            const ndf_array *out, const ndf_gaussian_opts *o, ndf__iir_method m,
+                            int quiet) {
+  const char *name = ndf__iir_method_name(m);
+  ndf_status st = ndf__check_desc(ctx, out, "out");
+  if (st == NDF_OK) st = ndf__check_same_shape(ctx, in, out);
+  if (st != NDF_OK) return st;
+  ndf__iirp *q = calloc(1, sizeof *q);
+  if (!q) return ndf__fail(ctx, NDF_ENOMEM, "gaussian: out of host memory");
+  int any = 0;
+  for (int d = 0; d < in->ndim && st == NDF_OK; d++) {
+    if (o->sigma[d] <= 1e-15) continue;
+    if (o->order[d] != 0)
+      st = quiet ? NDF_EUNSUPPORTED
+                 : ndf__fail(ctx, NDF_EUNSUPPORTED,
+                             "gaussian: %s computes no derivatives (order %d on axis %d); "
+                             "method fir does",
+                             name, o->order[d], d);
+    else if (o->mode[d] != NDF_MODE_NEAREST)
+      st = quiet ? NDF_EUNSUPPORTED
+                 : ndf__fail(ctx, NDF_EUNSUPPORTED,
+                             "gaussian: %s supports mode nearest only (axis %d has mode %s); "
+                             "method fir has every mode",
+                             name, d, ndf_mode_name(o->mode[d]));
+    if (st != NDF_OK) break;
+    char why[200];
+    st = ndf__iir_design(&q->ax[d], m, o->iir_order, o->sigma[d], why, (int)sizeof why);
+    if (st != NDF_OK && !quiet) st = ndf__fail(ctx, st, "gaussian: axis %d: %s", d, why);
+    any = 1;
+  }
+  if (st == NDF_OK && !any) st = NDF_EUNSUPPORTED; /* the caller checks there is an axis */
+  if (st != NDF_OK) {
+    free(q);
+    return st;
+  }
+  *pb = ndf__problem_make(NDF__OP_IIR, "gaussian", gauss_aliases, in, out, q, sizeof *q);
+  return NDF_OK;
+}
+
+/* auto's recursive candidate: every filtered axis nearest, order 0, no radius, sigma >= 2 (where
+ * iir_deriche is within 1e-3 of the true Gaussian, which the truncated FIR filter is too). */
+static int auto_may_recurse(const ndf_gaussian_opts *o, int ndim) {
+  int any = 0;
+  for (int d = 0; d < ndim; d++) {
+    if (o->sigma[d] <= 1e-15) continue;
+    if (o->sigma[d] < 2 || o->order[d] || o->radius[d] || o->mode[d] != NDF_MODE_NEAREST) return 0;
+    any = 1;
+  }
+  return any && !o->iir_order;
+}
+
 ndf_status ndf_plan_gaussian(ndf_plan **plan, ndf_context *ctx, const ndf_array *in,
                              const ndf_array *out, const ndf_gaussian_opts *opts) {
   if (!plan) return NDF_EINVAL;
   *plan = NULL;
   if (!ctx) return NDF_EINVAL;
   ndf_gaussian_opts o;
-  ndf_status st = ndf__take_opts(ctx, &o, opts, sizeof o, "gaussian");
+  ndf_status st =
+      ndf__take_opts(ctx, &o, opts, sizeof o, offsetof(ndf_gaussian_opts, iir_order), "gaussian");
   if (st == NDF_OK) st = ndf__check_desc(ctx, in, "in");
   if (st != NDF_OK) return st;
   const char *method = o.method;
+  const int is_auto = !method || !*method || !strcmp(method, "auto");
+  /* A recursive method, and the IIR solver asked for (NULL: auto's). */
+  int iir = -1;
+  const char *iir_solver = NULL;
+  if (method && !strcmp(method, "iir"))
+    iir = NDF__IIR_DERICHE;
+  else if (method && (!strcmp(method, "cpu_iir") || !strcmp(method, "cuda_iir")))
+    iir = NDF__IIR_DERICHE, iir_solver = method;
+  else if (method)
+    iir = ndf__iir_method_parse(method);
   if (method && !strcmp(method, "fir")) method = NULL; /* the FIR solvers are sepfilter's */
   double truncate = o.truncate == 0 ? 4.0 : o.truncate;
   if (!(truncate > 0) || !isfinite(truncate))
     return ndf__fail(ctx, NDF_EINVAL, "gaussian: truncate %g must be positive", o.truncate);
+  for (int d = 0; d < in->ndim; d++) {
+    double sg = o.sigma[d];
+    if (!(sg >= 0) || !isfinite(sg))
+      return ndf__fail(ctx, NDF_EINVAL, "gaussian: sigma %g on axis %d must be >= 0 and finite", sg,
+                       d);
+    if (o.order[d] < 0)
+      return ndf__fail(ctx, NDF_EINVAL, "gaussian: order %d on axis %d is negative", o.order[d], d);
+    if (o.radius[d] < 0)
+      return ndf__fail(ctx, NDF_EINVAL, "gaussian: radius %d on axis %d is negative", o.radius[d],
+                       d);
+    if (sg > 1e-15 && !ndf_mode_name(o.mode[d]))
+      return ndf__fail(ctx, NDF_EINVAL, "gaussian: unknown mode %d on axis %d", (int)o.mode[d], d);
+  }
+  if (o.iir_order && iir < 0 && !is_auto)
+    return ndf__fail(ctx, NDF_EINVAL, "gaussian: iir_order %d without a recursive method",
+                     o.iir_order);
+  int filtered = 0;
+  for (int d = 0; d < in->ndim; d++)
+    filtered += o.sigma[d] > 1e-15;
+  ndf__problem pr;
+  if (iir >= 0 && filtered) {
+    st = build_iir(&pr, ctx, in, out, &o, (ndf__iir_method)iir, 0);
+    return st == NDF_OK ? ndf__plan_create(plan, ctx, &pr, iir_solver) : st;
+  }
+  if (iir >= 0) method = NULL; /* no filtered axis: fir's copy */
+  /* FIR: gaussian_filter1d's kernel on each filtered axis. */
   axis_in ax[NDF_MAX_DIMS];
   double *w[NDF_MAX_DIMS] = {NULL};
   memset(ax, 0, sizeof ax);
   for (int d = 0; d < in->ndim && st == NDF_OK; d++) {
-    double sg = o.sigma[d];
-    if (!(sg >= 0) || !isfinite(sg))
-      st = ndf__fail(ctx, NDF_EINVAL, "gaussian: sigma %g on axis %d must be >= 0 and finite", sg,
-                     d);
-    else if (o.order[d] < 0)
-      st = ndf__fail(ctx, NDF_EINVAL, "gaussian: order %d on axis %d is negative", o.order[d], d);
-    else if (o.radius[d] < 0)
-      st = ndf__fail(ctx, NDF_EINVAL, "gaussian: radius %d on axis %d is negative", o.radius[d],
-                     d);
-    if (st != NDF_OK || sg <= 1e-15) continue; /* scipy skips such axes */
+    const double sg = o.sigma[d];
+    if (sg <= 1e-15) continue; /* scipy skips such axes */
     double r = o.radius[d] > 0 ? o.radius[d] : floor(truncate * sg + 0.5);
     if (r > 1e9) {
       st = ndf__fail(ctx, NDF_EINVAL, "gaussian: kernel radius %.0f on axis %d is too large", r, d);
@@ -236,10 +331,21 @@ ndf_status ndf_plan_gaussian(ndf_plan **plan, ndf_context *ctx, const ndf_array 
     if (st != NDF_OK) st = ndf__fail(ctx, st, "gaussian: kernel on axis %d", d);
     ax[d] = (axis_in){w[d], n, o.mode[d], 0};
   }
-  if (st == NDF_OK) st = plan_sep(plan, ctx, in, out, ax, o.cval, 0, method, "gaussian", " fir");
+  ndf__problem pf;
+  if (st == NDF_OK) st = build_sep(&pf, ctx, in, out, ax, o.cval, 0, "gaussian", gauss_aliases);
   for (int d = 0; d < NDF_MAX_DIMS; d++)
     free(w[d]);
-  return st;
+  if (st != NDF_OK) return st;
+  /* auto: the recursive filter where it may be used and the cost models say it is cheaper. */
+  if (is_auto && auto_may_recurse(&o, in->ndim) &&
+      build_iir(&pr, ctx, in, out, &o, NDF__IIR_DERICHE, 1) == NDF_OK) {
+    if (ndf__best_cost(ctx, &pr) < ndf__best_cost(ctx, &pf)) {
+      free(pf.params);
+      return ndf__plan_create(plan, ctx, &pr, NULL);
+    }
+    free(pr.params);
+  }
+  return ndf__plan_create(plan, ctx, &pf, method);
 }
 
 ndf_status ndf_gaussian(ndf_context *ctx, const ndf_array *in, ndf_array *out,
