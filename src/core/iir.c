@@ -80,6 +80,17 @@ static const double vyv_poles[3][3][2] = {
     {{0.86430, 1.45389}, {1.61433, 0.83134}, {1.87504, 0}},
 };
 
+/* The variance of the symmetric filter with the K poles 1 / d0^(1/q) (Young et al. 2002):
+ * sum_k 2 d_k / (d_k - 1)^2 with d_k = d0_k^(1/q). */
+static double vyv_variance(const double complex *d0, int K, double q) {
+  double var = 0;
+  for (int k = 0; k < K; k++) {
+    const double complex d = cpow(d0[k], 1.0 / q);
+    var += creal(2 * d / ((d - 1) * (d - 1)));
+  }
+  return var;
+}
+
 static ndf_status design_vyv(ndf__iir *f, int K, double sigma, char *why, int len) {
   double complex d0[NDF__IIR_MAXK];
   int n = 0;
@@ -88,21 +99,28 @@ static ndf_status design_vyv(ndf__iir *f, int K, double sigma, char *why, int le
     d0[n++] = re + im * I;
     if (im != 0) d0[n++] = re - im * I;
   }
-  /* Newton's method on q: the variance of the poles d0^(1/q) equals sigma^2. */
-  double q = sigma / 2;
-  for (int it = 0; it < 100; it++) {
-    double var = 0, dvar = 0;
-    for (int k = 0; k < K; k++) {
-      const double complex d = cpow(d0[k], 1.0 / q), dd = d * clog(d0[k]) * (-1.0 / (q * q));
-      var += creal(2 * d / ((d - 1) * (d - 1)));
-      dvar += creal(-2 * (d + 1) / ((d - 1) * (d - 1) * (d - 1)) * dd);
-    }
-    const double step = (var - sigma * sigma) / dvar;
-    q -= step;
-    if (!(q > 0) || !isfinite(q)) break;
-    if (fabs(step) < 1e-14 * q) break;
+  /* q such that the variance of the poles d0^(1/q) is sigma^2. The variance grows with q (the
+   * poles move towards 1), so bisection on a bracket found by doubling finds it; Newton's
+   * method alone overshot to q <= 0 at some sigmas below 1. */
+  if (!(sigma >= 0.5)) {
+    snprintf(why, (size_t)len,
+             "iir_vyv: sigma %g is below 0.5, where its poles stop being "
+             "accurate; use iir_deriche or fir",
+             sigma);
+    return NDF_EINVAL;
   }
-  if (!(q > 0) || !isfinite(q)) {
+  double lo = 0, hi = 1;
+  while (vyv_variance(d0, K, hi) < sigma * sigma && hi < 1e12)
+    hi *= 2;
+  for (int it = 0; it < 200 && hi - lo > 1e-15 * hi; it++) {
+    const double mid = 0.5 * (lo + hi);
+    if (vyv_variance(d0, K, mid) < sigma * sigma)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  const double q = 0.5 * (lo + hi);
+  if (!(q > 0) || !isfinite(q) || hi >= 1e12) {
     snprintf(why, (size_t)len, "iir_vyv: no filter of order %d reaches sigma %g", K, sigma);
     return NDF_EINVAL;
   }
@@ -142,8 +160,8 @@ static void design_deriche(ndf__iir *f, double sigma) {
         c[j] -= p[m] * c[j - 1];
     }
     for (int j = 0; j < K; j++) {
-      np[j] += r[k] * c[j];             /* causal: x[i-j] */
-      nm[j + 1] += r[k] * p[k] * c[j];  /* anticausal: z^(j+1), x[i+j+1] */
+      np[j] += r[k] * c[j];            /* causal: x[i-j] */
+      nm[j + 1] += r[k] * p[k] * c[j]; /* anticausal: z^(j+1), x[i+j+1] */
     }
     total += r[k] * (1 + p[k]) / (1 - p[k]); /* sum over t of h(|t|) */
   }
