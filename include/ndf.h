@@ -248,12 +248,13 @@ NDF_API ndf_status ndf_sepfilter(ndf_context *ctx, const ndf_array *in, ndf_arra
  * order 0, truncate 4.0, mode reflect, cval 0, method auto. */
 typedef struct ndf_gaussian_opts {
   size_t struct_size; /* sizeof(ndf_gaussian_opts), or an older size ending before iir_order */
-  /* NULL or "auto": the FIR filter below, or a recursive one where it is cheaper and within
-   * 1e-3 of the true Gaussian (every filtered axis in mode nearest, order 0, sigma >= 2, no
-   * radius given); "fir" (the truncated, sampled Gaussian as a separable filter) or a
-   * sepfilter solver name ("cpu_sep", "cuda_sep"); a recursive (IIR) method: "iir_alvarez",
-   * "iir_deriche", "iir_vyv", or "iir" (the most accurate of them, iir_deriche), or an IIR
-   * solver name ("cpu_iir", "cuda_iir": iir_deriche). */
+  /* NULL or "auto": the FIR filter below, or iir_deriche where the cost models say it is
+   * cheaper and both are within 1e-3 of the true Gaussian (every filtered axis in mode nearest,
+   * order 0, sigma >= 2, no radius, truncate 0 or >= 4, iir_order 0); "fir" (the truncated,
+   * sampled Gaussian as a separable filter) or a sepfilter solver name ("cpu_sep",
+   * "cuda_sep"); a recursive (IIR) method: "iir_alvarez", "iir_deriche", "iir_vyv", or "iir"
+   * (the most accurate of them, iir_deriche), or an IIR solver name ("cpu_iir", "cuda_iir":
+   * iir_deriche). */
   const char *method;
   double sigma[NDF_MAX_DIMS]; /* per axis, in samples; <= 1e-15 leaves the axis alone */
   int order[NDF_MAX_DIMS];    /* derivative order per axis, >= 0 */
@@ -277,10 +278,12 @@ typedef struct ndf_gaussian_opts {
  * that does not grow with sigma: float32 data, float64 recursion state. They support mode
  * nearest only (the boundary exact: each line continued by its end values for ever), order 0,
  * and ignore truncate and radius; anything else is NDF_EUNSUPPORTED. Relative L2 error against
- * the true Gaussian on noise, borders included (BENCHMARKS.md): iir_deriche below 1e-3 for
- * sigma 0.5 to 1000; iir_vyv about 1e-2 (order 3), 4e-3 (4), 1.5e-3 (5), sigma 0.5 to 1000
- * (order 4 to 100, order 5 to 40); iir_alvarez about 0.1 at 3 steps (1 / steps, roughly),
- * sigma up to 100 for 4 or 5 steps. */
+ * the true Gaussian on noise, borders included (BENCHMARKS.md, "Recursive Gaussian"):
+ * iir_deriche 2.6e-4 to 6.6e-4 for sigma 0.5 to 1000; iir_vyv (sigma >= 0.5) order 3 1e-2 to
+ * 1.5e-2 from sigma 2 (5e-2 at sigma 1, 0.12 at 0.5), order 4 3e-3 to 7e-3 from sigma 2 (3e-2
+ * at 1), order 5 1.2e-3 to 2.5e-3 from sigma 2 (2e-2 at 1; refused past sigma 40, order 4 past
+ * 100); iir_alvarez 0.11 to 0.2 at 3 steps for sigma 2 to 64 (0.27 at 1; 4 or 5 steps refused
+ * past sigma 100), falling with more steps. */
 NDF_API ndf_status ndf_plan_gaussian(ndf_plan **plan, ndf_context *ctx, const ndf_array *in,
                                      const ndf_array *out, const ndf_gaussian_opts *opts);
 NDF_API ndf_status ndf_gaussian(ndf_context *ctx, const ndf_array *in, ndf_array *out,
