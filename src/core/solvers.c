@@ -15,6 +15,7 @@ const ndf__solver *const ndf__solvers[] = {
     &ndf__cuda_corr_direct,
     &ndf__cuda_corr_fft,
     &ndf__cuda_corr1d_direct,
+    &ndf__cuda_iir,
 #endif
 };
 

@@ -24,12 +24,12 @@ int ndf__launch_corr1d_direct(const float *in, ndf__view4 vin, float *out, ndf__
 /* cuda_sep passes over contiguous float32 arrays: along the last axis of
  * [nrows][X], or along the middle axis of [P][L][Q]. w_host: the n taps (they
  * travel as kernel parameters); w_dev: the same in device memory. */
-int ndf__launch_sep_rows(const float *in, float *out, int64_t nrows, int64_t X,
-                         const float *w_host, const float *w_dev, int64_t n, int64_t left,
-                         int mode, float cval, void *stream);
+int ndf__launch_sep_rows(const float *in, float *out, int64_t nrows, int64_t X, const float *w_host,
+                         const float *w_dev, int64_t n, int64_t left, int mode, float cval,
+                         void *stream);
 int ndf__launch_sep_cols(const float *in, float *out, int64_t P, int64_t L, int64_t Q,
-                         const float *w_host, const float *w_dev, int64_t n, int64_t left,
-                         int mode, float cval, void *stream);
+                         const float *w_host, const float *w_dev, int64_t n, int64_t left, int mode,
+                         float cval, void *stream);
 /* cuda_direct (correlate): a contiguous [n0][n1][n2][n3] array correlated with nf
  * [k0][k1][k2][k3] kernels (w_dev: float32 on the device, one after the other) into the
  * contiguous outs[0..nf-1]; left: taps before the output point per axis; mode: per axis. */
@@ -50,8 +50,14 @@ int ndf__launch_fft_crop(const float *buf, const int64_t L[4], int64_t rs, float
 /* Both of the last two axes of [P][Y][X] in one pass, y first, with n taps on
  * each (odd, 3 to 17; else cudaErrorNotSupported). wy, wx: host taps. */
 int ndf__launch_sep_yx(const float *in, float *out, int64_t P, int64_t Y, int64_t X,
-                       const float *wy, const float *wx, int64_t n, int64_t ly, int64_t lx,
-                       int my, int mx, float cval, void *stream);
+                       const float *wy, const float *wx, int64_t n, int64_t ly, int64_t lx, int my,
+                       int mx, float cval, void *stream);
+/* cuda_iir: the recursive filter f (core/iir.h) along the middle axis of the contiguous
+ * [P][L][Q] (Q == 1: the last axis, rows of length L), float64 state. The parallel form needs
+ * src != dst. */
+struct ndf__iir;
+int ndf__launch_iir(const float *src, float *dst, int64_t P, int64_t L, int64_t Q,
+                    const struct ndf__iir *f, void *stream);
 
 #ifdef __cplusplus
 }
