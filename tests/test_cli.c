@@ -101,6 +101,21 @@ static float *read_f32(const char *path, int64_t count, ndf_array *y) {
   return NULL;
 }
 
+/* Relative L2 difference of two float32 .npy files of `count` elements; -1 if either is not
+ * one. */
+static double rel_l2_files(const char *a, const char *b, int64_t count) {
+  ndf_array ya, yb;
+  float *u = read_f32(a, count, &ya), *v = u ? read_f32(b, count, &yb) : NULL;
+  double num = 0, den = 0;
+  for (int64_t i = 0; v && i < count; i++) {
+    num += ((double)u[i] - v[i]) * ((double)u[i] - v[i]);
+    den += (double)v[i] * v[i];
+  }
+  free(u);
+  free(v);
+  return v && den > 0 ? sqrt(num / den) : -1;
+}
+
 /* Writes a float32 volume to path. */
 static int write_f32(const char *path, int nd, const int64_t *shape, float *v) {
   char err[512];
@@ -474,6 +489,47 @@ int main(int argc, char **argv) {
           "gauss --dtype f64");
     free(y.data);
   }
+  /* gauss --method iir (the CLI's default mode, nearest, is the one it supports): close to the
+   * FIR filter, truncated at 8 sigma (iir_deriche is within 1e-3 of the true Gaussian);
+   * --iir-order reaches the library (iir_vyv of order 5 is closer than order 3). */
+  {
+    char fir[300], iir[300];
+    const int64_t s2[2] = {30, 40}, n2 = 1200;
+    float *img = malloc((size_t)n2 * sizeof *img);
+    for (int64_t i = 0; i < n2; i++)
+      img[i] = (float)ndf_rand_uniform(&r);
+    snprintf(fir, sizeof fir, "%s/fir.npy", dir);
+    snprintf(iir, sizeof iir, "%s/img.npy", dir);
+    CHECK(write_f32(iir, 2, s2, img), "writing %s", iir);
+    free(img);
+    snprintf(args, sizeof args, "gauss %s %s --sigma 3 --method fir --truncate 8", iir, fir);
+    CHECK(run(args) == 0, "gauss --method fir --truncate 8");
+    CHECK(run("gauss --help") == 0 && file_has("stdout", "--iir-order") &&
+              file_has("stdout", "iir_deriche") && file_has("stdout", "--method iir"),
+          "gauss --help on the recursive methods");
+    static const char *const iir_opts[] = {"--method iir", "--method iir_deriche",
+                                           "--method iir_vyv --iir-order 3",
+                                           "--method iir_vyv --iir-order 5"};
+    double e[4];
+    for (int k = 0; k < 4; k++) {
+      unlink(out);
+      snprintf(args, sizeof args, "gauss %s %s --sigma 3 %s", iir, out, iir_opts[k]);
+      int rc = run(args);
+      e[k] = rc == 0 ? rel_l2_files(out, fir, n2) : -1;
+      CHECK(e[k] >= 0 && e[k] < (k < 2 ? 2e-3 : 6e-2), "gauss %s: exit %d, rel L2 to fir %g",
+            iir_opts[k], rc, e[k]);
+    }
+    CHECK(e[3] < e[2] / 3, "gauss --method iir_vyv: --iir-order 5 off by %g, order 3 by %g", e[3],
+          e[2]);
+    /* Unsupported: a nonzero exit, the reason on stderr, no output. */
+    struct stat sb;
+    unlink(out);
+    snprintf(args, sizeof args, "gauss %s %s --sigma 3 --method iir --mode reflect", iir, out);
+    int rc = run(args);
+    CHECK(rc > 0 && file_has("stderr", "nearest") && stat(out, &sb) != 0,
+          "gauss --method iir --mode reflect: exit %d (expected nonzero), output %s", rc,
+          stat(out, &sb) ? "absent" : "written");
+  }
 
   /* sepconv: the same weights along the listed axes, in increasing axis order. */
   {
@@ -530,6 +586,10 @@ int main(int argc, char **argv) {
       {"gauss %s %s --sigma 1 --order 1,2", "--order"},
       {"gauss %s %s --sigma 1 --truncate 0", "--truncate"},
       {"gauss %s %s --order 1", "--sigma"},
+      {"gauss %s %s --sigma 2 --method iir --iir-order x", "--iir-order"},
+      {"gauss %s %s --sigma 2 --method iir --iir-order -1", "--iir-order"},
+      {"gauss %s %s --sigma 2 --method iir_vyv --iir-order 2", "iir_vyv"}, /* the library's */
+      {"gauss %s %s --sigma 2 --method fir --iir-order 3", "iir_order"},
       {"sepconv %s %s --weights 1,2,1 --axes 0,-3", "--axes"}, /* axis 0 twice */
       {"sepconv %s %s --weights 1,2,1 --axes 3", "--axes"},
       {"sepconv %s %s --weights 1,2,1 --axes 0,1 --mode wrap,wrap,wrap", "--mode"},

@@ -39,7 +39,7 @@ class GaussianOpts(C.Structure):
     _fields_ = [("struct_size", C.c_size_t), ("method", C.c_char_p),
                 ("sigma", C.c_double * MAX_DIMS), ("order", C.c_int * MAX_DIMS),
                 ("truncate", C.c_double), ("radius", C.c_int * MAX_DIMS),
-                ("mode", C.c_int * MAX_DIMS), ("cval", C.c_double)]
+                ("mode", C.c_int * MAX_DIMS), ("cval", C.c_double), ("iir_order", C.c_int)]
 
 
 class CorrelateOpts(C.Structure):

@@ -387,6 +387,155 @@ class TestGaussian(unittest.TestCase):
                 ndfilt.gaussian_filter1d(x, **kw)
 
 
+def rel_l2(got, ref):
+    return float(np.linalg.norm(np.asarray(got, np.float64) - ref) / np.linalg.norm(ref))
+
+
+def true_gaussian(x, sigma, axis=None):
+    """The untruncated Gaussian (to float64 precision) with mode nearest, the recursive
+    methods' target."""
+    x64 = x.astype(np.float64)
+    if axis is None:
+        return ndi.gaussian_filter(x64, sigma, mode="nearest", truncate=12)
+    return ndi.gaussian_filter1d(x64, sigma, axis=axis, mode="nearest", truncate=12)
+
+
+class TestGaussianIIR(unittest.TestCase):
+    # Relative L2 error bounds against the true Gaussian on noise, about twice the largest
+    # seen over 200 seeds of test_methods (iir_deriche 6.9e-4, iir_vyv 2.7e-2, 8.7e-3 and
+    # 3.3e-3 for orders 3 to 5, iir_alvarez 0.26 for 3 steps and 0.16 for 5).
+    BOUND = {("iir", 0): 1.5e-3, ("iir_deriche", 0): 1.5e-3, ("iir_vyv", 0): 6e-2,
+             ("iir_vyv", 4): 2e-2, ("iir_vyv", 5): 7e-3, ("iir_alvarez", 0): 0.5,
+             ("iir_alvarez", 5): 0.35}
+
+    def test_methods(self):
+        rng = np.random.default_rng(SEED + 16)
+        prefix = "cpu_" if ndfilt.device().startswith("cpu") else "cuda_"
+        bounds = dict(self.BOUND)
+        for s in ndfilt.solvers().get("iir", []):  # the device's IIR solver: iir_deriche
+            if s.startswith(prefix):
+                bounds[s, 0] = bounds["iir_deriche", 0]
+        self.assertIn("cpu_iir", ndfilt.solvers()["iir"])
+        cases = [((200,), 2.0), ((30, 40), (2.5, 4.0)), ((10, 12, 14), 3.0),
+                 ((9, 11, 13), (0.0, 2.0, 5.0))]
+        for shape, sigma in cases:
+            x, layout = random_array(rng, shape, np.float32)
+            ref = true_gaussian(x, sigma)
+            for (method, iir_order), bound in bounds.items():
+                got = ndfilt.gaussian_filter(x, sigma, mode="nearest", method=method,
+                                             iir_order=iir_order)
+                self.assertEqual(got.dtype, np.float32)
+                if method.endswith("_iir"):
+                    self.assertEqual(ndfilt.last_solver(), method)
+                err = rel_l2(got, ref)
+                self.assertLess(err, bound, f"method={method} iir_order={iir_order} "
+                                            f"shape={shape} sigma={sigma} layout={layout}")
+        # gaussian_filter1d, and the axes a recursive method leaves alone copied.
+        x = rng.uniform(-1, 1, (20, 30)).astype(np.float32)
+        for (method, iir_order), bound in bounds.items():
+            for axis in (0, -1):
+                got = ndfilt.gaussian_filter1d(x, 3.0, axis=axis, mode="nearest", method=method,
+                                               iir_order=iir_order)
+                err = rel_l2(got, true_gaussian(x, 3.0, axis))
+                self.assertLess(err, bound, f"gaussian_filter1d method={method} "
+                                            f"iir_order={iir_order} axis={axis}")
+
+    def test_iir_order(self):
+        # Same shape and arguments but iir_order: a cache that missed it would reuse a plan.
+        rng = np.random.default_rng(SEED + 17)
+        x = rng.uniform(-1, 1, (40, 50)).astype(np.float32)
+        ref = true_gaussian(x, 3.0)
+        err = {}
+        for method, orders in (("iir_vyv", (0, 3, 4, 5)), ("iir_alvarez", (0, 1, 3, 5))):
+            for o in orders:
+                got = ndfilt.gaussian_filter(x, 3.0, mode="nearest", method=method, iir_order=o)
+                err[method, o] = rel_l2(got, ref)
+        self.assertEqual(err["iir_vyv", 0], err["iir_vyv", 3])  # the default order
+        self.assertEqual(err["iir_alvarez", 0], err["iir_alvarez", 3])
+        self.assertLess(err["iir_vyv", 5], err["iir_vyv", 4])
+        self.assertLess(err["iir_vyv", 5], err["iir_vyv", 3] / 3, err)  # seen: 9x at least
+        self.assertLess(err["iir_alvarez", 5], err["iir_alvarez", 1] / 2, err)  # seen: 4.5x
+        e3 = rel_l2(ndfilt.gaussian_filter1d(x, 3.0, axis=0, mode="nearest", method="iir_vyv"),
+                    true_gaussian(x, 3.0, 0))
+        e5 = rel_l2(ndfilt.gaussian_filter1d(x, 3.0, axis=0, mode="nearest", method="iir_vyv",
+                                             iir_order=5), true_gaussian(x, 3.0, 0))
+        self.assertLess(e5, e3 / 3, "gaussian_filter1d iir_order")
+
+    def test_ignored_arguments_and_outputs(self):
+        rng = np.random.default_rng(SEED + 18)
+        x = rng.uniform(-1, 1, (12, 15)).astype(np.float32)
+        base = ndfilt.gaussian_filter(x, 3.0, mode="nearest", method="iir")
+        for kw in [dict(truncate=1.0), dict(truncate=0), dict(radius=2), dict(radius=(0, 5)),
+                   dict(cval=3.0)]:
+            got = ndfilt.gaussian_filter(x, 3.0, mode="nearest", method="iir", **kw)
+            np.testing.assert_array_equal(got, base, f"iir ignores {kw}")
+        # An axis with sigma 0 is left alone whatever its mode.
+        got = ndfilt.gaussian_filter(x, (0, 3.0), mode=("reflect", "nearest"), method="iir")
+        np.testing.assert_array_equal(got, ndfilt.gaussian_filter1d(x, 3.0, axis=1,
+                                                                    mode="nearest",
+                                                                    method="iir"))
+        np.testing.assert_array_equal(
+            ndfilt.gaussian_filter(x, 0, mode="reflect", method="iir"), x)
+        ref = true_gaussian(x, 3.0)
+        out = np.full(x.shape, np.nan)
+        self.assertIs(ndfilt.gaussian_filter(x, 3.0, output=out, mode="nearest",
+                                             method="iir"), out)
+        self.assertLess(rel_l2(out, ref), self.BOUND["iir", 0], "output= float64")
+        y = x.copy()
+        ndfilt.gaussian_filter(y, 3.0, output=y, mode="nearest", method="iir")
+        self.assertLess(rel_l2(y, ref), self.BOUND["iir", 0], "in place")
+        self.assertLess(rel_l2(ndfilt.gaussian_filter(x.T, 3.0, mode="nearest", method="iir"),
+                               ref.T), self.BOUND["iir", 0], "transposed")
+
+    def test_auto(self):
+        rng = np.random.default_rng(SEED + 19)
+        x = rng.uniform(-1, 1, (12, 14, 16)).astype(np.float32)
+        # Not nearest: never recursive, so scipy's result exactly.
+        for mode in ["reflect", ("nearest", "nearest", "wrap")]:
+            ref, scale = gaussian_expected(x, 6.0, 0, mode, 0.0, 4.0, None, None)
+            got = ndfilt.gaussian_filter(x, 6.0, mode=mode)
+            self.assertFalse(ndfilt.last_solver().endswith("_iir"), mode)
+            check(self, got, ref, scale, (f"auto mode={mode}", "float32"))
+        # Nearest, sigma >= 2: fir or iir_deriche, both within iir_deriche's bound.
+        for sigma in (2.0, 6.0, 20.0):
+            got = ndfilt.gaussian_filter(x, sigma, mode="nearest")
+            self.assertLess(rel_l2(got, true_gaussian(x, sigma)), self.BOUND["iir", 0],
+                            f"auto nearest sigma={sigma} ({ndfilt.last_solver()})")
+        # A derivative, sigma < 2, or iir_order given: never recursive (as documented).
+        for kw in [dict(sigma=6.0, order=(0, 1, 0)), dict(sigma=(6.0, 1.5, 6.0)),
+                   dict(sigma=20.0, iir_order=5)]:
+            ndfilt.gaussian_filter(x, mode="nearest", **kw)
+            self.assertFalse(ndfilt.last_solver().endswith("_iir"), kw)
+
+    def test_bad_arguments(self):
+        x = np.ones((6, 7), np.float32)
+        for method in ["iir", "iir_deriche", "iir_vyv", "iir_alvarez"]:
+            for mode in ["reflect", "constant", "wrap", ("nearest", "mirror")]:
+                with self.assertRaises(ValueError, msg=f"{method} mode={mode}") as cm:
+                    ndfilt.gaussian_filter(x, 2.0, mode=mode, method=method)
+                self.assertIn("nearest", str(cm.exception))
+            with self.assertRaises(ValueError) as cm:
+                ndfilt.gaussian_filter1d(x, 2.0, method=method)  # scipy's default mode
+            self.assertIn("nearest", str(cm.exception))
+        ok = dict(sigma=2.0, mode="nearest")
+        ndfilt.gaussian_filter(x, method="iir_vyv", iir_order=3, **ok)  # cached arguments
+        cases = [dict(method="iir", order=1), dict(method="iir", order=(0, 2)),
+                 dict(method="iir_vyv", iir_order=2), dict(method="iir_vyv", iir_order=6),
+                 dict(method="iir_alvarez", iir_order=6), dict(method="iir_deriche", iir_order=3),
+                 dict(method="iir_vyv", iir_order=-1), dict(method="iir_vyv", iir_order=3.0),
+                 dict(method="iir_vyv", iir_order="3"), dict(method="iir_vyv", iir_order=None),
+                 dict(method="iir_vyv", iir_order=2**31), dict(method="fir", iir_order=3),
+                 dict(method="iir_bogus"), dict(method="IIR")]
+        for kw in cases:
+            with self.assertRaises(ValueError, msg=f"gaussian_filter {kw}"):
+                ndfilt.gaussian_filter(x, **dict(ok, **kw))
+        with self.assertRaises(ValueError) as cm:
+            ndfilt.gaussian_filter(x, method="iir_bogus", **ok)
+        self.assertIn("iir_deriche", str(cm.exception))  # C's list of the methods
+        with self.assertRaises(ValueError):
+            ndfilt.gaussian_filter1d(x, 2.0, mode="nearest", method="iir_vyv", iir_order=7)
+
+
 class TestSepfilter(unittest.TestCase):
     def test_random(self):
         rng = np.random.default_rng(SEED + 20)
@@ -550,7 +699,6 @@ class TestCorrelate(unittest.TestCase):
         rng = np.random.default_rng(SEED + 31)
         for k in range(12):
             shape = random_shape(rng, {1: 60, 2: 16, 3: 7, 4: 4})
-            nd = len(shape)
             x, layout = random_array(rng, shape, np.float32)
             nf = int(rng.integers(1, 5))
             kshape = tuple(int(rng.integers(1, 6)) for _ in shape)
