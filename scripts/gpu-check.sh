@@ -2,11 +2,13 @@
 # gpu-check.sh - everything GPU in one call, for the lent GPU machine: build for sm_90 with all
 # cores, run every test (CUDA ones must run, not skip), compute-sanitizer memcheck / racecheck /
 # synccheck over the CUDA tests, the demo, and a short summary table last. Logs go to $OUT.
-# GPU_CHECK_PARTS (comma-separated: tests, bench, profile, conv) splits it into calls under the
+# GPU_CHECK_PARTS (comma-separated: tests, bench, profile, conv, iir) splits it into calls under the
 # device's 10-minute limit; the default runs tests and bench. profile: Nsight Compute metrics of the
 # separable and non-separable (direct, FFT) kernels into $OUT/ncu.md. conv: the non-separable convolution benchmark (issue 04,
 # bench/conv.py, about 3 minutes) into $OUT/conv.json, conv.md and conv_{2d,3d,4d}.png, its
-# section also appended to $OUT/BENCHMARKS.md when the bench part wrote one.
+# section also appended to $OUT/BENCHMARKS.md when the bench part wrote one. iir: the recursive
+# Gaussian benchmark (issue 05, bench/iir.py: GPU, CPU threads, accuracy; about 2-4 minutes) into
+# $OUT/iir/ (iir.json, iir.md, iir_accuracy.png, iir_sigma.png).
 set -u
 cd "$(dirname "$0")/.."
 PARTS=${GPU_CHECK_PARTS:-tests,bench}
@@ -118,6 +120,17 @@ else
 fi
 fi # conv
 
+if want iir; then
+# Recursive (IIR) Gaussian vs cupyx / scipy, CPU thread scaling and accuracy (bench/iir.py,
+# standalone: it measures the copy bandwidth itself).
+if NDF_COMMIT=$COMMIT NDFILT_LIBRARY="$PWD/$B/libndfilt.so" PYTHONUNBUFFERED=1 \
+     python3 bench/iir.py --out "$OUT/iir" --require-gpu >"$LOG/iir.log" 2>&1; then
+  row "iir benchmark" ok "$(sed -n 's/^iir summary: //p' "$LOG/iir.log" | tail -1)"
+else
+  row "iir benchmark" FAIL "see iir.log"; tail -20 "$LOG/iir.log"
+fi
+fi # iir
+
 if want profile; then
 # Nsight Compute over the separable and non-separable kernels, one process per case
 # (bench/ncu.py); every kernel of the call (cuFFT's too).
@@ -148,6 +161,7 @@ echo
 sed -n '/^## /,$p' "$OUT/BENCHMARKS.md" 2>/dev/null
 [ -f "$OUT/BENCHMARKS.md" ] || sed -n '/^## /,$p' "$OUT/conv.md" 2>/dev/null
 cat "$OUT/ncu.md" 2>/dev/null
+want iir && sed -n '/^## /,$p' "$OUT/iir/iir.md" 2>/dev/null
 echo
 echo "== gpu-check summary: ${gpu:-no GPU}, commit $COMMIT"
 { cat "$OUT/env.txt"; printf '%s\n' "${rows[@]}"; } >"$OUT/summary.txt"
@@ -165,7 +179,7 @@ printf '%s\n' "${rows[@]}"
   done
   printf ']}\n'
 } >"$OUT/summary.json"
-for f in configure build ctest python cuda-tests sanitizer demo bench conv ncu; do
+for f in configure build ctest python cuda-tests sanitizer demo bench conv iir ncu; do
   [ -f "$LOG/$f.log" ] && { echo "######## $f"; cat "$LOG/$f.log"; }
 done >"$OUT/logs.txt"
 rm -rf "$OUT/env.txt" "$LOG"
