@@ -1,4 +1,5 @@
-/* ref.c - float64 reference correlations: a direct sum over the kernel per output element. */
+/* ref.c - float64 references: correlations as a direct sum over the kernel per output element,
+ * the recursive Gaussian over lines extended by their end values. */
 #include "ref.h"
 
 #include <math.h>
@@ -103,4 +104,91 @@ int ndf_ref_gaussian_kernel(double sigma, int order, int radius, double *w) {
     w[radius - i] = v; /* gaussian_filter1d correlates with the reversed kernel */
   }
   return 0;
+}
+
+/* Samples after which the all-pole recursion 1 / (1 + sum_j a[j-1] z^-j) has forgotten its
+ * start: 32 in a row of its impulse response below 1e-20 of its peak. */
+static int64_t iir_memory(const ndf__iir *f) {
+  double h[NDF__IIR_MAXK] = {0}, peak = 0;
+  int64_t t = 0;
+  for (int quiet = 0; quiet < 32; t++) {
+    double v = t == 0;
+    for (int j = 0; j < f->K; j++)
+      v -= f->a[j] * h[j];
+    for (int j = f->K - 1; j > 0; j--)
+      h[j] = h[j - 1];
+    h[0] = v;
+    peak = fmax(peak, fabs(v));
+    quiet = fabs(v) < 1e-20 * peak ? quiet + 1 : 0;
+  }
+  return t;
+}
+
+/* Filters the extended line e[0..N-1] into y (N doubles each; u: N doubles of scratch), each
+ * pass started from the steady state of a constant history. */
+static void iir_ext(const ndf__iir *f, const double *e, double *y, double *u, int64_t N) {
+  const int K = f->K;
+  if (f->form == NDF__IIR_CASCADE) {
+    for (int64_t i = 0; i < N; i++) { /* causal: unit DC gain, so its steady state is e[0] */
+      double v = f->b0 * e[i];
+      for (int j = 1; j <= K; j++)
+        v -= f->a[j - 1] * (i - j >= 0 ? u[i - j] : e[0]);
+      u[i] = v;
+    }
+    for (int64_t i = N - 1; i >= 0; i--) { /* anticausal, from u's value at the far end */
+      double v = f->b0 * u[i];
+      for (int j = 1; j <= K; j++)
+        v -= f->a[j - 1] * (i + j < N ? y[i + j] : u[N - 1]);
+      y[i] = v;
+    }
+    return;
+  }
+  for (int64_t i = 0; i < N; i++) {
+    double v = 0;
+    for (int j = 0; j < K; j++)
+      v += f->bp[j] * e[i - j >= 0 ? i - j : 0];
+    for (int j = 1; j <= K; j++)
+      v -= f->a[j - 1] * (i - j >= 0 ? u[i - j] : f->gp * e[0]);
+    u[i] = v;
+  }
+  for (int64_t i = N - 1; i >= 0; i--) { /* y holds the anticausal part until the sum below */
+    double v = 0;
+    for (int j = 1; j <= K; j++)
+      v += f->bm[j - 1] * e[i + j < N ? i + j : N - 1];
+    for (int j = 1; j <= K; j++)
+      v -= f->a[j - 1] * (i + j < N ? y[i + j] : f->gm * e[N - 1]);
+    y[i] = v;
+  }
+  for (int64_t i = 0; i < N; i++)
+    y[i] += u[i];
+}
+
+void ndf_ref_iir_gaussian(const ndf_array *in, double *out, const ndf__iir *const *f) {
+  const int nd = in->ndim;
+  const int64_t total = ndf_array_size(in);
+  for (int64_t i = 0; i < total; i++)
+    out[i] = ndf__load(in->dtype, in->data, ndf__offset(in, i));
+  for (int a = 0; a < nd; a++) {
+    if (!f[a]) continue;
+    const int64_t n = in->shape[a], P = iir_memory(f[a]) + 64, N = n + 2 * P;
+    int64_t inner = 1;
+    for (int d = a + 1; d < nd; d++)
+      inner *= in->shape[d];
+    const int64_t nlines = total / n;
+#pragma omp parallel
+    {
+      double *e = malloc(3 * (size_t)N * sizeof *e);
+      if (!e) abort();
+#pragma omp for schedule(dynamic, 4)
+      for (int64_t l = 0; l < nlines; l++) {
+        double *x = out + l / inner * n * inner + l % inner;
+        for (int64_t i = 0; i < N; i++)
+          e[i] = x[(i < P ? 0 : i - P < n ? i - P : n - 1) * inner];
+        iir_ext(f[a], e, e + N, e + 2 * N, N);
+        for (int64_t i = 0; i < n; i++)
+          x[i * inner] = e[N + P + i];
+      }
+      free(e);
+    }
+  }
 }

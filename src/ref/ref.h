@@ -2,6 +2,7 @@
 #ifndef NDF_REF_H
 #define NDF_REF_H
 
+#include "../core/iir.h"
 #include "ndf.h"
 
 /* All take a host input of any dtype and write a C-contiguous double array of
@@ -33,5 +34,13 @@ void ndf_ref_sepfilter(const ndf_array *in, double *out, const double *const *w,
  * builds them by a polynomial recurrence instead): returns 0, or -1 for
  * another order. */
 int ndf_ref_gaussian_kernel(double sigma, int order, int radius, double *w);
+
+/* The recursive Gaussian of core/iir.h: along each axis d with f[d] != NULL, in increasing axis
+ * order, the recursions of f[d] over every line continued by its end values ('nearest'). It
+ * shares the filters' coefficients with the solvers but not their boundary handling: each line
+ * is extended on both sides until the recursion's memory has died (its impulse response below
+ * 1e-20 of its peak), both passes start from the steady state of the extension's end value,
+ * and the middle is kept; no Triggs-Sdika start. */
+void ndf_ref_iir_gaussian(const ndf_array *in, double *out, const ndf__iir *const *f);
 
 #endif
