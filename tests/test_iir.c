@@ -1,0 +1,807 @@
+/* test_iir.c - the recursive Gaussian (gaussian methods iir_alvarez, iir_deriche, iir_vyv, iir
+ * and the IIR solvers) against the float64 reference of ref.h (lines extended by their end
+ * values: no Triggs-Sdika start) and against the true Gaussian; the filters' design; dtypes,
+ * strides and in place; refusals; older struct sizes; auto's choice.
+ * usage: test_iir cpu|cuda   (exit 77 = skipped: no usable device) */
+#include <stddef.h>
+
+#include "common.h"
+#include "core/iir.h"
+#include "ref/ref.h"
+
+static double t_tol = 1e-5; /* max |out - ref| / max |ref| (float outputs) */
+static double worst_seen;
+static const char *iir_solver; /* "cpu_iir" or "cuda_iir" */
+
+/* A recursive method as ndf_gaussian_opts names it. */
+typedef struct {
+  const char *name; /* NULL: iir_solver */
+  ndf__iir_method m;
+  int order; /* iir_order; 0: the method's default */
+} tmethod;
+
+static const tmethod methods[] = {
+    {"iir_alvarez", NDF__IIR_ALVAREZ, 1}, {"iir_alvarez", NDF__IIR_ALVAREZ, 2},
+    {"iir_alvarez", NDF__IIR_ALVAREZ, 3}, {"iir_alvarez", NDF__IIR_ALVAREZ, 4},
+    {"iir_alvarez", NDF__IIR_ALVAREZ, 5}, {"iir_alvarez", NDF__IIR_ALVAREZ, 0},
+    {"iir_deriche", NDF__IIR_DERICHE, 4}, {"iir_deriche", NDF__IIR_DERICHE, 0},
+    {"iir_vyv", NDF__IIR_VYV, 3},         {"iir_vyv", NDF__IIR_VYV, 4},
+    {"iir_vyv", NDF__IIR_VYV, 5},         {"iir_vyv", NDF__IIR_VYV, 0},
+    {"iir", NDF__IIR_DERICHE, 0},         {NULL, NDF__IIR_DERICHE, 0},
+};
+#define NMETHODS (int)(sizeof methods / sizeof methods[0])
+
+static const char *mname(const tmethod *t) { return t->name ? t->name : iir_solver; }
+static int korder(const tmethod *t) { return t->order ? t->order : ndf__iir_default_order(t->m); }
+
+/* The largest sigma the design takes (iir.c refuses more, for accuracy). */
+static double sigma_max(const tmethod *t) {
+  const int k = korder(t);
+  if (t->m == NDF__IIR_ALVAREZ) return k == 5 ? 50 : k == 4 ? 100 : INFINITY;
+  if (t->m == NDF__IIR_VYV) return k == 5 ? 20 : k == 4 ? 100 : INFINITY;
+  return INFINITY;
+}
+#define SIGMA_MIN 0.5 /* VYV's least (ndf.h); the others take any sigma > 0 */
+
+static int have_solver(const char *name) {
+  for (int i = 0; ndf_solver_name(i, NULL); i++)
+    if (!strcmp(ndf_solver_name(i, NULL), name)) return 1;
+  return 0;
+}
+
+static int is_iir_solver(const char *s) {
+  const size_t n = strlen(s);
+  return n >= 4 && !strcmp(s + n - 4, "_iir");
+}
+
+static ndf_gaussian_opts gopts(const char *method, int iir_order) {
+  ndf_gaussian_opts o;
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.method = method;
+  o.iir_order = iir_order;
+  for (int d = 0; d < NDF_MAX_DIMS; d++)
+    o.mode[d] = NDF_MODE_NEAREST;
+  return o;
+}
+
+/* ------------------------------------------------------------------ against the reference */
+
+typedef struct {
+  int method, nd;
+  t_layout lay;
+  int64_t shape[NDF_MAX_DIMS];
+  double sigma[NDF_MAX_DIMS];  /* 0: axis not filtered */
+  ndf_mode mode[NDF_MAX_DIMS]; /* nearest where filtered, any mode elsewhere */
+  int order[NDF_MAX_DIMS];     /* nonzero only where not filtered (ignored there) */
+  int radius[NDF_MAX_DIMS];    /* ignored by the recursive methods */
+  double truncate, cval;       /* likewise */
+} tcase;
+
+static void describe(const tcase *c, const char *solver) {
+  const tmethod *t = &methods[c->method];
+  fprintf(stderr, "  case: gaussian method=%s iir_order=%d ndim=%d shape=(", mname(t), t->order,
+          c->nd);
+  for (int d = 0; d < c->nd; d++)
+    fprintf(stderr, "%lld%s", (long long)c->shape[d], d + 1 < c->nd ? "," : "");
+  fprintf(stderr, ")");
+  for (int d = 0; d < c->nd; d++)
+    if (c->sigma[d] > 0)
+      fprintf(stderr, " [axis %d: sigma=%.17g radius=%d]", d, c->sigma[d], c->radius[d]);
+    else
+      fprintf(stderr, " [axis %d: not filtered, mode=%s order=%d]", d, ndf_mode_name(c->mode[d]),
+              c->order[d]);
+  fprintf(stderr, " truncate=%g in=%s%s%s out=%s%s%s%s%s expected solver=%s\n", c->truncate,
+          ndf_dtype_name(c->lay.idt), c->lay.strided_in ? "/strided" : "",
+          c->lay.dev_in ? "/device" : "", ndf_dtype_name(c->lay.odt),
+          c->lay.strided_out ? "/strided" : "", c->lay.dev_out ? "/device" : "",
+          c->lay.inplace ? " in-place" : "", c->lay.reuse ? " executed twice" : "", solver);
+}
+
+static void describe_cb(const void *c, const char *method) { describe(c, method); }
+
+/* The case's filters; a design that fails leaves fp[d] NULL (the plan fails too, and says so). */
+static void design(const tcase *c, ndf__iir f[NDF_MAX_DIMS], const ndf__iir *fp[NDF_MAX_DIMS]) {
+  const tmethod *t = &methods[c->method];
+  for (int d = 0; d < NDF_MAX_DIMS; d++) {
+    fp[d] = NULL;
+    if (d >= c->nd || !(c->sigma[d] > 0)) continue;
+    char why[200];
+    if (ndf__iir_design(&f[d], t->m, t->order, c->sigma[d], why, (int)sizeof why) == NDF_OK)
+      fp[d] = &f[d];
+  }
+}
+
+/* |DC gain - 1| of f's recursion as its coefficients are rounded (sums in long double): the
+ * reference's long constant extensions settle at that gain, a start from the ideal steady state
+ * (the solvers') does not, so the two may differ by about this much. Negligible but for the
+ * largest sigmas, e.g. 1.2e-5 for iir_deriche at sigma 1000 (1 + sum a near 1e-11). */
+static double dc_drift(const ndf__iir *f) {
+  long double sa = 1, sb = 0;
+  for (int j = 0; j < f->K; j++) {
+    sa += f->a[j];
+    sb += (long double)f->bp[j] + f->bm[j];
+  }
+  const long double g = f->form == NDF__IIR_CASCADE ? (f->b0 / sa) * (f->b0 / sa) : sb / sa;
+  return (double)fabsl(g - 1);
+}
+
+static void run_case(ndf_context *ctx, int cuda, const tcase *c, uint64_t *r) {
+  const tmethod *t = &methods[c->method];
+  t_run run;
+  t_run_begin(&run, ctx, r, c->nd, c->shape, &c->lay);
+  ndf__iir f[NDF_MAX_DIMS];
+  const ndf__iir *fp[NDF_MAX_DIMS];
+  design(c, f, fp);
+  ndf_ref_iir_gaussian(&run.in.hview, run.ref, fp);
+  double tol = t_tol;
+  for (int d = 0; d < c->nd; d++)
+    if (fp[d]) tol += 2 * dc_drift(fp[d]);
+  const int64_t total = ndf_array_size(&run.in.hview);
+  for (int64_t i = 0; i < total; i++)
+    run.mag[i] = fabs(run.ref[i]);
+  t_run_ready(&run, ctx);
+  ndf_gaussian_opts o = gopts(mname(t), t->order);
+  memcpy(o.sigma, c->sigma, sizeof o.sigma);
+  memcpy(o.mode, c->mode, sizeof o.mode);
+  memcpy(o.order, c->order, sizeof o.order);
+  memcpy(o.radius, c->radius, sizeof o.radius);
+  o.truncate = c->truncate;
+  o.cval = c->cval;
+  ndf_plan *p = NULL;
+  ndf_status st = ndf_plan_gaussian(&p, ctx, &run.in.view, &run.po->view, &o);
+  t_run_finish(&run, ctx, p, st, cuda, iir_solver, tol, &worst_seen, describe_cb, c);
+}
+
+/* A sigma for method t: mostly 0.5 to 50 (log-uniform), now and then 300, within t's range. */
+static double random_sigma(uint64_t *r, const tmethod *t) {
+  const double s = t_randint(r, 0, 19) == 0 ? 300 : 0.5 * pow(100, 0.5 * (ndf_rand_uniform(r) + 1));
+  return fmax(SIGMA_MIN, fmin(s, sigma_max(t)));
+}
+
+/* Shapes of 1 to 4 axes, up to 60 .. 7 long, with axes of length 1, 2 and shorter than K. */
+static void random_case(tcase *c, uint64_t *r, int cuda, int maxnd) {
+  static const int64_t maxdim[5] = {0, 60, 40, 14, 7};
+  memset(c, 0, sizeof *c);
+  c->method = (int)t_randint(r, 0, NMETHODS - 1);
+  const tmethod *t = &methods[c->method];
+  c->nd = (int)t_randint(r, 1, maxnd);
+  int any = 0;
+  for (int d = 0; d < c->nd; d++) {
+    switch (t_randint(r, 0, 5)) {
+    case 0: c->shape[d] = 1; break;
+    case 1: c->shape[d] = t_randint(r, 2, korder(t) + 1); break;
+    default: c->shape[d] = t_randint(r, 2, maxdim[c->nd]);
+    }
+    if (t_randint(r, 0, 3)) {
+      c->sigma[d] = random_sigma(r, t);
+      any = 1;
+    }
+  }
+  if (!any) {
+    const int d = (int)t_randint(r, 0, c->nd - 1);
+    c->sigma[d] = random_sigma(r, t);
+  }
+  for (int d = 0; d < c->nd; d++) {
+    c->mode[d] = c->sigma[d] > 0 ? NDF_MODE_NEAREST : (ndf_mode)t_randint(r, 0, 4);
+    if (!(c->sigma[d] > 0)) c->order[d] = (int)t_randint(r, 0, 2);
+    if (c->sigma[d] > 0 && t_randint(r, 0, 4) == 0) c->radius[d] = (int)t_randint(r, 1, 5);
+  }
+  c->truncate = t_randint(r, 0, 1) ? 0 : 1.5;
+  c->cval = ndf_rand_uniform(r);
+  c->lay.idt = c->lay.odt = NDF_F32;
+  c->lay.dev_in = c->lay.dev_out = cuda;
+  c->lay.reuse = t_randint(r, 0, 5) == 0;
+}
+
+static int find_method(const char *name, int order) {
+  for (int k = 0; k < NMETHODS; k++)
+    if (methods[k].name && !strcmp(methods[k].name, name) && methods[k].order == order) return k;
+  abort();
+}
+
+/* Large sigmas on short lines (axis 0; axis 1 sigma 1.5), where the cascades' poles crowd near
+ * 1: each method at the largest sigma it takes, or 1000. */
+static const struct {
+  const char *name;
+  int order;
+  double sigma;
+  int64_t n;
+} large[] = {
+    {"iir_alvarez", 1, 300, 20}, {"iir_alvarez", 3, 1000, 50}, {"iir_alvarez", 4, 100, 3},
+    {"iir_alvarez", 5, 50, 50},  {"iir_deriche", 4, 1000, 50}, {"iir", 0, 300, 20},
+    {"iir_vyv", 3, 1000, 50},    {"iir_vyv", 4, 100, 48},      {"iir_vyv", 5, 20, 400},
+    {"iir_vyv", 5, 20, 4},
+};
+
+static void large_cases(ndf_context *ctx, int cuda, uint64_t *r) {
+  for (size_t k = 0; k < sizeof large / sizeof large[0]; k++) {
+    tcase c;
+    memset(&c, 0, sizeof c);
+    c.method = find_method(large[k].name, large[k].order);
+    c.nd = 2;
+    c.shape[0] = large[k].n;
+    c.shape[1] = 6;
+    c.sigma[0] = large[k].sigma;
+    c.sigma[1] = 1.5;
+    c.mode[0] = c.mode[1] = NDF_MODE_NEAREST;
+    c.lay.idt = c.lay.odt = NDF_F32;
+    c.lay.dev_in = c.lay.dev_out = cuda;
+    run_case(ctx, cuda, &c, r);
+  }
+}
+
+/* Dtypes and layouts: each of these, then random ones (t_random_layout). */
+static const t_layout fixed_layouts[] = {
+    /* idt, odt, strided_in, strided_out, dev_in, dev_out, inplace, reuse */
+    {NDF_U8, NDF_U8, 0, 0, 0, 0, 0, 0},   {NDF_I16, NDF_I16, 1, 1, 0, 0, 0, 0},
+    {NDF_F64, NDF_F64, 1, 1, 0, 0, 0, 1}, {NDF_U8, NDF_F32, 1, 0, 0, 0, 0, 0},
+    {NDF_F32, NDF_U8, 0, 1, 0, 0, 0, 0},  {NDF_F64, NDF_I16, 0, 0, 0, 0, 0, 0},
+    {NDF_U16, NDF_F64, 1, 1, 0, 0, 0, 0}, {NDF_I16, NDF_F32, 0, 1, 0, 0, 0, 0},
+    {NDF_F32, NDF_F64, 1, 0, 0, 0, 0, 0}, {NDF_F32, NDF_F32, 1, 1, 0, 0, 0, 1},
+    {NDF_F32, NDF_F32, 0, 0, 0, 0, 1, 0}, {NDF_F32, NDF_F32, 1, 1, 0, 0, 1, 0},
+    {NDF_U8, NDF_U8, 0, 0, 0, 0, 1, 0},   {NDF_F64, NDF_F64, 1, 1, 0, 0, 1, 0},
+    {NDF_I16, NDF_I16, 1, 1, 0, 0, 1, 0}, {NDF_U16, NDF_U16, 0, 0, 0, 0, 1, 0},
+};
+
+/* Reversed strides on every axis of the input and a reversed, stepped output: strides the
+ * library takes negative (ndf_array), whatever t_arr_make's dice give. */
+static void reversed_case(ndf_context *ctx, int cuda) {
+  enum { H = 13, WD = 17 };
+  static float inbuf[H * WD], outbuf[H * 2 * WD];
+  uint64_t r = 12345;
+  for (int i = 0; i < H * WD; i++)
+    inbuf[i] = (float)ndf_rand_uniform(&r);
+  for (int i = 0; i < H * 2 * WD; i++)
+    outbuf[i] = NAN;
+  const int64_t shape[2] = {H, WD};
+  ndf_array in = ndf_array_contiguous(NDF_F32, 2, shape, inbuf + H * WD - 1);
+  in.strides[0] = -WD;
+  in.strides[1] = -1;
+  ndf_array out = ndf_array_contiguous(NDF_F32, 2, shape, outbuf + 2 * (WD - 1));
+  out.strides[0] = 2 * WD;
+  out.strides[1] = -2;
+  ndf_gaussian_opts o = gopts(cuda ? "cuda_iir" : "cpu_iir", 0);
+  o.sigma[0] = 2.5;
+  o.sigma[1] = 7;
+  ndf__iir f[2];
+  char why[200];
+  const ndf__iir *fp[2] = {&f[0], &f[1]};
+  if (ndf__iir_design(&f[0], NDF__IIR_DERICHE, 0, 2.5, why, 200) ||
+      ndf__iir_design(&f[1], NDF__IIR_DERICHE, 0, 7, why, 200))
+    abort();
+  double ref[H * WD], scale = 0, worst = 0;
+  ndf_ref_iir_gaussian(&in, ref, fp);
+  ndf_status st = ndf_gaussian(ctx, &in, &out, &o);
+  CHECK(st == NDF_OK, "reversed strides: %s: %s", ndf_status_str(st), ndf_context_message(ctx));
+  int64_t wi = 0, gaps = 0;
+  for (int i = 0; i < H * WD; i++)
+    scale = fmax(scale, fabs(ref[i]));
+  for (int i = 0; i < H * WD; i++) {
+    const double y = outbuf[2 * (WD - 1) + i / WD * 2 * WD - 2 * (i % WD)];
+    const double e = isnan(y) ? INFINITY : fabs(y - ref[i]) / scale;
+    if (e > worst) {
+      worst = e;
+      wi = i;
+    }
+  }
+  for (int i = 0; i < H * 2 * WD; i++)
+    gaps += i % 2 == 1 && !isnan(outbuf[i]);
+  CHECK(worst <= t_tol && !gaps,
+        "reversed strides (in -%d,-1; out %d,-2): worst element (%lld,%lld) off by %.3g "
+        "relative (bound %g), %lld elements between the output's changed",
+        WD, 2 * WD, (long long)(wi / WD), (long long)(wi % WD), worst, t_tol, (long long)gaps);
+  if (worst > worst_seen && isfinite(worst)) worst_seen = worst;
+}
+
+/* ------------------------------------------------------------------ the filters' design */
+
+/* Every method's impulse response through the reference (an impulse mid-line, far from the
+ * ends): sum 1, symmetric, and variance sigma^2 for Alvarez and VYV (their designs fix it; seen:
+ * within 3e-7 up to sigma 1000), for Deriche the sampled Gaussian's within 1% (seen: 0.17% to
+ * 0.45% less). A constant line stays constant. The direct-form recursions' DC gain drifts
+ * from 1 as 1 + sum a shrinks (rounding of a, relative to it): seen 5e-8 (Alvarez, 3 steps,
+ * sigma 1000), 1.2e-5 (Deriche, sigma 1000), hence 1e-6 + 1e-15 sum |a| / |1 + sum a|. Every
+ * design in its documented range must succeed. */
+static void design_checks(void) {
+  static const double big[] = {4, 7.5, 12, 40, 64, 100, 300, 1000};
+  int bad = 0;
+  for (int k = 0; k < NMETHODS; k++) {
+    const tmethod *t = &methods[k];
+    if (!t->order) continue; /* each method and order once */
+    for (int j = 0; j < 250 + 8; j++) {
+      const double s = j < 250 ? 0.5 + 0.01 * j : big[j - 250];
+      if (s > sigma_max(t)) continue;
+      ndf__iir f;
+      char why[200];
+      ndf_status st = ndf__iir_design(&f, t->m, t->order, s, why, (int)sizeof why);
+      if (st != NDF_OK) {
+        if (bad++ < 20)
+          CHECK(0, "%s order %d sigma %g: design refused: %s", t->name, korder(t), s, why);
+        continue;
+      }
+      if (j < 250 && j % 5 && (j > 20 || t->m != NDF__IIR_VYV)) continue; /* fewer to run */
+      const int64_t n = 2 * (int64_t)ceil(40 * s) + 41, c = n / 2;
+      double *x = calloc((size_t)n, sizeof *x), *y = malloc((size_t)n * sizeof *y);
+      if (!x || !y) abort();
+      x[c] = 1;
+      ndf_array a = ndf_array_contiguous(NDF_F64, 1, &n, x);
+      const ndf__iir *fp[1] = {&f};
+      ndf_ref_iir_gaussian(&a, y, fp);
+      double s0 = 0, s1 = 0, s2 = 0, asym = 0, g0 = 0, g2 = 0;
+      for (int64_t i = 0; i < n; i++) {
+        const double u = (double)(i - c), g = exp(-0.5 * u * u / (s * s));
+        s0 += y[i];
+        s1 += y[i] * u;
+        s2 += y[i] * u * u;
+        g0 += g;
+        g2 += g * u * u;
+        if (f.form == NDF__IIR_CASCADE) asym = fmax(asym, fabs(y[i] - y[n - 1 - i]));
+      }
+      const double var = s2 / s0 - (s1 / s0) * (s1 / s0);
+      double sa = 1, suma = 0;
+      for (int i = 0; i < f.K; i++) {
+        sa += f.a[i];
+        suma += fabs(f.a[i]);
+      }
+      const double dctol = 1e-6 + 1e-15 * suma / fabs(sa);
+      const double want = t->m == NDF__IIR_DERICHE ? g2 / g0 : s * s;
+      const double vtol = t->m == NDF__IIR_DERICHE ? 1e-2 : 1e-6;
+      for (int64_t i = 0; i < n; i++)
+        x[i] = 0.75;
+      ndf_ref_iir_gaussian(&a, y, fp);
+      double flat = 0;
+      for (int64_t i = 0; i < n; i++)
+        flat = fmax(flat, fabs(y[i] - 0.75));
+      if ((fabs(s0 - 1) > dctol || fabs(var / want - 1) > vtol || asym > 1e-9 || flat > dctol) &&
+          bad++ < 20)
+        CHECK(0,
+              "%s order %d sigma %g: impulse response sums to %.12g, variance %.9g (want "
+              "%.9g), asymmetry %.3g; a constant 0.75 moves by %.3g",
+              t->name, korder(t), s, s0, var, want, asym, flat);
+      free(x);
+      free(y);
+    }
+  }
+}
+
+/* ------------------------------------------------------------------ against the true Gaussian */
+
+/* The true Gaussian: scipy's sampled kernel at radius 6 sigma + 1 (the mass past it 2e-9),
+ * mode nearest, on the axes with sigma[d] > 0 (float64 reference). */
+static void true_gaussian(const ndf_array *in, double *out, const double *sigma) {
+  double *w[NDF_MAX_DIMS] = {NULL};
+  int64_t n[NDF_MAX_DIMS] = {0};
+  ndf_mode modes[NDF_MAX_DIMS];
+  const int origin[NDF_MAX_DIMS] = {0};
+  for (int d = 0; d < in->ndim; d++) {
+    modes[d] = NDF_MODE_NEAREST;
+    if (!(sigma[d] > 0)) continue;
+    const int rad = (int)ceil(6 * sigma[d]) + 1;
+    n[d] = 2 * rad + 1;
+    w[d] = malloc((size_t)n[d] * sizeof *w[d]);
+    if (!w[d] || ndf_ref_gaussian_kernel(sigma[d], 0, rad, w[d])) abort();
+  }
+  ndf_ref_sepfilter(in, out, (const double *const *)w, n, modes, 0, origin, 0);
+  for (int d = 0; d < in->ndim; d++)
+    free(w[d]);
+}
+
+static double rel_l2(const double *y, const double *g, int64_t n) {
+  double e = 0, s = 0;
+  for (int64_t i = 0; i < n; i++) {
+    e += (y[i] - g[i]) * (y[i] - g[i]);
+    s += g[i] * g[i];
+  }
+  return sqrt(e / s);
+}
+
+/* Runs method (name, iir_order) with sigma[d] on each axis of in (float32, host) into y
+ * (float64 of in's shape); returns the status. */
+static ndf_status run_host(ndf_context *ctx, const char *name, int order, const ndf_array *in,
+                           const double *sigma, double *y, const char **solver) {
+  const int64_t total = ndf_array_size(in);
+  for (int64_t i = 0; i < total; i++)
+    y[i] = NAN;
+  ndf_array out = ndf_array_contiguous(NDF_F64, in->ndim, in->shape, y);
+  ndf_gaussian_opts o = gopts(name, order);
+  memcpy(o.sigma, sigma, (size_t)in->ndim * sizeof *sigma);
+  ndf_plan *p = NULL;
+  ndf_status st = ndf_plan_gaussian(&p, ctx, in, &out, &o);
+  if (solver) *solver = st == NDF_OK ? ndf_plan_solver(p) : "(none)";
+  if (st == NDF_OK) st = ndf_execute(p, in, &out);
+  if (st == NDF_OK) st = ndf_context_synchronize(ctx);
+  ndf_plan_destroy(p);
+  return st;
+}
+
+/* Relative L2 error on zero-mean uniform noise, borders included, largest over the shapes of
+ * each sigma (1-D: 8 lines of 1500; 2-D: 4 images of 96x80, 2 of 128x112 for sigma 20; 3-D: 2
+ * volumes of 20x24x28), the largest of 80 seeds (CPU, float32 data):
+ *   sigma        0.5     1       2       5       20      64
+ *   iir          8.1e-4  6.6e-4  6.1e-4  6.4e-4  6.6e-4  4.1e-4
+ *   iir_vyv 3    0.19    6.7e-2  3.1e-2  2.0e-2  1.8e-2  1.2e-2
+ *   iir_vyv 4    0.17    3.8e-2  1.0e-2  5.7e-3  5.3e-3  3.9e-3
+ *   iir_vyv 5    0.15    2.7e-2  3.8e-3  1.9e-3  1.8e-3  (refused past sigma 20 now; 40 before)
+ *   alvarez 1    9.4e-2  0.67    0.80    0.59    0.38    0.28
+ *   alvarez 3    5.1e-2  0.40    0.28    0.20    0.13    9.3e-2
+ *   alvarez 5    4.1e-2  0.34    0.18    0.12    8.0e-2  5.6e-2
+ * (1-D lines alone do better: iir 3.3e-4 to 4.9e-4, iir_vyv 5 1.4e-3 from sigma 5; a product
+ * of d filters errs about sqrt(d) times as much.) The bounds are 1.5 to 2 times these; iir's
+ * is the issue's 1e-3, kept below sigma 2 too (ndf.h promises it from sigma 0.5). */
+typedef struct {
+  const char *name;
+  int order;
+  double bound[6]; /* per sigma of bsig; 0: not checked (refused there) */
+} tbound;
+static const double bsig[6] = {0.5, 1, 2, 5, 20, 64};
+static const tbound bounds[] = {
+    {"iir", 0, {1e-3, 1e-3, 1e-3, 1e-3, 1e-3, 1e-3}},
+    {"iir_vyv", 3, {0.3, 0.1, 0.05, 0.03, 0.03, 0.02}},
+    {"iir_vyv", 4, {0.25, 0.06, 0.015, 9e-3, 8e-3, 7e-3}},
+    {"iir_vyv", 5, {0.22, 0.04, 6e-3, 3e-3, 3e-3, 0}},
+    {"iir_alvarez", 1, {0.15, 1.0, 1.2, 0.9, 0.6, 0.5}},
+    {"iir_alvarez", 3, {0.08, 0.6, 0.45, 0.3, 0.2, 0.15}},
+    {"iir_alvarez", 5, {0.065, 0.5, 0.28, 0.18, 0.12, 0}}, /* refused past sigma 50 */
+};
+#define NBOUNDS (int)(sizeof bounds / sizeof bounds[0])
+
+static void accuracy(ndf_context *ctx, uint64_t *r) {
+  /* Axis 0 a batch of independent lines or images (not filtered), which steadies the errors
+   * of the large sigmas; `sigmas` bit k: bsig[k]. */
+  static const struct {
+    int nd, fd; /* axes, of them filtered (the last) */
+    int64_t shape[4];
+    int sigmas;
+  } shapes[] = {{2, 1, {8, 1500}, 63},
+                {3, 2, {4, 96, 80}, 15},
+                {3, 2, {2, 128, 112}, 16},
+                {4, 3, {2, 20, 24, 28}, 12}};
+  const int verbose = getenv("NDF_TEST_VERBOSE") != NULL;
+  double err[NBOUNDS][6] = {{0}};
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+    ndf_array x = ndf_array_contiguous(NDF_F32, shapes[s].nd, shapes[s].shape, NULL);
+    const int64_t total = ndf_array_size(&x);
+    float *xd = malloc((size_t)total * sizeof *xd);
+    double *g = malloc((size_t)total * sizeof *g), *y = malloc((size_t)total * sizeof *y);
+    if (!xd || !g || !y) abort();
+    for (int64_t i = 0; i < total; i++)
+      xd[i] = (float)ndf_rand_uniform(r);
+    x.data = xd;
+    for (int k = 0; k < 6; k++) {
+      if (!(shapes[s].sigmas >> k & 1)) continue;
+      double sigma[NDF_MAX_DIMS] = {0};
+      for (int d = shapes[s].nd - shapes[s].fd; d < shapes[s].nd; d++)
+        sigma[d] = bsig[k];
+      true_gaussian(&x, g, sigma);
+      for (int b = 0; b < NBOUNDS; b++) {
+        if (!bounds[b].bound[k]) continue;
+        const char *solver;
+        ndf_status st = run_host(ctx, bounds[b].name, bounds[b].order, &x, sigma, y, &solver);
+        CHECK(st == NDF_OK, "%s order %d sigma %g: %s: %s", bounds[b].name, bounds[b].order,
+              bsig[k], ndf_status_str(st), ndf_context_message(ctx));
+        CHECK(!strcmp(solver, iir_solver), "%s: solver %s, not %s", bounds[b].name, solver,
+              iir_solver);
+        const double e = st == NDF_OK ? rel_l2(y, g, total) : INFINITY;
+        CHECK(e <= bounds[b].bound[k],
+              "%s order %d, sigma %g on %d axes of a %d-D array: relative L2 error %.3g against "
+              "the true Gaussian (bound %g)",
+              bounds[b].name, bounds[b].order, bsig[k], shapes[s].fd, shapes[s].nd, e,
+              bounds[b].bound[k]);
+        if (!(e <= err[b][k])) err[b][k] = e;
+        if (verbose)
+          printf("  %s %d sigma %g, %d-D: %.3g\n", bounds[b].name, bounds[b].order, bsig[k],
+                 shapes[s].fd, e);
+      }
+    }
+    free(xd);
+    free(g);
+    free(y);
+  }
+  printf("relative L2 error against the true Gaussian (largest over 1-3-D):\n  %-14s", "sigma");
+  for (int k = 0; k < 6; k++)
+    printf(" %8g", bsig[k]);
+  for (int b = 0; b < NBOUNDS; b++) {
+    printf("\n  %-11s %d ", bounds[b].name, bounds[b].order);
+    for (int k = 0; k < 6; k++)
+      printf(" %8.2g", err[b][k]);
+  }
+  printf("\n");
+}
+
+/* ------------------------------------------------------------------ refusals */
+
+static float e_in[6 * 7], e_out[6 * 7], e_poison[6 * 7];
+
+/* ndf_gaussian on a 6x7 array with o: status want, the output untouched, and (on failure) a
+ * context message containing needle. */
+static void expect(ndf_context *ctx, ndf_status want, const ndf_gaussian_opts *o,
+                   const char *needle, const char *what) {
+  const int64_t shape[2] = {6, 7};
+  ndf_array in = ndf_array_contiguous(NDF_F32, 2, shape, e_in);
+  ndf_array out = ndf_array_contiguous(NDF_F32, 2, shape, e_out);
+  for (int i = 0; i < 42; i++)
+    e_out[i] = e_poison[i] = NAN;
+  ndf_status st = ndf_gaussian(ctx, &in, &out, o);
+  const char *msg = ndf_context_message(ctx);
+  CHECK(st == want, "%s: got %s (%s), want %s", what, ndf_status_str(st), st == NDF_OK ? "" : msg,
+        ndf_status_str(want));
+  if (want != NDF_OK) {
+    CHECK(!memcmp(e_out, e_poison, sizeof e_out), "%s: output changed", what);
+    CHECK(strstr(msg, needle), "%s: message '%s' does not say '%s'", what, msg, needle);
+  } else {
+    int unwritten = 0;
+    for (int i = 0; i < 42; i++)
+      unwritten += isnan(e_out[i]);
+    CHECK(!unwritten, "%s: %d elements unwritten", what, unwritten);
+  }
+}
+
+static void refusals(ndf_context *ctx, int cuda, uint64_t *r) {
+  for (int i = 0; i < 42; i++)
+    e_in[i] = (float)ndf_rand_uniform(r);
+  static const char *const names[] = {"iir", "iir_alvarez", "iir_deriche", "iir_vyv", NULL};
+  char what[160];
+  for (int k = 0; k < 5; k++) {
+    const char *name = names[k] ? names[k] : iir_solver;
+    for (int m = 0; m < 5; m++) {
+      if (m == NDF_MODE_NEAREST) continue;
+      ndf_gaussian_opts o = gopts(name, 0);
+      o.sigma[0] = 1.5;
+      o.sigma[1] = 3;
+      o.mode[k % 2] = (ndf_mode)m;
+      snprintf(what, sizeof what, "%s with mode %s on filtered axis %d", name,
+               ndf_mode_name((ndf_mode)m), k % 2);
+      expect(ctx, NDF_EUNSUPPORTED, &o, "mode nearest only", what);
+      o.sigma[k % 2] = 0; /* the same mode on an axis left alone is fine */
+      snprintf(what, sizeof what, "%s with mode %s on an axis not filtered", name,
+               ndf_mode_name((ndf_mode)m));
+      expect(ctx, NDF_OK, &o, "", what);
+    }
+    for (int order = 1; order <= 2; order++) {
+      ndf_gaussian_opts o = gopts(name, 0);
+      o.sigma[0] = o.sigma[1] = 2;
+      o.order[1] = order;
+      snprintf(what, sizeof what, "%s with derivative order %d", name, order);
+      expect(ctx, NDF_EUNSUPPORTED, &o, "no derivatives", what);
+      o.sigma[1] = 0;
+      snprintf(what, sizeof what, "%s with derivative order %d on an axis not filtered", name,
+               order);
+      expect(ctx, NDF_OK, &o, "", what);
+    }
+  }
+  static const struct {
+    const char *name;
+    int order;
+    double sigma;
+    const char *needle;
+  } bad[] = {
+      {"iir_vyv", 6, 2, "order 6"},
+      {"iir_vyv", 2, 2, "order 2"},
+      {"iir_vyv", -1, 2, "order -1"},
+      {"iir_deriche", 3, 2, "only 4"},
+      {"iir_deriche", 5, 2, "only 4"},
+      {"iir", 3, 2, "only 4"},
+      {"iir_alvarez", 6, 2, "6 steps"},
+      {"iir_alvarez", -2, 2, "-2 steps"},
+      {"iir_vyv", 0, 0.3, "sigma 0.3"},
+      {"iir_vyv", 3, 0.45, "sigma 0.45"},
+      {"iir_vyv", 4, 0.2, "sigma 0.2"},
+      {"iir_vyv", 5, 0.1, "sigma 0.1"},
+      {"iir_vyv", 5, 21, "past sigma 20"},
+      {"iir_vyv", 4, 101, "past sigma 100"},
+      {"iir_alvarez", 4, 101, "past sigma 100"},
+      {"iir_alvarez", 5, 51, "past sigma 50"},
+  };
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    ndf_gaussian_opts o = gopts(bad[k].name, bad[k].order);
+    o.sigma[0] = 1;
+    o.sigma[1] = bad[k].sigma;
+    snprintf(what, sizeof what, "%s iir_order %d sigma %g", bad[k].name, bad[k].order,
+             bad[k].sigma);
+    expect(ctx, NDF_EINVAL, &o, bad[k].needle, what);
+  }
+  /* The smallest sigma VYV takes, at each order. */
+  for (int order = 3; order <= 5; order++) {
+    ndf_gaussian_opts o = gopts("iir_vyv", order);
+    o.sigma[0] = 0.5;
+    o.sigma[1] = 0.55;
+    snprintf(what, sizeof what, "iir_vyv order %d sigma 0.5 and 0.55", order);
+    expect(ctx, NDF_OK, &o, "", what);
+  }
+  static const char *const with_order[] = {"fir", "cpu_sep", "cuda_sep"};
+  for (int k = 0; k < 3; k++) {
+    ndf_gaussian_opts o = gopts(with_order[k], 3);
+    o.sigma[0] = o.sigma[1] = 2;
+    snprintf(what, sizeof what, "iir_order 3 with method %s", with_order[k]);
+    expect(ctx, NDF_EINVAL, &o, "iir_order", what);
+  }
+  /* The other device's IIR solver: not on this context (unknown where the build lacks it). */
+  const char *other = cuda ? "cpu_iir" : "cuda_iir";
+  ndf_gaussian_opts o = gopts(other, 0);
+  o.sigma[0] = 2;
+  expect(ctx, have_solver(other) ? NDF_EUNSUPPORTED : NDF_EINVAL, &o, other,
+         "the other device's IIR solver");
+  o = gopts("iir_young", 0);
+  o.sigma[0] = 2;
+  expect(ctx, NDF_EINVAL, &o, "unknown method", "unknown method iir_young");
+}
+
+/* ------------------------------------------------------------------ struct sizes */
+
+/* A struct_size ending before iir_order means iir_order 0 whatever lies past it; a smaller one
+ * is refused. */
+static void struct_sizes(ndf_context *ctx, uint64_t *r) {
+  const int64_t shape[2] = {23, 31};
+  enum { N = 23 * 31 };
+  float x[N], y0[N], y1[N], y5[N], poison[N];
+  for (int i = 0; i < N; i++) {
+    x[i] = (float)ndf_rand_uniform(r);
+    y0[i] = y1[i] = y5[i] = poison[i] = NAN;
+  }
+  ndf_array in = ndf_array_contiguous(NDF_F32, 2, shape, x);
+  ndf_array out0 = ndf_array_contiguous(NDF_F32, 2, shape, y0);
+  ndf_array out1 = ndf_array_contiguous(NDF_F32, 2, shape, y1);
+  ndf_array out5 = ndf_array_contiguous(NDF_F32, 2, shape, y5);
+  ndf_gaussian_opts o = gopts("iir_vyv", 0);
+  o.sigma[0] = 3;
+  o.sigma[1] = 2;
+  ndf_status st = ndf_gaussian(ctx, &in, &out0, &o);
+  CHECK(st == NDF_OK, "iir_vyv, full struct: %s", ndf_context_message(ctx));
+  o.iir_order = 5;
+  st = ndf_gaussian(ctx, &in, &out5, &o);
+  CHECK(st == NDF_OK, "iir_vyv 5, full struct: %s", ndf_context_message(ctx));
+  CHECK(memcmp(y0, y5, sizeof y0), "iir_order 5 gave order 3's output");
+  o.struct_size = offsetof(ndf_gaussian_opts, iir_order);
+  st = ndf_gaussian(ctx, &in, &out1, &o);
+  CHECK(st == NDF_OK, "struct_size before iir_order: %s: %s", ndf_status_str(st),
+        ndf_context_message(ctx));
+  CHECK(!memcmp(y0, y1, sizeof y0), "struct_size before iir_order: not iir_order 0's output");
+  const size_t small[2] = {offsetof(ndf_gaussian_opts, iir_order) - 1,
+                           offsetof(ndf_gaussian_opts, cval)};
+  for (int k = 0; k < 2; k++) {
+    for (int i = 0; i < N; i++)
+      y1[i] = NAN;
+    o.struct_size = small[k];
+    st = ndf_gaussian(ctx, &in, &out1, &o);
+    CHECK(st == NDF_EINVAL, "struct_size %zu: %s", small[k], ndf_status_str(st));
+    CHECK(strstr(ndf_context_message(ctx), "struct_size"), "struct_size %zu: message '%s'",
+          small[k], ndf_context_message(ctx));
+    CHECK(!memcmp(y1, poison, sizeof y1), "struct_size %zu: output changed", small[k]);
+  }
+}
+
+/* ------------------------------------------------------------------ auto */
+
+/* auto with mode nearest, order 0 and a large sigma: a recursive solver (then iir_deriche's
+ * result, within 1e-3 of the true Gaussian) or a FIR one (then the truncated FIR filter's);
+ * with another mode, a small sigma, a radius or a derivative, a FIR solver. */
+static void auto_choice(ndf_context *ctx, uint64_t *r) {
+  static const struct {
+    int nd;
+    int64_t shape[2];
+    double sigma;
+  } big[] = {{1, {4000}, 30}, {2, {160, 128}, 12}};
+  for (int b = 0; b < 2; b++) {
+    ndf_array x = ndf_array_contiguous(NDF_F32, big[b].nd, big[b].shape, NULL);
+    const int64_t total = ndf_array_size(&x);
+    float *xd = malloc((size_t)total * sizeof *xd);
+    double *y = malloc((size_t)total * sizeof *y), *g = malloc((size_t)total * sizeof *g);
+    if (!xd || !y || !g) abort();
+    for (int64_t i = 0; i < total; i++)
+      xd[i] = (float)ndf_rand_uniform(r);
+    x.data = xd;
+    const double sg = big[b].sigma;
+    const char *solver;
+    const double sgs[NDF_MAX_DIMS] = {sg, big[b].nd > 1 ? sg : 0, 0, 0};
+    ndf_status st = run_host(ctx, NULL, 0, &x, sgs, y, &solver);
+    CHECK(st == NDF_OK, "auto: %s", ndf_context_message(ctx));
+    printf("auto, %d-D, %lld elements, sigma %g, mode nearest: %s\n", big[b].nd, (long long)total,
+           sg, solver);
+    double worst = 0, scale = 0;
+    if (is_iir_solver(solver)) {
+      CHECK(!strcmp(solver, iir_solver), "auto chose %s on a %s context", solver, iir_solver);
+      ndf__iir f;
+      char why[200];
+      if (ndf__iir_design(&f, NDF__IIR_DERICHE, 0, sg, why, 200)) abort();
+      const ndf__iir *fp[2] = {&f, &f};
+      ndf_ref_iir_gaussian(&x, g, fp);
+      for (int64_t i = 0; i < total; i++)
+        scale = fmax(scale, fabs(g[i]));
+      for (int64_t i = 0; i < total; i++)
+        worst = fmax(worst, fabs(y[i] - g[i]) / scale);
+      CHECK(worst <= t_tol, "auto (%s): off iir_deriche's reference by %.3g (bound %g)", solver,
+            worst, t_tol);
+      true_gaussian(&x, g, sgs);
+      const double e = rel_l2(y, g, total);
+      CHECK(e <= 1e-3, "auto (%s): relative L2 error %.3g against the true Gaussian", solver, e);
+    } else {
+      const int rad = (int)(4 * sg + 0.5);
+      double *w = malloc((2 * (size_t)rad + 1) * sizeof *w);
+      if (!w || ndf_ref_gaussian_kernel(sg, 0, rad, w)) abort();
+      const double *ws[2] = {w, w};
+      const int64_t n[2] = {2 * rad + 1, 2 * rad + 1};
+      const ndf_mode modes[2] = {NDF_MODE_NEAREST, NDF_MODE_NEAREST};
+      const int origin[2] = {0, 0};
+      ndf_ref_sepfilter(&x, g, ws, n, modes, 0, origin, 0);
+      for (int64_t i = 0; i < total; i++)
+        scale = fmax(scale, fabs(g[i]));
+      for (int64_t i = 0; i < total; i++)
+        worst = fmax(worst, fabs(y[i] - g[i]) / scale);
+      CHECK(worst <= t_tol, "auto (%s): off the FIR reference by %.3g (bound %g)", solver, worst,
+            t_tol);
+      free(w);
+    }
+    free(xd);
+    free(y);
+    free(g);
+  }
+  /* Cases auto must give the FIR filter (planned only). */
+  const int64_t shape[1] = {4000};
+  ndf_array x = ndf_array_contiguous(NDF_F32, 1, shape, NULL);
+  for (int k = 0; k < 5; k++) {
+    ndf_gaussian_opts o = gopts(NULL, 0);
+    o.sigma[0] = 30;
+    const char *what = "?";
+    switch (k) {
+    case 0: o.mode[0] = NDF_MODE_REFLECT, what = "mode reflect"; break;
+    case 1: o.mode[0] = NDF_MODE_CONSTANT, what = "mode constant"; break;
+    case 2: o.sigma[0] = 1.9, what = "sigma 1.9"; break;
+    case 3: o.radius[0] = 40, what = "radius 40"; break;
+    default: o.order[0] = 1, what = "order 1"; break;
+    }
+    ndf_plan *p = NULL;
+    ndf_status st = ndf_plan_gaussian(&p, ctx, &x, &x, &o);
+    CHECK(st == NDF_OK, "auto with %s: %s", what, ndf_context_message(ctx));
+    if (st == NDF_OK)
+      CHECK(!is_iir_solver(ndf_plan_solver(p)), "auto with %s chose %s", what, ndf_plan_solver(p));
+    ndf_plan_destroy(p);
+  }
+}
+
+int main(int argc, char **argv) {
+  const char *dev = argc > 1 ? argv[1] : "cpu";
+  const int cuda = !strcmp(dev, "cuda");
+  iir_solver = cuda ? "cuda_iir" : "cpu_iir";
+  ndf_context *ctx;
+  ndf_context_opts co = {sizeof co, dev, 0, 0};
+  ndf_status st = ndf_context_create(&ctx, &co);
+  if (st != NDF_OK) {
+    printf("no usable %s device (%s): skipped\n", dev, ndf_status_str(st));
+    return cuda && st == NDF_ENODEV ? SKIP : 1;
+  }
+  printf("device %s\n", ndf_context_device_name(ctx));
+  uint64_t r = t_seed();
+  t_tol = t_env_double("NDF_TEST_TOL", t_tol);
+  const int ncases = (int)t_env_double("NDF_TEST_CASES", 150);
+  tcase c;
+  for (int k = 0; k < ncases; k++) {
+    random_case(&c, &r, cuda, 4);
+    run_case(ctx, cuda, &c, &r);
+  }
+  const int nfixed = (int)(sizeof fixed_layouts / sizeof fixed_layouts[0]), nlay = nfixed + 40;
+  for (int k = 0; k < nlay; k++) {
+    random_case(&c, &r, cuda, 3);
+    if (k < nfixed) {
+      c.lay = fixed_layouts[k];
+      c.lay.dev_in = cuda && t_randint(&r, 0, 1);
+      c.lay.dev_out = c.lay.inplace ? c.lay.dev_in : cuda && t_randint(&r, 0, 1);
+    } else {
+      t_random_layout(&c.lay, &r, cuda);
+    }
+    run_case(ctx, cuda, &c, &r);
+  }
+  reversed_case(ctx, cuda);
+  large_cases(ctx, cuda, &r);
+  printf("%d random, %d layout and %d large-sigma cases on %s: worst relative error %.3g (bound "
+         "%g)\n",
+         ncases, nlay + 1, (int)(sizeof large / sizeof large[0]), dev, worst_seen, t_tol);
+  if (!cuda) design_checks();
+  accuracy(ctx, &r);
+  refusals(ctx, cuda, &r);
+  struct_sizes(ctx, &r);
+  auto_choice(ctx, &r);
+  ndf_context_destroy(ctx);
+  printf("%d failures\n", t_failures);
+  return t_failures ? 1 : 0;
+}
