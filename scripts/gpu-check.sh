@@ -58,7 +58,7 @@ fi
 : >"$LOG/cuda-tests.log"
 for run in sep:separable:auto sep:separable:cuda_sep sep:separable:cuda_sep_fused \
            sep:separable:cuda_direct conv:correlate:auto conv:correlate:cuda_direct \
-           conv:correlate:cuda_fft; do
+           conv:correlate:cuda_fft iir:recursive:auto; do
   IFS=: read -r suite what m <<<"$run"
   arg=$m; [ $m = auto ] && arg=
   tol=1e-5; [ $m = cuda_fft ] && tol=1e-4 # float32 FFT error scales with the whole array
@@ -79,7 +79,9 @@ if [ -n "$SAN" ]; then
       NDF_TEST_CASES=30 "$SAN" --tool $tool $extra --error-exitcode 99 \
         "$B/tests/test_conv" cuda &&
       NDF_TEST_CASES=12 NDF_TEST_TOL=1e-4 "$SAN" --tool $tool $extra --error-exitcode 99 \
-        "$B/tests/test_conv" cuda cuda_fft; } >/tmp/san.log 2>&1
+        "$B/tests/test_conv" cuda cuda_fft &&
+      NDF_TEST_CASES=20 "$SAN" --tool $tool $extra --error-exitcode 99 \
+        "$B/tests/test_iir" cuda; } >/tmp/san.log 2>&1
     r=$?
     { echo "### $tool (exit $r)"; cat /tmp/san.log; } >>"$LOG/sanitizer.log"
     errs=$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' /tmp/san.log | tail -1 | sed 's/^=* *//')
