@@ -280,7 +280,7 @@ typedef struct ndf_gaussian_opts {
  * and ignore truncate and radius; anything else is NDF_EUNSUPPORTED. Relative L2 error against
  * the true Gaussian on noise, borders included (BENCHMARKS.md, "Recursive Gaussian"):
  * iir_deriche 2.6e-4 to 6.6e-4 for sigma 0.5 to 1000; iir_vyv (sigma >= 0.5) order 3 1e-2 to
- * 1.5e-2 from sigma 2 (5e-2 at sigma 1, 0.12 at 0.5), order 4 3e-3 to 7e-3 from sigma 2 (3e-2
+ * 2e-2 from sigma 2 (5e-2 at sigma 1, 0.12 at 0.5), order 4 3e-3 to 7e-3 from sigma 2 (3e-2
  * at 1), order 5 1.2e-3 to 2.5e-3 from sigma 2 (2e-2 at 1; refused past sigma 20, order 4 past
  * 100); iir_alvarez 0.11 to 0.2 at 3 steps for sigma 2 to 64 (0.27 at 1; 4 steps refused past
  * sigma 100, 5 past 50), falling with more steps. */
