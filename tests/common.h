@@ -15,6 +15,19 @@
 
 #define SKIP 77 /* ctest SKIP_RETURN_CODE */
 
+/* The test's context on dev ("cpu" or "cuda"), its name printed: 0, or the exit code to return
+ * (SKIP where a CUDA device is asked for and none is usable, else 1). */
+static inline int t_open(ndf_context **ctx, const char *dev) {
+  ndf_context_opts co = {sizeof co, dev, 0, 0};
+  ndf_status st = ndf_context_create(ctx, &co);
+  if (st != NDF_OK) {
+    printf("no usable %s device (%s): skipped\n", dev, ndf_status_str(st));
+    return !strcmp(dev, "cuda") && st == NDF_ENODEV ? SKIP : 1;
+  }
+  printf("device %s\n", ndf_context_device_name(*ctx));
+  return 0;
+}
+
 static int t_failures;
 #define CHECK(cond, ...)                                                                           \
   do {                                                                                             \
@@ -216,8 +229,9 @@ static inline t_verdict t_judge(const t_arr *po, const double *ref, const double
   for (int64_t i = 0; i < total; i++)
     scale = mag[i] > scale ? mag[i] : scale;
   if (scale == 0) scale = 1;
-  const double lo = odt == NDF_I16 ? -32768 : 0,
-               hi = odt == NDF_U8 ? 255 : odt == NDF_U16 ? 65535 : 32767;
+  const double lo = odt == NDF_I16 ? -32768 : 0, hi = odt == NDF_U8    ? 255
+                                                      : odt == NDF_U16 ? 65535
+                                                                       : 32767;
   for (int64_t i = 0; i < total; i++) {
     double x = ndf__load(odt, po->hview.data, ndf__offset(&po->hview, i)), e;
     if (v.isfloat) {

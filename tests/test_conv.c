@@ -27,8 +27,9 @@ static void describe(const tcase *c, const char *method) {
   for (int d = 0; d < c->nd; d++)
     fprintf(stderr, " [axis %d: k=%lld origin=%d mode=%s]", d, (long long)c->k[d], c->origin[d],
             ndf_mode_name(c->mode[d]));
-  fprintf(stderr, " cval=%g in=%s%s%s out=%s%s%s%s method=%s\n", c->cval, ndf_dtype_name(c->lay.idt),
-          c->lay.strided_in ? "/strided" : "", c->lay.dev_in ? "/device" : "", ndf_dtype_name(c->lay.odt),
+  fprintf(stderr, " cval=%g in=%s%s%s out=%s%s%s%s method=%s\n", c->cval,
+          ndf_dtype_name(c->lay.idt), c->lay.strided_in ? "/strided" : "",
+          c->lay.dev_in ? "/device" : "", ndf_dtype_name(c->lay.odt),
           c->lay.strided_out ? "/strided" : "", c->lay.dev_out ? "/device" : "",
           c->lay.inplace ? " in-place" : "", method ? method : "auto");
 }
@@ -59,7 +60,7 @@ static void run_case(ndf_context *ctx, int cuda, const char *method, const tcase
   memcpy(o.origin, c->origin, sizeof o.origin);
   ndf_plan *p = NULL;
   ndf_status st = (c->conv ? ndf_plan_convolve : ndf_plan_correlate)(&p, ctx, &t.in.view,
-                                                                      &t.po->view, w, c->k, &o);
+                                                                     &t.po->view, w, c->k, &o);
   t_run_finish(&t, ctx, p, st, cuda, method, t_tol, &worst_seen, describe_cb, c);
   free(w);
   free(aw);
@@ -134,8 +135,8 @@ static void bank_case(ndf_context *ctx, int cuda, const char *method, uint64_t *
   memcpy(o.mode, c.mode, sizeof o.mode);
   memcpy(o.origin, c.origin, sizeof o.origin);
   ndf_plan *p = NULL;
-  ndf_status st = (c.conv ? ndf_plan_convolve_bank : ndf_plan_correlate_bank)(
-      &p, ctx, &in.view, nf, views, w, c.k, &o);
+  ndf_status st = (c.conv ? ndf_plan_convolve_bank : ndf_plan_correlate_bank)(&p, ctx, &in.view, nf,
+                                                                              views, w, c.k, &o);
   for (int rep = 0; rep <= c.lay.reuse && st == NDF_OK; rep++)
     st = ndf_execute_bank(p, &in.view, nf, views);
   if (st == NDF_OK) st = ndf_context_synchronize(ctx);
@@ -156,8 +157,8 @@ static void bank_case(ndf_context *ctx, int cuda, const char *method, uint64_t *
     t_arr_make(&single, r, c.lay.odt, c.nd, c.shape, 0, c.lay.dev_out ? ctx : NULL);
     t_poison(&single);
     t_arr_upload(&single, ctx);
-    ndf_status s1 = (c.conv ? ndf_convolve : ndf_correlate)(ctx, &in.view, &single.view,
-                                                           w + f * nw, c.k, &o);
+    ndf_status s1 =
+        (c.conv ? ndf_convolve : ndf_correlate)(ctx, &in.view, &single.view, w + f * nw, c.k, &o);
     if (s1 == NDF_OK) s1 = ndf_context_synchronize(ctx);
     t_arr_download(&single, ctx);
     double diff = s1 == NDF_OK ? 0 : INFINITY, scale = 0;
@@ -173,9 +174,9 @@ static void bank_case(ndf_context *ctx, int cuda, const char *method, uint64_t *
     if (v.bad || diff > dbound) {
       t_failures++;
       fprintf(stderr, "  bank of %d kernels, output %d (solver %s): %s\n", nf, f, bank_solver,
-                   diff > dbound ? "differs from the single call" : "wrong");
-      fprintf(stderr, "  bank vs single call: max difference %.3g (bound %.3g)%s%s\n", diff,
-              dbound, s1 == NDF_OK ? "" : "; single call failed: ",
+              diff > dbound ? "differs from the single call" : "wrong");
+      fprintf(stderr, "  bank vs single call: max difference %.3g (bound %.3g)%s%s\n", diff, dbound,
+              s1 == NDF_OK ? "" : "; single call failed: ",
               s1 == NDF_OK ? "" : ndf_context_message(ctx));
       describe(&c, method);
       t_print_worst(&outs[f], ref + f * total, &v);
@@ -238,8 +239,7 @@ static void workspace_case(ndf_context *ctx, const char *dev, int cuda, uint64_t
     const char *msg = ndf_context_message(x);
     if (pass == 0) {
       CHECK(st == NDF_OK && strstr(solver, "_fft"),
-            "auto chose %s for a 51x51 kernel, so the workspace limit is not exercised",
-            solver);
+            "auto chose %s for a 51x51 kernel, so the workspace limit is not exercised", solver);
     } else if (pass == 1) {
       CHECK(st == NDF_ENOMEM && strstr(msg, "workspace limit of 4096") && strstr(msg, "needs"),
             "fft over the workspace limit: %s, \"%s\"", ndf_status_str(st), msg);
@@ -248,8 +248,8 @@ static void workspace_case(ndf_context *ctx, const char *dev, int cuda, uint64_t
       printf("over the limit: %s\n", msg);
     } else {
       CHECK(st == NDF_OK && strstr(solver, "_direct") && strstr(msg, "instead of"),
-            "auto under the workspace limit: %s, solver %s, \"%s\"", ndf_status_str(st),
-            solver, msg);
+            "auto under the workspace limit: %s, solver %s, \"%s\"", ndf_status_str(st), solver,
+            msg);
       printf("auto under the limit: %s\n", msg);
     }
     if (pass == 1) {
@@ -270,12 +270,8 @@ int main(int argc, char **argv) {
   const char *method = argc > 2 ? argv[2] : NULL;
   const int cuda = !strcmp(dev, "cuda");
   ndf_context *ctx;
-  ndf_context_opts co = {sizeof co, dev, 0, 0};
-  ndf_status st = ndf_context_create(&ctx, &co);
-  if (st != NDF_OK) {
-    printf("no usable %s device (%s): skipped\n", dev, ndf_status_str(st));
-    return cuda && st == NDF_ENODEV ? SKIP : 1;
-  }
+  const int rc = t_open(&ctx, dev);
+  if (rc) return rc;
   if (method) { /* a method this build lacks (e.g. an FFT solver without FFTW) skips */
     ndf_plan *p = NULL;
     float x[4] = {0};
@@ -291,7 +287,6 @@ int main(int argc, char **argv) {
     }
     ndf_plan_destroy(p);
   }
-  printf("device %s\n", ndf_context_device_name(ctx));
   uint64_t r = t_seed();
   t_tol = t_env_double("NDF_TEST_TOL", t_tol);
   const int ncases = (int)t_env_double("NDF_TEST_CASES", 300);

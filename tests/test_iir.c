@@ -764,13 +764,8 @@ int main(int argc, char **argv) {
   const int cuda = !strcmp(dev, "cuda");
   iir_solver = cuda ? "cuda_iir" : "cpu_iir";
   ndf_context *ctx;
-  ndf_context_opts co = {sizeof co, dev, 0, 0};
-  ndf_status st = ndf_context_create(&ctx, &co);
-  if (st != NDF_OK) {
-    printf("no usable %s device (%s): skipped\n", dev, ndf_status_str(st));
-    return cuda && st == NDF_ENODEV ? SKIP : 1;
-  }
-  printf("device %s\n", ndf_context_device_name(ctx));
+  const int rc = t_open(&ctx, dev);
+  if (rc) return rc;
   uint64_t r = t_seed();
   t_tol = t_env_double("NDF_TEST_TOL", t_tol);
   const int ncases = (int)t_env_double("NDF_TEST_CASES", 150);

@@ -15,9 +15,9 @@ static const char *const api_names[3] = {"correlate1d", "sepfilter", "gaussian"}
 
 typedef struct {
   int api, nd, conv;
-  t_layout lay; /* dtypes, strides, places, in place, reuse */
-  int axis;                   /* API_1D: the axis */
-  int64_t n[NDF_MAX_DIMS];    /* weights per axis, 0: not filtered */
+  t_layout lay;            /* dtypes, strides, places, in place, reuse */
+  int axis;                /* API_1D: the axis */
+  int64_t n[NDF_MAX_DIMS]; /* weights per axis, 0: not filtered */
   int origin[NDF_MAX_DIMS];
   ndf_mode mode[NDF_MAX_DIMS];
   double sigma[NDF_MAX_DIMS]; /* API_GAUSS */
@@ -29,8 +29,8 @@ typedef struct {
 } tcase;
 
 static void describe(const tcase *c, const char *method) {
-  fprintf(stderr, "  case: %s%s ndim=%d shape=(", api_names[c->api],
-          c->conv ? " (convolve)" : "", c->nd);
+  fprintf(stderr, "  case: %s%s ndim=%d shape=(", api_names[c->api], c->conv ? " (convolve)" : "",
+          c->nd);
   for (int d = 0; d < c->nd; d++)
     fprintf(stderr, "%lld%s", (long long)c->shape[d], d + 1 < c->nd ? "," : "");
   fprintf(stderr, ")");
@@ -39,12 +39,13 @@ static void describe(const tcase *c, const char *method) {
       fprintf(stderr, " [axis %d: n=%lld origin=%d mode=%s", d, (long long)c->n[d], c->origin[d],
               ndf_mode_name(c->mode[d]));
       if (c->api == API_GAUSS)
-        fprintf(stderr, " sigma=%.17g order=%d radius=%d truncate=%.17g", c->sigma[d],
-                c->order[d], c->radius[d], c->truncate);
+        fprintf(stderr, " sigma=%.17g order=%d radius=%d truncate=%.17g", c->sigma[d], c->order[d],
+                c->radius[d], c->truncate);
       fprintf(stderr, "]");
     }
-  fprintf(stderr, " cval=%g in=%s%s%s out=%s%s%s%s method=%s\n", c->cval, ndf_dtype_name(c->lay.idt),
-          c->lay.strided_in ? "/strided" : "", c->lay.dev_in ? "/device" : "", ndf_dtype_name(c->lay.odt),
+  fprintf(stderr, " cval=%g in=%s%s%s out=%s%s%s%s method=%s\n", c->cval,
+          ndf_dtype_name(c->lay.idt), c->lay.strided_in ? "/strided" : "",
+          c->lay.dev_in ? "/device" : "", ndf_dtype_name(c->lay.odt),
           c->lay.strided_out ? "/strided" : "", c->lay.dev_out ? "/device" : "",
           c->lay.inplace ? " in-place" : "", method ? method : "auto");
 }
@@ -113,8 +114,8 @@ static void run_case(ndf_context *ctx, int cuda, const char *method, const tcase
   t_run_begin(&t, ctx, r, c->nd, c->shape, &c->lay);
   double *w[NDF_MAX_DIMS], *aw[NDF_MAX_DIMS];
   make_weights(c, r, w, aw);
-  ndf_ref_sepfilter(&t.in.hview, t.ref, (const double *const *)w, c->n, c->mode, c->cval,
-                    c->origin, c->conv);
+  ndf_ref_sepfilter(&t.in.hview, t.ref, (const double *const *)w, c->n, c->mode, c->cval, c->origin,
+                    c->conv);
   ndf_ref_sepfilter(&t.absx, t.mag, (const double *const *)aw, c->n, c->mode, fabs(c->cval),
                     c->origin, c->conv);
   t_run_ready(&t, ctx);
@@ -209,13 +210,8 @@ int main(int argc, char **argv) {
   const int cuda = !strcmp(dev, "cuda");
   const int one_axis = method && strstr(method, "direct");
   ndf_context *ctx;
-  ndf_context_opts co = {sizeof co, dev, 0, 0};
-  ndf_status st = ndf_context_create(&ctx, &co);
-  if (st != NDF_OK) {
-    printf("no usable %s device (%s): skipped\n", dev, ndf_status_str(st));
-    return cuda && st == NDF_ENODEV ? SKIP : 1;
-  }
-  printf("device %s\n", ndf_context_device_name(ctx));
+  const int rc = t_open(&ctx, dev);
+  if (rc) return rc;
   uint64_t r = t_seed();
   t_tol = t_env_double("NDF_TEST_TOL", t_tol);
   int ncases = (int)t_env_double("NDF_TEST_CASES", 400);
