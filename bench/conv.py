@@ -47,6 +47,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "python"))
 sys.path.insert(0, HERE)
 import ndfilt  # noqa: E402
 import gaussian  # noqa: E402  (bench/gaussian.py: its stream timer)
+from timing import family_status as _status  # noqa: E402  (bench/timing.py)
 
 MODE, CVAL = "constant", 0.0
 # name: (shape, kernel sizes, kernel sizes with --quick, seed)
@@ -608,14 +609,6 @@ def _err(e):
     if e is None:
         return "–"
     return "%.1e" % e if e <= FLAG_ERR else "**%.1e (> %.0e)**" % (e, FLAG_ERR)
-
-
-def _status(res):
-    if isinstance(res, dict) and "skipped" in res:
-        return f"skipped ({res['skipped']}): {res.get('why', '')}"
-    if isinstance(res, dict) and "error" in res:
-        return f"**error**: {res['error']}"
-    return None
 
 
 def _cell(row, name):

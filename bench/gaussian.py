@@ -28,7 +28,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "python"))
 import ndfilt  # noqa: E402
-from timing import cpu_ms  # noqa: E402  (bench/timing.py)
+from timing import cpu_ms, family_status as _status  # noqa: E402  (bench/timing.py)
 
 # torch pads with zeros inside conv2d/conv3d, so 'constant' is the mode all GPU peers compute
 # the same way (scipy, cupyx and ndfilt take it too); the seed's separable sample also treats
@@ -385,15 +385,6 @@ def _f(v, fmt="%.3f"):
 
 def _yes(b):
     return "yes" if b else "**no**"
-
-
-def _status(res):
-    """A line for a family that did not run, else None."""
-    if isinstance(res, dict) and "skipped" in res:
-        return f"skipped ({res['skipped']}): {res.get('why', '')}"
-    if isinstance(res, dict) and "error" in res:
-        return f"**error**: {res['error']}"
-    return None
 
 
 def md_gaussian(res):

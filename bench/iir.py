@@ -50,6 +50,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "python"))
 sys.path.insert(0, HERE)
 import ndfilt  # noqa: E402
 import timing  # noqa: E402  (bench/timing.py: cpu_ms, events_ms)
+from timing import family_status as _status  # noqa: E402
 
 FAMILIES = ["iir_gpu", "iir_cpu", "iir_accuracy"]
 MODE = "nearest"  # the one mode the recursive methods take
@@ -623,14 +624,6 @@ def _f(v, fmt="%.3f"):
 
 def _yes(b):
     return "met" if b else "**not met**"
-
-
-def _status(res):
-    if isinstance(res, dict) and "skipped" in res:
-        return f"skipped ({res['skipped']}): {res.get('why', '')}"
-    if isinstance(res, dict) and "error" in res:
-        return f"**error**: {res['error']}"
-    return None
 
 
 def _tcell(t):

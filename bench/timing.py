@@ -1,6 +1,7 @@
 """bench/timing.py - the CPU timer bench/peers.py and bench/gaussian.py share (the latter also
 in its child processes, which do not import peers.py), and the CUDA-event timer of the
-development probes (quick_sep.py, quick_conv.py)."""
+development probes (quick_sep.py, quick_conv.py); and the bench scripts' line for a family that
+did not run."""
 import time
 
 import numpy as np
@@ -33,3 +34,13 @@ def events_ms(f, reps=20, batch=1, warm=3):
         e.synchronize()
         ts.append(cp.cuda.get_elapsed_time(s, e) / batch)
     return float(np.median(ts))
+
+
+def family_status(res):
+    """A Markdown line for a benchmark family that did not run (its result holds "skipped" or
+    "error"), else None: the bench scripts' common report of a skipped family."""
+    if isinstance(res, dict) and "skipped" in res:
+        return f"skipped ({res['skipped']}): {res.get('why', '')}"
+    if isinstance(res, dict) and "error" in res:
+        return f"**error**: {res['error']}"
+    return None
