@@ -231,6 +231,32 @@ static void large_cases(ndf_context *ctx, int cuda, uint64_t *r) {
   }
 }
 
+/* Long lines under Deriche: each shape of cuda_iir's chunked pass (8, 16 and 32 samples a
+ * chunk; rows with and without float4 access; columns; up to 64 chunks a line) and its
+ * unchunked fallback past 2048, out of place and in place. */
+static void long_cases(ndf_context *ctx, int cuda, uint64_t *r) {
+  static const struct {
+    int nd, inplace;
+    int64_t shape[3];
+  } longs[] = {{2, 0, {1, 300}},  {2, 0, {2, 301}},    {2, 0, {700, 3}},   {2, 0, {5, 2048}},
+               {2, 0, {2049, 2}}, {3, 0, {3, 129, 5}}, {2, 1, {40, 1000}}, {3, 1, {9, 130, 64}}};
+  for (size_t k = 0; k < sizeof longs / sizeof longs[0]; k++) {
+    tcase c;
+    memset(&c, 0, sizeof c);
+    c.method = find_method("iir_deriche", 4);
+    c.nd = longs[k].nd;
+    for (int d = 0; d < c.nd; d++) {
+      c.shape[d] = longs[k].shape[d];
+      c.sigma[d] = 0.5 * pow(400, 0.5 * (ndf_rand_uniform(r) + 1)); /* 0.5 .. 200 */
+      c.mode[d] = NDF_MODE_NEAREST;
+    }
+    c.lay.idt = c.lay.odt = NDF_F32;
+    c.lay.dev_in = c.lay.dev_out = cuda;
+    c.lay.inplace = longs[k].inplace;
+    run_case(ctx, cuda, &c, r);
+  }
+}
+
 /* Dtypes and layouts: each of these, then random ones (t_random_layout). */
 static const t_layout fixed_layouts[] = {
     /* idt, odt, strided_in, strided_out, dev_in, dev_out, inplace, reuse */
@@ -788,8 +814,9 @@ int main(int argc, char **argv) {
   }
   reversed_case(ctx, cuda);
   large_cases(ctx, cuda, &r);
-  printf("%d random, %d layout and %d large-sigma cases on %s: worst relative error %.3g (bound "
-         "%g)\n",
+  long_cases(ctx, cuda, &r);
+  printf("%d random, %d layout, %d large-sigma and 8 long-line cases on %s: worst relative "
+         "error %.3g (bound %g)\n",
          ncases, nlay + 1, (int)(sizeof large / sizeof large[0]), dev, worst_seen, t_tol);
   if (!cuda) design_checks();
   accuracy(ctx, &r);

@@ -176,6 +176,12 @@ static void design_deriche(ndf__iir *f, double sigma) {
     total += r[k] * (1 + p[k]) / (1 - p[k]); /* sum over t of h(|t|) */
   }
   const double S = creal(total);
+  for (int i = 0; i < 2; i++) {
+    f->pole[i][0] = creal(p[2 * i]);
+    f->pole[i][1] = cimag(p[2 * i]);
+    f->res[i][0] = 2 * creal(r[2 * i]) / S;
+    f->res[i][1] = 2 * cimag(r[2 * i]) / S;
+  }
   double sa = 1, sp = 0, sm = 0;
   for (int j = 0; j < K; j++) {
     f->bp[j] = creal(np[j]) / S;

@@ -65,6 +65,10 @@ typedef struct ndf__iir {
   double bp[NDF__IIR_MAXK]; /* parallel: causal numerator on x[i], x[i-1], ... */
   double bm[NDF__IIR_MAXK]; /* parallel: anticausal numerator on x[i+1], x[i+2], ... */
   double gp, gm;            /* parallel: steady-state gains of the two parts */
+  /* parallel: the same filter as first-order complex recursions, h(t) = sum_k Re(res[k]
+   * pole[k]^t) for t >= 0 over the two poles of positive imaginary part ({re, im} pairs; res
+   * includes the conjugate's half and the normalisation) */
+  double pole[2][2], res[2][2];
 } ndf__iir;
 
 /* Method names: "iir_alvarez", "iir_deriche", "iir_vyv"; -1 if none. */

@@ -79,7 +79,7 @@ typedef struct ndf__solver {
   ndf_place_kind place;
   int (*applicable)(const ndf__problem *pb, const ndf_context *ctx);
   double (*cost)(const ndf__problem *pb, const ndf_context *ctx); /* ~ seconds */
-  /* Sets p->state, p->exec and p->free_state. */
+  /* Sets p->state, p->exec and p->free_state (and p->in_place). */
   ndf_status (*make)(struct ndf_plan *p);
 } ndf__solver;
 
@@ -93,6 +93,7 @@ struct ndf_plan {
   ndf__exec_fn exec;
   void (*free_state)(void *state);
   struct ndf__stage *stage;
+  int in_place; /* a CUDA exec that may be given in == out (else the planner copies in) */
 };
 
 struct ndf_context {

@@ -1,10 +1,14 @@
 /* iir.c - host side of cuda_iir: the recursive Gaussian (core/iir.h), one pass per filtered
- * axis (iir_kernel.cu), the last axis first, between contiguous float32 device arrays.
+ * axis, the last axis first, between contiguous float32 device arrays. An axis of length 1 is
+ * left alone (every method's DC gain is 1).
  *
- * As cuda_sep, the passes alternate between the output and one temporary so that the last
- * lands in the output. The parallel form (Deriche) reads a pass's input again in its backward
- * sweep, so a pass of that form never writes its own input: when the call is in place and the
- * first pass would, the passes start in the temporary instead and a copy ends them. */
+ * Deriche (the parallel form) on lines up to 2048 long runs iir_chunk_kernel.cu: a line read
+ * and written once, in place. Every other pass is iir_kernel.cu's (a thread per line, float64
+ * state). When every pass may write its own input (chunked, or the cascade form), all of them
+ * run in the output. Else, as cuda_sep, the passes alternate between the output and one
+ * temporary so that the last lands in the output; iir_kernel.cu's parallel form reads a pass's
+ * input again in its backward sweep, so when the call is in place and the first pass would
+ * write its input, the passes start in the temporary instead and a copy ends them. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,18 +27,25 @@ static int applicable(const ndf__problem *pb, const ndf_context *ctx) {
   return ctx->place.kind == NDF_PLACE_CUDA;
 }
 
-/* Per pass, the larger of: the array moved ~5 times at ~3.3 TB/s (the forward sweep's output
- * and, for the parallel form, its input are read again from DRAM: iir_kernel.cu); and the
- * serial recursion, ~120 ns a sample per line for the two sweeps, over the waves of lines
- * (~512 lines resident per SM, 132 SMs). Measured on an H200: 256^3 0.41 ms (model 0.32),
- * 2048^2 1.1 ms (1.0), 512^3 3.0 ms (2.4). */
+/* Per pass. Chunked: the array read and written at ~2 TB/s (half the copy bandwidth; the
+ * chunks' chaining and recursions are not all hidden behind the loads), half that on lines
+ * past 512 (64 chunks chained in series); measured on an H200, 256^3 0.08 ms a pass, 512^3
+ * 0.45-0.5, 2048^2 0.035. Else the larger of: the array moved ~5 times at ~3.3 TB/s (the
+ * forward sweep's output and, for the parallel form, its input are read again from DRAM:
+ * iir_kernel.cu); and the serial recursion, ~120 ns a sample per line for the two sweeps,
+ * over the waves of lines (~512 lines resident per SM, 132 SMs); measured 256^3 0.41 ms
+ * (model 0.32), 512^3 3.0 ms (2.4). */
 static double cost(const ndf__problem *pb, const ndf_context *ctx) {
   (void)ctx;
   const ndf__iirp *q = pb->params;
   const double N = (double)ndf_array_size(&pb->in);
   double t = 0;
   for (int d = 0; d < pb->in.ndim; d++) {
-    if (!q->ax[d].K) continue;
+    if (!q->ax[d].K || pb->in.shape[d] == 1) continue;
+    if (ndf__iir_chunks_fit(&q->ax[d], pb->in.shape[d])) {
+      t += 6e-6 + N * 8 / 2e12 * (pb->in.shape[d] > 512 ? 2 : 1);
+      continue;
+    }
     const double L = (double)pb->in.shape[d], lines = L > 0 ? N / L : 0;
     const double mem = N * 4 * 5 / 3.3e12, chain = 2 * L * 120e-9 * ceil(lines / (132 * 512.0));
     t += 4e-6 + (mem > chain ? mem : chain);
@@ -50,12 +61,21 @@ static void free_state(void *v) {
   free(s);
 }
 
-/* The filtered axes, last first. */
-static int axes_of(const ndf__iirp *q, int ndim, int *ax) {
+/* The filtered axes longer than 1, last first. */
+static int axes_of(const ndf__iirp *q, const ndf_array *a, int *ax) {
   int n = 0;
-  for (int d = ndim - 1; d >= 0; d--)
-    if (q->ax[d].K) ax[n++] = d;
+  for (int d = a->ndim - 1; d >= 0; d--)
+    if (q->ax[d].K && a->shape[d] > 1) ax[n++] = d;
   return n;
+}
+
+/* Whether every pass may write its own input: the chunked parallel form, and the cascade. */
+static int all_in_place(const ndf__iirp *q, const int64_t *shape, const int *ax, int np) {
+  for (int k = 0; k < np; k++) {
+    const ndf__iir *f = &q->ax[ax[k]];
+    if (f->form == NDF__IIR_PARALLEL && !ndf__iir_chunks_fit(f, shape[ax[k]])) return 0;
+  }
+  return 1;
 }
 
 static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
@@ -65,25 +85,31 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
   cudaStream_t st = (cudaStream_t)ctx->stream;
   const int nd = in->ndim;
   int ax[NDF_MAX_DIMS];
-  const int np = axes_of(q, nd, ax);
+  const int np = axes_of(q, in, ax);
   if (ndf_array_size(in) == 0) return NDF_OK;
   ndf__contig cg;
   cudaError_t e = (cudaError_t)ndf__cuda_contig_begin(&cg, in, 1, out, st);
   const float *src = cg.src;
   float *dst = cg.dst[0];
-  /* Targets alternate and end in dst; if the first would be its own input under the parallel
-   * form, they start in tmp and a copy ends them. */
+  /* Every pass into dst when all may run in place; else the targets alternate and end in dst,
+   * and if the first would be its own input under the unchunked parallel form, they start in
+   * tmp and a copy ends them. */
+  const int inplace = all_in_place(q, in->shape, ax, np);
   int shift = 0;
-  if (src == dst && np % 2 == 1 && q->ax[ax[0]].form == NDF__IIR_PARALLEL) shift = 1;
+  if (!inplace && src == dst && np % 2 == 1 && q->ax[ax[0]].form == NDF__IIR_PARALLEL) shift = 1;
   for (int k = 0; k < np && e == cudaSuccess; k++) {
-    float *to = (np - 1 - k + shift) % 2 == 0 ? dst : s->tmp;
+    float *to = inplace || (np - 1 - k + shift) % 2 == 0 ? dst : s->tmp;
     const int a = ax[k];
+    const ndf__iir *f = &q->ax[a];
     int64_t P = 1, Q = 1;
     for (int d = 0; d < a; d++)
       P *= in->shape[d];
     for (int d = a + 1; d < nd; d++)
       Q *= in->shape[d];
-    e = (cudaError_t)ndf__launch_iir(src, to, P, in->shape[a], Q, &q->ax[a], st);
+    if (ndf__iir_chunks_fit(f, in->shape[a]))
+      e = (cudaError_t)ndf__launch_iir_chunks(src, to, P, in->shape[a], Q, f, st);
+    else
+      e = (cudaError_t)ndf__launch_iir(src, to, P, in->shape[a], Q, f, st);
     src = to;
   }
   if (e == cudaSuccess && src != dst)
@@ -101,12 +127,14 @@ static ndf_status make(ndf_plan *p) {
   p->exec = exec;
   p->free_state = free_state;
   int ax[NDF_MAX_DIMS], par = 0;
-  const int np = axes_of(q, p->pb.in.ndim, ax);
+  const int np = axes_of(q, &p->pb.in, ax);
   for (int k = 0; k < np; k++)
     par |= q->ax[ax[k]].form == NDF__IIR_PARALLEL;
   const size_t bytes = (size_t)ndf_array_size(&p->pb.in) * sizeof(float);
+  p->in_place = all_in_place(q, p->pb.in.shape, ax, np);
+  const int need = !p->in_place && (np >= 2 || par);
   cudaError_t e = cudaSetDevice(p->ctx->place.device);
-  if (e == cudaSuccess && (np >= 2 || par) && bytes) e = cudaMalloc((void **)&s->tmp, bytes);
+  if (e == cudaSuccess && need && bytes) e = cudaMalloc((void **)&s->tmp, bytes);
   if (e == cudaErrorMemoryAllocation)
     return ndf__fail(p->ctx, NDF_ENOMEM, "cuda_iir: out of device memory for a %zu-byte temporary",
                      bytes);

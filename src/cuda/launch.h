@@ -58,6 +58,11 @@ int ndf__launch_sep_yx(const float *in, float *out, int64_t P, int64_t Y, int64_
 struct ndf__iir;
 int ndf__launch_iir(const float *src, float *dst, int64_t P, int64_t L, int64_t Q,
                     const struct ndf__iir *f, void *stream);
+/* The parallel form on lines of length L that fit in one block (ndf__iir_chunks_fit): the
+ * line in registers, read and written once, float32 state; may run in place. */
+int ndf__iir_chunks_fit(const struct ndf__iir *f, int64_t L);
+int ndf__launch_iir_chunks(const float *src, float *dst, int64_t P, int64_t L, int64_t Q,
+                           const struct ndf__iir *f, void *stream);
 
 #ifdef __cplusplus
 }

@@ -133,7 +133,7 @@ ndf_status ndf__cuda_execute(const ndf_plan *p, const ndf_array *in, ndf_array *
   const int dev = ctx->place.device, T = ctx->threads;
   const int hin = in->place.kind == NDF_PLACE_HOST, hout = out->place.kind == NDF_PLACE_HOST;
   const size_t bin = (size_t)ndf_array_size(in) * sizeof(float);
-  const int inplace_dev = same && !hin;
+  const int inplace_dev = same && !hin && !(p->in_place && in->dtype == NDF_F32);
   float *tmp = NULL;
   ndf_array din = *in, dout1, *dout = &dout1;
   ndf_status r = NDF_OK;
