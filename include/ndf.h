@@ -352,6 +352,57 @@ NDF_API ndf_status ndf_convolve_bank(ndf_context *ctx, const ndf_array *in, int 
                                      ndf_array *outs, const double *weights,
                                      const int64_t *wshape, const ndf_correlate_opts *opts);
 
+/* ------------------------------------------------------------------ ks */
+
+/* Spatially varying Gaussian kernel superposition (KS; da Silva, Ansorge and Jena, "Efficient
+ * scatter-based kernel superposition on GPU"): each pixel has its own Gaussian width, one
+ * sigma map for every axis (isotropic) or one map per axis (anisotropic). With I the input,
+ * sigma_a the map of axis a and p, q pixel positions,
+ *   index NDF_KS_INPUT  (Eq. 2a):  out(p) = sum_q I(q) prod_a k(p_a - q_a, sigma_a(q))
+ *   index NDF_KS_OUTPUT (Eq. 2b):  out(p) = sum_q I(q) prod_a k(p_a - q_a, sigma_a(p))
+ * where k is the pixel-integrated Gaussian (Eq. 4)
+ *   k(d, s) = (erf((d + 1/2) / (sqrt(2) s)) - erf((d - 1/2) / (sqrt(2) s))) / 2
+ * for |d| <= r = ceil(n_sigma * s) and 0 beyond (s = 0: k(0) = 1, the identity). The cut-off
+ * is per pixel and axis; how a solver groups pixels into blocks never changes the result.
+ * normalize divides each truncated 1-D kernel by its sum, erf((r + 1/2) / (sqrt(2) s)), so
+ * that every pixel's kernel sums to 1 (mass-preserving). Output extent:
+ *   NDF_KS_SAME: the input's grid; contributions falling outside it are dropped;
+ *   NDF_KS_FULL: the input's shape plus 2 R on every axis, R the largest r over the image and
+ *     the axes (ndf_ks_full_shape), input pixel q at q + R; with NDF_KS_OUTPUT a pixel p outside
+ *     the input's grid takes the sigma of the nearest input pixel.
+ * Pixels outside the input contribute nothing (no boundary mode). */
+typedef enum ndf_ks_index { NDF_KS_INPUT = 0, NDF_KS_OUTPUT = 1 } ndf_ks_index;
+typedef enum ndf_ks_extent { NDF_KS_SAME = 0, NDF_KS_FULL = 1 } ndf_ks_extent;
+
+/* Options of ndf_ks. Zero-filled (with struct_size set) means: index input, n_sigma 3, output
+ * same, no normalisation, method auto. */
+typedef struct ndf_ks_opts {
+  size_t struct_size; /* sizeof(ndf_ks_opts) */
+  /* NULL or "auto", or a solver name: "cpu_ks" */
+  const char *method;
+  ndf_ks_index index;
+  double n_sigma; /* cut-off in sigmas, > 0; 0 means 3 */
+  ndf_ks_extent output;
+  int normalize;
+  /* nonzero: a solver whose result is bitwise the same on every run (no order-dependent atomic
+   * additions); cpu_ks always is */
+  int deterministic;
+} ndf_ks_opts;
+
+/* The plan binds the sigma maps (copied): nsig arrays, 1 (every axis) or in->ndim (axis a's
+ * in sigma[a]), each of in's shape, any dtype, on the host; every value finite and >= 0 (else
+ * NDF_EINVAL, naming the first bad pixel). out has in's shape (NDF_KS_SAME) or
+ * ndf_ks_full_shape's (NDF_KS_FULL). in has 1 to 4 axes. Double-precision arithmetic on the
+ * CPU. */
+NDF_API ndf_status ndf_plan_ks(ndf_plan **plan, ndf_context *ctx, const ndf_array *in,
+                               const ndf_array *out, const ndf_array *sigma, int nsig,
+                               const ndf_ks_opts *opts);
+NDF_API ndf_status ndf_ks(ndf_context *ctx, const ndf_array *in, ndf_array *out,
+                          const ndf_array *sigma, int nsig, const ndf_ks_opts *opts);
+/* The NDF_KS_FULL output's shape for these maps (in's ndim entries) and R. */
+NDF_API ndf_status ndf_ks_full_shape(ndf_context *ctx, const ndf_array *in, const ndf_array *sigma,
+                                     int nsig, double n_sigma, int64_t *shape, int64_t *R);
+
 #ifdef __cplusplus
 }
 #endif

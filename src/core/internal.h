@@ -14,6 +14,7 @@ typedef enum ndf__op {
   NDF__OP_SEPFILTER = 0,
   NDF__OP_CORRELATE,
   NDF__OP_IIR,
+  NDF__OP_KS,
   NDF__OP_COUNT
 } ndf__op;
 
@@ -66,6 +67,22 @@ typedef struct ndf__corr {
 typedef struct ndf__iirp {
   ndf__iir ax[NDF_MAX_DIMS];
 } ndf__iirp;
+
+/* Parameters of a kernel superposition (ndf.h, "ks"): the sigma maps as float64, nsig of them
+ * (1: every axis; else one per axis), C-contiguous of in's shape; the cut-off radii follow
+ * from them (ndf__ks_radius). R: the largest radius (the full output's margin). */
+typedef struct ndf__ksp {
+  ndf_ks_index index;
+  ndf_ks_extent extent;
+  int normalize, deterministic, nsig;
+  double n_sigma;
+  int64_t R;
+  int64_t n; /* elements per map */
+  double sigma[];
+} ndf__ksp;
+
+/* The cut-off radius ceil(n_sigma * s) of a sigma s >= 0 (0 for s = 0). */
+int64_t ndf__ks_radius(double n_sigma, double s);
 
 struct ndf_plan;
 typedef ndf_status (*ndf__exec_fn)(const struct ndf_plan *p, const ndf_array *in, ndf_array *out);
@@ -143,7 +160,8 @@ extern const int ndf__nsolvers;
 const char *ndf__op_name(ndf__op op);
 
 /* Solvers (one file each). */
-extern const ndf__solver ndf__cpu_corr1d_direct, ndf__cpu_sep, ndf__cpu_corr_direct, ndf__cpu_iir;
+extern const ndf__solver ndf__cpu_corr1d_direct, ndf__cpu_sep, ndf__cpu_corr_direct, ndf__cpu_iir,
+    ndf__cpu_ks;
 #ifdef NDF_HAVE_FFTW
 extern const ndf__solver ndf__cpu_corr_fft;
 #endif

@@ -6,6 +6,7 @@ const ndf__solver *const ndf__solvers[] = {
     &ndf__cpu_corr1d_direct,
     &ndf__cpu_corr_direct,
     &ndf__cpu_iir,
+    &ndf__cpu_ks,
 #ifdef NDF_HAVE_FFTW
     &ndf__cpu_corr_fft,
 #endif

@@ -192,3 +192,75 @@ void ndf_ref_iir_gaussian(const ndf_array *in, double *out, const ndf__iir *cons
     }
   }
 }
+
+/* ------------------------------------------------------------------ ks */
+
+static double ks_sigma(const ndf_array *sigma, int m, int64_t flat) {
+  const ndf_array *a = &sigma[m];
+  return ndf__load(a->dtype, a->data, ndf__offset(a, flat));
+}
+
+int64_t ndf_ref_ks_margin(const ndf_array *in, const ndf_array *sigma, int nsig, double n_sigma) {
+  int64_t R = 0;
+  const int64_t n = ndf_array_size(in);
+  for (int m = 0; m < nsig; m++)
+    for (int64_t i = 0; i < n; i++) {
+      const int64_t r = (int64_t)ceil(n_sigma * ks_sigma(sigma, m, i));
+      if (r > R) R = r;
+    }
+  return R;
+}
+
+/* Eq. 4 with the cut-off: the weight of offset d for sigma s. */
+static double ks_k(double d, double s, double n_sigma, int normalize) {
+  const double r = ceil(n_sigma * s);
+  if (fabs(d) > r) return 0;
+  if (s == 0) return d == 0;
+  const double c = sqrt(2.0) * s;
+  double k = 0.5 * (erf((d + 0.5) / c) - erf((d - 0.5) / c));
+  if (normalize) {
+    double sum = 0;
+    for (double j = -r; j <= r; j++)
+      sum += 0.5 * (erf((j + 0.5) / c) - erf((j - 0.5) / c));
+    k /= sum;
+  }
+  return k;
+}
+
+void ndf_ref_ks(const ndf_array *in, const ndf_array *sigma, int nsig, int index_output,
+                double n_sigma, int full, int normalize, double *out) {
+  const int nd = in->ndim;
+  const int64_t R = full ? ndf_ref_ks_margin(in, sigma, nsig, n_sigma) : 0;
+  int64_t m[NDF_MAX_DIMS], nout = 1, nin = ndf_array_size(in);
+  for (int d = 0; d < nd; d++) {
+    m[d] = in->shape[d] + 2 * R;
+    nout *= m[d];
+  }
+  for (int64_t o = 0; o < nout; o++) {
+    int64_t p[NDF_MAX_DIMS], rest = o, pin = 0; /* p: output position; pin: sigma pixel */
+    for (int d = nd - 1; d >= 0; d--) {
+      p[d] = rest % m[d];
+      rest /= m[d];
+    }
+    for (int d = 0; d < nd; d++) { /* the nearest input pixel to p */
+      int64_t c = p[d] - R;
+      c = c < 0 ? 0 : c >= in->shape[d] ? in->shape[d] - 1 : c;
+      pin = pin * in->shape[d] + c;
+    }
+    double sum = 0;
+    for (int64_t i = 0; i < nin; i++) {
+      int64_t qd[NDF_MAX_DIMS], r2 = i;
+      for (int d = nd - 1; d >= 0; d--) {
+        qd[d] = r2 % in->shape[d];
+        r2 /= in->shape[d];
+      }
+      const int64_t at = index_output ? pin : i;
+      double w = 1;
+      for (int d = 0; d < nd && w != 0; d++)
+        w *= ks_k((double)(p[d] - (qd[d] + R)), ks_sigma(sigma, nsig == 1 ? 0 : d, at), n_sigma,
+                  normalize);
+      if (w != 0) sum += ndf__load(in->dtype, in->data, ndf__offset(in, i)) * w;
+    }
+    out[o] = sum;
+  }
+}

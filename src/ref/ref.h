@@ -43,4 +43,14 @@ int ndf_ref_gaussian_kernel(double sigma, int order, int radius, double *w);
  * and the middle is kept; no Triggs-Sdika start. */
 void ndf_ref_iir_gaussian(const ndf_array *in, double *out, const ndf__iir *const *f);
 
+/* Kernel superposition (ndf.h, "ks") by its definition: for every pair of pixels in range, the
+ * product over axes of the pixel-integrated Gaussian, erf evaluated per tap. sigma: nsig host
+ * maps (1, or in->ndim) of in's shape; index_output: Eq. 2b (else 2a); full: the output is in's
+ * shape plus 2 R per axis (R: ndf_ref_ks_margin), else in's; returns nothing, writes out
+ * (C-contiguous float64 of the output's shape). */
+void ndf_ref_ks(const ndf_array *in, const ndf_array *sigma, int nsig, int index_output,
+                double n_sigma, int full, int normalize, double *out);
+/* The largest ceil(n_sigma * s) over the maps. */
+int64_t ndf_ref_ks_margin(const ndf_array *in, const ndf_array *sigma, int nsig, double n_sigma);
+
 #endif

@@ -1,0 +1,151 @@
+/* ks.c - spatially varying Gaussian kernel superposition (ndf.h, "ks"; seed 000): option and
+ * sigma-map validation, the full output's shape, plans. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/elem.h"
+#include "../core/internal.h"
+
+/* Radii past this are as good as infinite on any grid, and keep 2 R + n in range. */
+#define RMAX ((int64_t)1 << 40)
+
+int64_t ndf__ks_radius(double n_sigma, double s) {
+  const double r = ceil(n_sigma * s);
+  return r < (double)RMAX ? (int64_t)r : RMAX;
+}
+
+/* Checks the maps against in; *R: the largest radius. */
+static ndf_status check_maps(ndf_context *ctx, const ndf_array *in, const ndf_array *sigma,
+                             int nsig, double n_sigma, int64_t *R) {
+  if (!sigma) return ndf__fail(ctx, NDF_EINVAL, "ks: no sigma map");
+  if (nsig != 1 && nsig != in->ndim)
+    return ndf__fail(ctx, NDF_EINVAL,
+                     "ks: %d sigma maps; give 1 (every axis) or %d (one per axis of in)", nsig,
+                     in->ndim);
+  *R = 0;
+  for (int m = 0; m < nsig; m++) {
+    char what[32];
+    snprintf(what, sizeof what, "sigma[%d]", m);
+    ndf_status st = ndf__check_desc(ctx, &sigma[m], what);
+    if (st != NDF_OK) return st;
+    if (sigma[m].place.kind != NDF_PLACE_HOST)
+      return ndf__fail(ctx, NDF_EINVAL, "ks: %s must be in host memory", what);
+    int same = sigma[m].ndim == in->ndim;
+    for (int d = 0; same && d < in->ndim; d++)
+      same = sigma[m].shape[d] == in->shape[d];
+    if (!same) return ndf__fail(ctx, NDF_EINVAL, "ks: %s's shape differs from in's", what);
+    const int64_t n = ndf_array_size(in);
+    for (int64_t i = 0; i < n; i++) {
+      const double s = ndf__load(sigma[m].dtype, sigma[m].data, ndf__offset(&sigma[m], i));
+      if (!(s >= 0) || !isfinite(s))
+        return ndf__fail(ctx, NDF_EINVAL,
+                         "ks: %s at element %lld (C order) is %g; sigmas must be finite and >= 0",
+                         what, (long long)i, s);
+      const int64_t r = ndf__ks_radius(n_sigma, s);
+      if (r > *R) *R = r;
+    }
+  }
+  return NDF_OK;
+}
+
+static ndf_status take(ndf_context *ctx, ndf_ks_opts *o, const ndf_ks_opts *opts) {
+  ndf_status st = ndf__take_opts(ctx, o, opts, sizeof *o, sizeof *o, "ks");
+  if (st != NDF_OK) return st;
+  if (o->n_sigma == 0) o->n_sigma = 3;
+  if (!(o->n_sigma > 0) || !isfinite(o->n_sigma))
+    return ndf__fail(ctx, NDF_EINVAL, "ks: n_sigma %g; it must be finite and > 0", o->n_sigma);
+  if (o->index != NDF_KS_INPUT && o->index != NDF_KS_OUTPUT)
+    return ndf__fail(ctx, NDF_EINVAL, "ks: unknown index %d (NDF_KS_INPUT or NDF_KS_OUTPUT)",
+                     (int)o->index);
+  if (o->output != NDF_KS_SAME && o->output != NDF_KS_FULL)
+    return ndf__fail(ctx, NDF_EINVAL, "ks: unknown output %d (NDF_KS_SAME or NDF_KS_FULL)",
+                     (int)o->output);
+  return NDF_OK;
+}
+
+static ndf_status full_shape(ndf_context *ctx, const ndf_array *in, int64_t R, int64_t *shape) {
+  int64_t total = 1;
+  for (int d = 0; d < in->ndim; d++) {
+    shape[d] = in->shape[d] + 2 * R;
+    if (total > (INT64_MAX / 16) / shape[d])
+      return ndf__fail(ctx, NDF_EINVAL,
+                       "ks: the full output (radius %lld on every side) has too many elements",
+                       (long long)R);
+    total *= shape[d];
+  }
+  return NDF_OK;
+}
+
+ndf_status ndf_ks_full_shape(ndf_context *ctx, const ndf_array *in, const ndf_array *sigma,
+                             int nsig, double n_sigma, int64_t *shape, int64_t *R) {
+  if (!ctx || !shape) return NDF_EINVAL;
+  ndf_status st = ndf__check_desc(ctx, in, "in");
+  if (st != NDF_OK) return st;
+  if (n_sigma == 0) n_sigma = 3;
+  if (!(n_sigma > 0) || !isfinite(n_sigma))
+    return ndf__fail(ctx, NDF_EINVAL, "ks: n_sigma %g; it must be finite and > 0", n_sigma);
+  int64_t r = 0;
+  st = check_maps(ctx, in, sigma, nsig, n_sigma, &r);
+  if (st == NDF_OK) st = full_shape(ctx, in, r, shape);
+  if (st == NDF_OK && R) *R = r;
+  return st;
+}
+
+ndf_status ndf_plan_ks(ndf_plan **plan, ndf_context *ctx, const ndf_array *in, const ndf_array *out,
+                       const ndf_array *sigma, int nsig, const ndf_ks_opts *opts) {
+  if (!plan) return NDF_EINVAL;
+  *plan = NULL;
+  if (!ctx) return NDF_EINVAL;
+  ndf_ks_opts o;
+  ndf_status st = take(ctx, &o, opts);
+  if (st == NDF_OK) st = ndf__check_desc(ctx, in, "in");
+  if (st == NDF_OK) st = ndf__check_desc(ctx, out, "out");
+  int64_t R = 0;
+  if (st == NDF_OK) st = check_maps(ctx, in, sigma, nsig, o.n_sigma, &R);
+  if (st != NDF_OK) return st;
+  int64_t want[NDF_MAX_DIMS];
+  if (o.output == NDF_KS_FULL) {
+    st = full_shape(ctx, in, R, want);
+    if (st != NDF_OK) return st;
+  } else {
+    memcpy(want, in->shape, sizeof want);
+  }
+  int same = out->ndim == in->ndim;
+  for (int d = 0; same && d < in->ndim; d++)
+    same = out->shape[d] == want[d];
+  if (!same) {
+    char buf[96] = "";
+    for (int d = 0; d < in->ndim; d++)
+      snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%lld", d ? ", " : "",
+               (long long)want[d]);
+    return ndf__fail(ctx, NDF_EINVAL, "ks: out must have shape (%s) for output '%s'", buf,
+                     o.output == NDF_KS_FULL ? "full" : "same");
+  }
+  const int64_t n = ndf_array_size(in);
+  const size_t sz = sizeof(ndf__ksp) + (size_t)(n * nsig) * sizeof(double);
+  ndf__ksp *k = malloc(sz);
+  if (!k) return ndf__fail(ctx, NDF_ENOMEM, "ks: out of host memory for the sigma maps");
+  k->index = o.index;
+  k->extent = o.output;
+  k->normalize = o.normalize != 0;
+  k->deterministic = o.deterministic != 0;
+  k->nsig = nsig;
+  k->n_sigma = o.n_sigma;
+  k->R = R;
+  k->n = n;
+  for (int m = 0; m < nsig; m++)
+    for (int64_t i = 0; i < n; i++)
+      k->sigma[m * n + i] = ndf__load(sigma[m].dtype, sigma[m].data, ndf__offset(&sigma[m], i));
+  ndf__problem pb = ndf__problem_make(NDF__OP_KS, "ks", NULL, in, out, k, sz);
+  return ndf__plan_create(plan, ctx, &pb, o.method);
+}
+
+ndf_status ndf_ks(ndf_context *ctx, const ndf_array *in, ndf_array *out, const ndf_array *sigma,
+                  int nsig, const ndf_ks_opts *opts) {
+  ndf_plan *p = NULL;
+  ndf_status st = ndf_plan_ks(&p, ctx, in, out, sigma, nsig, opts);
+  return ndf__run_once(st, &p, in, 1, out);
+}

@@ -1,0 +1,335 @@
+/* test_ks.c - kernel superposition (ndf.h, "ks") against the float64 reference (src/ref) on
+ * random images and sigma maps, plus properties with no oracle: sigma 0 is the identity, a
+ * delta gives the outer product of Eq. 4's 1-D kernels, normalize preserves mass, results
+ * do not depend on the thread count, and bad arguments are refused with nothing written.
+ *
+ *   test_ks [cpu|cuda] [solver]     (NDF_TEST_SEED, NDF_TEST_CASES, NDF_TEST_TOL) */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../src/ref/ref.h"
+#include "common.h"
+
+static double t_tol = 1e-6, worst_seen = 0;
+static const char *solver = NULL;
+
+typedef struct {
+  int nd, nsig, index, full, normalize, kind;
+  double n_sigma, smax;
+  int64_t shape[NDF_MAX_DIMS];
+  ndf_dtype sdt;
+  t_layout lay;
+} kcase;
+
+static const char *const kinds[] = {"uniform", "clustered", "zeros", "large"};
+
+static void describe(const kcase *c) {
+  fprintf(stderr, "  case: ks ndim=%d shape=(", c->nd);
+  for (int d = 0; d < c->nd; d++)
+    fprintf(stderr, "%lld%s", (long long)c->shape[d], d + 1 < c->nd ? "," : "");
+  fprintf(stderr,
+          ") maps=%d (%s, %s, sigma < %g) index=%s output=%s normalize=%d n_sigma=%g in=%s%s "
+          "out=%s%s%s solver=%s\n",
+          c->nsig, ndf_dtype_name(c->sdt), kinds[c->kind], c->smax, c->index ? "output" : "input",
+          c->full ? "full" : "same", c->normalize, c->n_sigma, ndf_dtype_name(c->lay.idt),
+          c->lay.strided_in ? "/strided" : "", ndf_dtype_name(c->lay.odt),
+          c->lay.strided_out ? "/strided" : "", c->lay.inplace ? " in-place" : "",
+          solver ? solver : "auto");
+}
+
+/* Maps of the case's kind: sigma ~ U[0, smax) as the paper, blocks of a few values (many radii
+ * side by side), mostly zeros, or a few large sigmas among small ones. */
+static void fill_maps(const kcase *c, t_arr *maps, uint64_t *r) {
+  for (int m = 0; m < c->nsig; m++) {
+    const ndf_array *a = &maps[m].hview;
+    const int64_t n = ndf_array_size(a);
+    const double block_v[4] = {0, c->smax * 0.2, c->smax * 0.6, c->smax * 0.95};
+    for (int64_t i = 0; i < n; i++) {
+      const double u = 0.5 * (ndf_rand_uniform(r) + 1);
+      double s = u * c->smax;
+      if (c->kind == 1) s = block_v[(i / 5 + m) % 4];
+      if (c->kind == 2) s = t_randint(r, 0, 3) ? 0 : s;
+      if (c->kind == 3) s = t_randint(r, 0, 9) ? 0.3 * u : c->smax * (1 + u);
+      ndf__store(a->dtype, a->data, ndf__offset(a, i), s);
+    }
+  }
+}
+
+static ndf_ks_opts kopts(const kcase *c) {
+  ndf_ks_opts o;
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.method = solver;
+  o.index = c->index ? NDF_KS_OUTPUT : NDF_KS_INPUT;
+  o.n_sigma = c->n_sigma;
+  o.output = c->full ? NDF_KS_FULL : NDF_KS_SAME;
+  o.normalize = c->normalize;
+  return o;
+}
+
+static void run_case(ndf_context *ctx, int cuda, const kcase *c, uint64_t *r) {
+  t_arr in, out, maps[NDF_MAX_DIMS];
+  t_arr_make(&in, r, c->lay.idt, c->nd, c->shape, c->lay.strided_in, c->lay.dev_in ? ctx : NULL);
+  t_fill_random(&in, r);
+  ndf_array mv[NDF_MAX_DIMS];
+  for (int m = 0; m < c->nsig; m++) {
+    t_arr_make(&maps[m], r, c->sdt, c->nd, c->shape, (int)t_randint(r, 0, 1), NULL);
+    mv[m] = maps[m].hview;
+  }
+  fill_maps(c, maps, r);
+  const double ns = c->n_sigma == 0 ? 3 : c->n_sigma;
+  const int64_t R = c->full ? ndf_ref_ks_margin(&in.hview, mv, c->nsig, ns) : 0;
+  int64_t oshape[NDF_MAX_DIMS];
+  for (int d = 0; d < c->nd; d++)
+    oshape[d] = c->shape[d] + 2 * R;
+  const int inplace = c->lay.inplace && !c->full;
+  t_arr *po = &out;
+  if (inplace) {
+    po = &in;
+  } else {
+    t_arr_make(&out, r, c->lay.odt, c->nd, oshape, c->lay.strided_out, c->lay.dev_out ? ctx : NULL);
+    t_poison(&out);
+  }
+  const int64_t nout = ndf_array_size(&po->hview), nin = ndf_array_size(&in.hview);
+  double *ref = malloc((size_t)nout * sizeof *ref), *mag = malloc((size_t)nout * sizeof *mag);
+  double *ax = malloc((size_t)nin * sizeof *ax);
+  if (!ref || !mag || !ax) abort();
+  ndf_ref_ks(&in.hview, mv, c->nsig, c->index, ns, c->full, c->normalize, ref);
+  for (int64_t i = 0; i < nin; i++)
+    ax[i] = fabs(ndf__load(in.hview.dtype, in.hview.data, ndf__offset(&in.hview, i)));
+  ndf_array absx = ndf_array_contiguous(NDF_F64, c->nd, c->shape, ax);
+  ndf_ref_ks(&absx, mv, c->nsig, c->index, ns, c->full, c->normalize, mag);
+  void *poisoned = malloc(po->bytes);
+  if (!poisoned) abort();
+  memcpy(poisoned, po->host, po->bytes);
+  t_arr_upload(&in, ctx);
+  if (!inplace) t_arr_upload(&out, ctx);
+  ndf_ks_opts o = kopts(c);
+  ndf_plan *p = NULL;
+  ndf_status st = ndf_plan_ks(&p, ctx, &in.view, &po->view, mv, c->nsig, &o);
+  if (st == NDF_OK) st = t_execute(ctx, p, &in, po, poisoned, c->lay.reuse && !inplace);
+  CHECK(st == NDF_OK, "%s: %s", ndf_status_str(st), ndf_context_message(ctx));
+  const char *used = p ? ndf_plan_solver(p) : "?";
+  CHECK(!solver || !strcmp(used, solver), "solver %s, asked for %s", used, solver);
+  CHECK(cuda == !strncmp(used, "cuda", 4), "solver %s on the wrong device", used);
+  ndf_plan_destroy(p);
+  if (st == NDF_OK) {
+    t_verdict v = t_judge(po, ref, mag, t_tol, inplace, poisoned);
+    if (v.isfloat && v.worst > worst_seen) worst_seen = v.worst;
+    if (v.bad) {
+      t_failures++;
+      describe(c);
+      t_print_worst(po, ref, &v);
+    }
+  } else {
+    describe(c);
+  }
+  free(ref);
+  free(mag);
+  free(ax);
+  free(poisoned);
+  for (int m = 0; m < c->nsig; m++)
+    t_arr_free(&maps[m], NULL);
+  t_arr_free(&in, ctx);
+  if (!inplace) t_arr_free(&out, ctx);
+}
+
+static void random_case(kcase *c, uint64_t *r, int cuda) {
+  static const int64_t maxdim[5] = {0, 40, 14, 7, 5};
+  memset(c, 0, sizeof *c);
+  c->nd = (int)(t_randint(r, 0, 9) ? t_randint(r, 2, 3) : t_randint(r, 1, 4) == 4 ? 4 : 1);
+  for (int d = 0; d < c->nd; d++)
+    c->shape[d] = t_randint(r, 1, maxdim[c->nd]);
+  c->nsig = t_randint(r, 0, 1) ? 1 : c->nd;
+  c->index = (int)t_randint(r, 0, 1);
+  c->full = (int)t_randint(r, 0, 1);
+  c->normalize = t_randint(r, 0, 2) == 0;
+  static const double nsig[4] = {0, 3, 2, 1.5};
+  c->n_sigma = nsig[t_randint(r, 0, 3)];
+  c->kind = (int)t_randint(r, 0, 3);
+  const int rmax = (int)t_randint(r, 1, c->nd <= 2 ? 5 : 3);
+  c->smax = rmax / (c->n_sigma == 0 ? 3 : c->n_sigma);
+  c->sdt = t_randint(r, 0, 1) ? NDF_F32 : NDF_F64;
+  t_random_layout(&c->lay, r, cuda);
+}
+
+/* sigma 0 everywhere: out is in, exactly (float32 to float32). */
+static void identity(ndf_context *ctx, uint64_t *r) {
+  const int64_t shape[3] = {4, 5, 6};
+  t_arr in;
+  t_arr_make(&in, r, NDF_F32, 3, shape, 0, NULL);
+  t_fill_random(&in, r);
+  float out[120], zeros[120] = {0};
+  ndf_array ov = ndf_array_contiguous(NDF_F32, 3, shape, out),
+            sv = ndf_array_contiguous(NDF_F32, 3, shape, zeros);
+  for (int index = 0; index < 2; index++) {
+    kcase c = {0};
+    c.index = index;
+    ndf_ks_opts o = kopts(&c);
+    ndf_status st = ndf_ks(ctx, &in.hview, &ov, &sv, 1, &o);
+    CHECK(st == NDF_OK, "identity: %s", ndf_context_message(ctx));
+    CHECK(!memcmp(out, in.hview.data, sizeof out), "sigma 0 (index %d) is not the identity", index);
+  }
+  t_arr_free(&in, NULL);
+}
+
+/* A delta at (6, 7) of a 13x15 image, sigma 1.3 everywhere: out(p) = k(p0 - 6) k(p1 - 7), Eq. 4
+ * evaluated here; and with normalize and output full, the sum of out is 1. */
+static void delta(ndf_context *ctx) {
+  enum { H = 13, W = 15 };
+  static double x[H * W], s[H * W], y[H * W], yf[(H + 10) * (W + 10)];
+  const int64_t shape[2] = {H, W};
+  for (int i = 0; i < H * W; i++) {
+    x[i] = i == 6 * W + 7;
+    s[i] = 1.3;
+  }
+  ndf_array xv = ndf_array_contiguous(NDF_F64, 2, shape, x),
+            sv = ndf_array_contiguous(NDF_F64, 2, shape, s),
+            yv = ndf_array_contiguous(NDF_F64, 2, shape, y);
+  for (int index = 0; index < 2; index++) {
+    kcase c = {0};
+    c.index = index;
+    ndf_ks_opts o = kopts(&c);
+    CHECK(ndf_ks(ctx, &xv, &yv, &sv, 1, &o) == NDF_OK, "delta: %s", ndf_context_message(ctx));
+    double worst = 0;
+    for (int i = 0; i < H; i++)
+      for (int j = 0; j < W; j++) {
+        double k[2];
+        const int d[2] = {i - 6, j - 7};
+        for (int a = 0; a < 2; a++)
+          k[a] = abs(d[a]) > 4 ? 0 /* ceil(3 * 1.3) = 4 */
+                               : 0.5 * (erf((d[a] + 0.5) / (sqrt(2) * 1.3)) -
+                                        erf((d[a] - 0.5) / (sqrt(2) * 1.3)));
+        worst = fmax(worst, fabs(y[i * W + j] - k[0] * k[1]));
+      }
+    CHECK(worst < 1e-15, "delta (index %d): off by %g from Eq. 4's outer product", index, worst);
+  }
+  kcase c = {0};
+  c.full = c.normalize = 1;
+  ndf_ks_opts o = kopts(&c);
+  int64_t fs[2], R = -1;
+  CHECK(ndf_ks_full_shape(ctx, &xv, &sv, 1, 3, fs, &R) == NDF_OK && R == 4 && fs[0] == H + 8 &&
+            fs[1] == W + 8,
+        "full shape (%lld, %lld), R %lld; want (%d, %d), 4", (long long)fs[0], (long long)fs[1],
+        (long long)R, H + 8, W + 8);
+  for (int i = 0; i < H * W; i++)
+    x[i] = (i * 7919 % 13) / 13.0;
+  ndf_array fv = ndf_array_contiguous(NDF_F64, 2, fs, yf);
+  CHECK(ndf_ks(ctx, &xv, &fv, &sv, 1, &o) == NDF_OK, "mass: %s", ndf_context_message(ctx));
+  double sin = 0, sout = 0;
+  for (int i = 0; i < H * W; i++)
+    sin += x[i];
+  for (int64_t i = 0; i < fs[0] * fs[1]; i++)
+    sout += yf[i];
+  CHECK(fabs(sin - sout) < 1e-12 * sin, "normalize + full: mass %.17g in, %.17g out", sin, sout);
+}
+
+/* The same case on 1 and on 3 threads: bitwise the same output. */
+static void threads_agree(uint64_t *r) {
+  ndf_context *c1 = NULL, *c3 = NULL;
+  ndf_context_opts co;
+  memset(&co, 0, sizeof co);
+  co.struct_size = sizeof co;
+  co.device = "cpu";
+  co.threads = 1;
+  if (ndf_context_create(&c1, &co) != NDF_OK) abort();
+  co.threads = 3;
+  if (ndf_context_create(&c3, &co) != NDF_OK) abort();
+  enum { H = 37, W = 29 };
+  static float x[H * W], s[H * W], y1[H * W], y3[H * W];
+  for (int i = 0; i < H * W; i++) {
+    x[i] = (float)ndf_rand_uniform(r);
+    s[i] = (float)(1.6 * 0.5 * (ndf_rand_uniform(r) + 1));
+  }
+  const int64_t shape[2] = {H, W};
+  ndf_array xv = ndf_array_contiguous(NDF_F32, 2, shape, x),
+            sv = ndf_array_contiguous(NDF_F32, 2, shape, s),
+            v1 = ndf_array_contiguous(NDF_F32, 2, shape, y1),
+            v3 = ndf_array_contiguous(NDF_F32, 2, shape, y3);
+  for (int index = 0; index < 2; index++) {
+    kcase c = {0};
+    c.index = index;
+    ndf_ks_opts o = kopts(&c);
+    o.method = NULL;
+    o.deterministic = 1;
+    CHECK(ndf_ks(c1, &xv, &v1, &sv, 1, &o) == NDF_OK && ndf_ks(c3, &xv, &v3, &sv, 1, &o) == NDF_OK,
+          "threads: %s %s", ndf_context_message(c1), ndf_context_message(c3));
+    CHECK(!memcmp(y1, y3, sizeof y1), "index %d: 1 and 3 threads differ", index);
+  }
+  ndf_context_destroy(c1);
+  ndf_context_destroy(c3);
+}
+
+/* Bad arguments: refused, with a message, the output untouched. */
+static void refusals(ndf_context *ctx) {
+  enum { N = 6 * 7 };
+  static float x[N], s[N], s2[N], y[N], poison[N];
+  const int64_t shape[2] = {6, 7}, wrong[2] = {7, 6};
+  for (int i = 0; i < N; i++) {
+    x[i] = (float)i;
+    s[i] = s2[i] = 1;
+    y[i] = poison[i] = NAN;
+  }
+  ndf_array xv = ndf_array_contiguous(NDF_F32, 2, shape, x),
+            yv = ndf_array_contiguous(NDF_F32, 2, shape, y),
+            wv = ndf_array_contiguous(NDF_F32, 2, wrong, y);
+  ndf_array maps[2] = {ndf_array_contiguous(NDF_F32, 2, shape, s),
+                       ndf_array_contiguous(NDF_F32, 2, shape, s2)};
+  for (int k = 0; k < 9; k++) {
+    kcase c = {0};
+    ndf_ks_opts o = kopts(&c);
+    int nsig = 1;
+    ndf_array *out = &yv;
+    ndf_array m1 = maps[0];
+    const char *what = "?";
+    s[3] = 1;
+    switch (k) {
+    case 0: s[3] = -1, what = "a negative sigma"; break;
+    case 1: s[3] = NAN, what = "a NaN sigma"; break;
+    case 2: s[3] = INFINITY, what = "an infinite sigma"; break;
+    case 3: nsig = 3, what = "3 maps for 2 axes"; break;
+    case 4: m1 = ndf_array_contiguous(NDF_F32, 2, wrong, s), what = "a map of another shape"; break;
+    case 5: o.output = NDF_KS_FULL, what = "a same-shaped out for output full"; break;
+    case 6: out = &wv, what = "out of another shape"; break;
+    case 7: o.n_sigma = -2, what = "n_sigma -2"; break;
+    default: o.index = (ndf_ks_index)7, what = "index 7"; break;
+    }
+    ndf_array ms[2] = {m1, maps[1]};
+    ndf_status st = ndf_ks(ctx, &xv, out, ms, nsig, &o);
+    CHECK(st == NDF_EINVAL, "%s: status %s", what, ndf_status_str(st));
+    CHECK(*ndf_context_message(ctx), "%s: no message", what);
+    CHECK(!memcmp(y, poison, sizeof y) || (y[0] != y[0] && y[N - 1] != y[N - 1]),
+          "%s: the output was written", what);
+    for (int i = 0; i < N; i++)
+      CHECK(isnan(y[i]), "%s: out[%d] written", what, i);
+  }
+  s[3] = 1;
+}
+
+int main(int argc, char **argv) {
+  const char *dev = argc > 1 ? argv[1] : "cpu";
+  const int cuda = !strcmp(dev, "cuda");
+  solver = argc > 2 ? argv[2] : NULL;
+  ndf_context *ctx;
+  const int rc = t_open(&ctx, dev);
+  if (rc) return rc;
+  uint64_t r = t_seed();
+  t_tol = t_env_double("NDF_TEST_TOL", t_tol);
+  const int ncases = (int)t_env_double("NDF_TEST_CASES", 150);
+  for (int k = 0; k < ncases; k++) {
+    kcase c;
+    random_case(&c, &r, cuda);
+    run_case(ctx, cuda, &c, &r);
+  }
+  printf("%d random cases on %s: worst relative error %.3g (bound %g)\n", ncases, dev, worst_seen,
+         t_tol);
+  identity(ctx, &r);
+  delta(ctx);
+  refusals(ctx);
+  if (!cuda) threads_agree(&r);
+  ndf_context_destroy(ctx);
+  printf("%d failures\n", t_failures);
+  return t_failures ? 1 : 0;
+}
