@@ -167,7 +167,9 @@ extern const ndf__solver ndf__cpu_corr_fft;
 #endif
 #ifdef NDF_HAVE_CUDA
 extern const ndf__solver ndf__cuda_corr1d_direct, ndf__cuda_sep, ndf__cuda_sep_fused,
-    ndf__cuda_corr_direct, ndf__cuda_corr_fft, ndf__cuda_iir;
+    ndf__cuda_corr_direct, ndf__cuda_corr_fft, ndf__cuda_iir, ndf__cuda_ks_gather,
+    ndf__cuda_ks_scatter_global_atomic, ndf__cuda_ks_scatter_shared_atomic,
+    ndf__cuda_ks_scatter_sync, ndf__cuda_ks_scatter_threadfence, ndf__cuda_ks_scatter_warpsync;
 #endif
 
 /* CUDA glue (src/cuda), all NULL-safe; only in CUDA builds. */

@@ -17,6 +17,12 @@ const ndf__solver *const ndf__solvers[] = {
     &ndf__cuda_corr_fft,
     &ndf__cuda_corr1d_direct,
     &ndf__cuda_iir,
+    &ndf__cuda_ks_gather,
+    &ndf__cuda_ks_scatter_global_atomic,
+    &ndf__cuda_ks_scatter_shared_atomic,
+    &ndf__cuda_ks_scatter_sync,
+    &ndf__cuda_ks_scatter_threadfence,
+    &ndf__cuda_ks_scatter_warpsync,
 #endif
 };
 

@@ -64,6 +64,32 @@ int ndf__iir_chunks_fit(const struct ndf__iir *f, int64_t L);
 int ndf__launch_iir_chunks(const float *src, float *dst, int64_t P, int64_t L, int64_t Q,
                            const struct ndf__iir *f, void *stream);
 
+/* ks (ks_kernel.cu): arrays as 3-D [z][y][x] (missing leading axes of length 1): input n,
+ * output m, the input's offset in the output off; smap[a]: the sigma map of axis a (-1: none);
+ * sig / rad: the maps (float32 sigma, int radius), n elements each, one after the other. */
+typedef struct ndf__ks_geom {
+  int64_t n[3], m[3], off[3];
+  int smap[3];
+  int index_output, normalize;
+} ndf__ks_geom;
+enum {
+  NDF__KS_GLOBAL_ATOMIC = 0,
+  NDF__KS_SHARED_ATOMIC,
+  NDF__KS_SYNC,
+  NDF__KS_THREADFENCE,
+  NDF__KS_WARPSYNC
+};
+/* The gather into contiguous out; rt: per output tile (ndf__ks_tile_dims, x fastest, then y,
+ * then z) the largest radius per axis, 3 ints. */
+int ndf__launch_ks_gather(const float *in, float *out, const float *sig, const int *rad,
+                          const ndf__ks_geom *g, const int *rt, void *stream);
+/* A scatter variant over the input tiles listed in tiles (ids x fastest, then y, then z),
+ * whose radii are all <= rm (0, 1, 2, 4, 8, 16 or 32), adding into out (zeroed by the caller). */
+int ndf__launch_ks_scatter(int variant, int rm, const float *in, float *out, const float *sig,
+                           const int *rad, const ndf__ks_geom *g, const int *tiles, int ntiles,
+                           void *stream);
+int ndf__ks_tile_dims(int *tx, int *ty);
+
 #ifdef __cplusplus
 }
 #endif

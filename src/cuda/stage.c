@@ -248,7 +248,8 @@ int ndf__cuda_contig_begin(ndf__contig *c, const ndf_array *in, int nout, ndf_ar
   for (int f = 0; f < nout; f++) {
     c->dst[f] = out[f].data;
     if (e == cudaSuccess && !ndf__is_contiguous(&out[f])) {
-      e = cudaMallocAsync((void **)&c->gout[f], bytes, st);
+      e = cudaMallocAsync((void **)&c->gout[f], (size_t)ndf_array_size(&out[f]) * sizeof(float),
+                          st);
       c->dst[f] = c->gout[f];
     }
   }
