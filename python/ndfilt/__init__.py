@@ -10,6 +10,8 @@ nearest and clamped to the type's range (scipy truncates and wraps).
 import atexit
 import collections
 import ctypes as C
+import hashlib
+import math
 import operator
 import threading
 
@@ -19,7 +21,7 @@ from . import _lib
 from ._lib import lib
 
 __all__ = ["correlate1d", "convolve1d", "sepfilter", "gaussian_filter", "gaussian_filter1d",
-           "correlate", "convolve", "correlate_bank", "convolve_bank", "last_solver",
+           "correlate", "convolve", "correlate_bank", "convolve_bank", "ks", "last_solver",
            "set_device", "device", "solvers", "__version__"]
 __version__ = lib.ndf_version_string().decode()
 
@@ -189,18 +191,19 @@ def _stream_of(kind, dev):
             return _cupy.cuda.get_current_stream().ptr
 
 
-def _empty_like(op, dtype):
-    """A new C-contiguous output of op's kind and shape."""
+def _empty_like(op, dtype, shape=None):
+    """A new C-contiguous output of op's kind and shape (or the given shape)."""
     x = op.arr
+    shape = tuple(x.shape) if shape is None else tuple(shape)
     if op.kind == "torch":
         import torch
         tdt = dtype if isinstance(dtype, torch.dtype) else getattr(torch, np.dtype(dtype).name)
-        return torch.empty(tuple(x.shape), dtype=tdt, device=x.device)
+        return torch.empty(shape, dtype=tdt, device=x.device)
     if op.kind in ("cupy", "cuda"):
         import cupy
         with cupy.cuda.Device(op.dev):
-            return cupy.empty(tuple(x.shape), dtype=dtype)
-    return np.empty(x.shape, dtype=dtype)
+            return cupy.empty(shape, dtype=dtype)
+    return np.empty(shape, dtype=dtype)
 
 
 def _np_dtype(dt):
@@ -761,3 +764,204 @@ def convolve_bank(input, weights, output=None, mode="reflect", cval=0.0, origin=
                   method="auto"):
     """convolve with each of F kernels (see correlate_bank)."""
     return _filterNd(True, input, weights, output, mode, cval, origin, method, bank=True)
+
+
+# ----------------------------------------------------------------- ks
+
+def _to_host(x):
+    """x (a numpy, CuPy or torch array, anything with __cuda_array_interface__, or an
+    array-like) as a numpy array in host memory."""
+    mod = type(x).__module__.split(".")[0]
+    if mod == "torch":
+        t = x.detach().cpu()
+        try:
+            return t.numpy()
+        except TypeError:  # a dtype numpy lacks (bfloat16)
+            return t.double().numpy()
+    if mod == "cupy":
+        return x.get()
+    if hasattr(x, "__cuda_array_interface__"):
+        import cupy
+        return cupy.asarray(x).get()
+    return np.asarray(x)
+
+
+def _ks_map(m, shape, what):
+    """One sigma map as the C side takes it: a C-contiguous host array of image's shape, its
+    own dtype where libndfilt has it, else float64."""
+    a = _to_host(m)
+    if a.dtype not in _NP_CODE:
+        if a.dtype.kind not in "biuf":
+            raise ValueError(f"{what} must hold real numbers, not dtype {a.dtype}")
+        a = a.astype(np.float64)
+    if a.shape != tuple(shape):
+        raise ValueError(f"{what} has shape {a.shape}; a sigma map must have the image's shape "
+                         f"{tuple(shape)}")
+    return np.ascontiguousarray(a)
+
+
+def _ks_per_axis(sigma, shape):
+    """Whether sigma is a list or tuple of maps, one per axis, rather than one map (an array,
+    or nested lists of the image's shape: never both, the shapes' lengths differ)."""
+    if not isinstance(sigma, (list, tuple)) or any(hasattr(m, "shape") for m in sigma):
+        return isinstance(sigma, (list, tuple))
+    try:
+        return np.shape(sigma) != tuple(shape)
+    except ValueError:  # ragged
+        return True
+
+
+class _NoKsSolver(Exception):
+    """No ks solver of the device applies to the problem."""
+
+
+_ks_cuda = None  # whether this build has a CUDA ks solver
+_ks_nodev = set()  # ks plan keys on a GPU that no solver there applies to
+
+
+def _ks_context(src, meth):
+    """The context ks runs on for operand src: the CPU's where method names a CPU solver or,
+    for 'auto', where the build has no ks solver on src's GPU; else src's own."""
+    global _ks_cuda
+    ctx = _context_of(src)
+    if lib.ndf_context_place(ctx).kind != _lib.PLACE_CUDA:
+        return ctx
+    if meth is None:
+        if _ks_cuda is None:
+            _ks_cuda = any(s.startswith("cuda_") for s in solvers().get("ks", []))
+        if _ks_cuda:
+            return ctx
+    elif not meth.startswith(b"cpu_"):
+        return ctx
+    return _context("cpu")
+
+
+def _ks_back(out, gpu):
+    """The host result out as an array of the kind and device of the GPU operand gpu."""
+    if gpu.kind == "torch":
+        import torch
+        return torch.from_numpy(out).to(gpu.arr.device)
+    import cupy
+    with cupy.cuda.Device(gpu.dev):
+        return cupy.asarray(out)
+
+
+def ks(image, sigma, *, index="input", n_sigma=3.0, output="same", normalize=False,
+       method="auto", deterministic=False):
+    """Spatially varying Gaussian kernel superposition (KS; da Silva, Ansorge and Jena):
+    each pixel blurred with its own Gaussian width. With I the image, s_a the sigma map of
+    axis a and p, q pixel positions:
+
+      index='input'  (Eq. 2a, scatter): out(p) = sum_q I(q) prod_a k(p_a - q_a, s_a(q))
+      index='output' (Eq. 2b, gather):  out(p) = sum_q I(q) prod_a k(p_a - q_a, s_a(p))
+
+    k(d, s) = (erf((d + 1/2) / (sqrt(2) s)) - erf((d - 1/2) / (sqrt(2) s))) / 2 is the
+    pixel-integrated Gaussian, cut off at |d| > ceil(n_sigma * s) per pixel and axis (s = 0:
+    the identity). normalize divides each truncated 1-D kernel by its sum, so that every
+    pixel's kernel sums to 1. Pixels outside the image contribute nothing (no boundary mode).
+
+    image: numpy array (any strides), CuPy array or torch tensor, 1-4 axes, dtype
+    uint8/uint16/int16/float32/float64. sigma: one array of image's shape (isotropic: every
+    axis), or a list or tuple of image.ndim such arrays (one per axis); maps may be any real
+    dtype and on the host or a GPU (they are copied to the host), with every value finite and
+    >= 0. output: 'same' (the image's grid; what falls outside is dropped) or 'full' (shape +
+    2 R on every axis, R the largest ceil(n_sigma * s) over the maps; image pixel q lands at
+    q + R; with index='output' a pixel outside the image takes the nearest image pixel's
+    sigma). n_sigma: the cut-off in
+    sigmas, finite and > 0. deterministic: a solver whose result is bitwise the same on every
+    run (cpu_ks always is; on a GPU it rules out the scatters' atomic additions). method:
+    'auto' (a solver of the image's device, or of the current device for numpy arrays, where
+    one applies, else cpu_ks) or a solver name (ndfilt.solvers()['ks']: 'cpu_ks', and in CUDA
+    builds 'cuda_ks_gather', 'cuda_ks_scatter_*'). last_solver() names the one used.
+
+    Returns a new array of the image's dtype and kind, on its GPU for GPU inputs (computed on
+    the CPU through host copies when cpu_ks runs). cpu_ks computes in float64 (the CUDA
+    solvers are tested to 1e-5 of the largest output); integer outputs are rounded to nearest
+    and clamped to the type's range.
+    """
+    if not _lib.HAVE_KS:
+        raise NotImplementedError(f"this libndfilt ({__version__}) has no ks")
+    if not isinstance(index, str) or index not in _lib.KS_INDEX:
+        raise ValueError(f"index must be 'input' or 'output', not {index!r}")
+    if not isinstance(output, str) or output not in _lib.KS_EXTENT:
+        raise ValueError(f"output must be 'same' or 'full', not {output!r}")
+    try:
+        if isinstance(n_sigma, (str, bytes)) or np.ndim(n_sigma) != 0:
+            raise TypeError
+        ns = float(n_sigma)
+    except (TypeError, ValueError):
+        raise ValueError(f"n_sigma must be a number, not {n_sigma!r}") from None
+    if not (ns > 0 and math.isfinite(ns)):
+        raise ValueError(f"n_sigma must be finite and > 0, not {n_sigma!r}")
+    meth = _method(method)
+    idx, ext = _lib.KS_INDEX[index], _lib.KS_EXTENT[output]
+    normalize, deterministic = bool(normalize), bool(deterministic)
+
+    src, arr, kind, back = _input(image)
+    nd = src.desc.ndim
+    shape = tuple(src.desc.shape[:nd])
+    if _ks_per_axis(sigma, shape):
+        if len(sigma) != nd:
+            raise ValueError(f"sigma has {len(sigma)} maps; give one array (every axis) or a "
+                             f"list or tuple of {nd} (one per axis)")
+        maps = [_ks_map(m, shape, f"sigma[{a}]") for a, m in enumerate(sigma)]
+    else:
+        maps = [_ks_map(sigma, shape, "sigma")]
+    nsig = len(maps)
+    descs = (_lib.Array * nsig)(*[_numpy_operand(m).desc for m in maps])
+    h = hashlib.blake2b(digest_size=20)
+    for m in maps:
+        h.update(f"{m.dtype.str}{m.shape};".encode())
+        h.update(memoryview(m).cast("B"))
+    problem = (nsig, h.digest(), idx, ns, ext, normalize, meth, deterministic)
+
+    def run(ctx, fallback):
+        """ks on ctx (a GPU image staged through the host if ctx is the CPU's); fallback: no
+        ks solver applying there raises _NoKsSolver instead of ValueError."""
+        staged = kind != "numpy" and lib.ndf_context_place(ctx).kind != _lib.PLACE_CUDA
+        s = _numpy_operand(_to_host(arr)) if staged else src
+        if ext == _lib.KS_EXTENT["full"]:
+            full, R = (C.c_int64 * _lib.MAX_DIMS)(), C.c_int64()
+            st = lib.ndf_ks_full_shape(ctx, C.byref(s.desc), descs, nsig, ns, full,
+                                       C.byref(R))
+            if st != _lib.OK:
+                _raise(st, ctx)
+            oshape = tuple(full[:nd])
+        else:
+            oshape = shape
+        if s.kind == "numpy":
+            dst = _numpy_operand(np.empty(oshape, s.arr.dtype), True)
+        else:
+            dst = _cuda_operand(_empty_like(s, arr.dtype, oshape), kind)
+        key = ("ks", ctx, _place_key(s.desc), _place_key(dst.desc)) + problem
+
+        def make(hp):
+            opts = _lib.KsOpts(C.sizeof(_lib.KsOpts), meth, idx, ns, ext, int(normalize),
+                               int(deterministic))
+            st = lib.ndf_plan_ks(hp, ctx, C.byref(s.desc), C.byref(dst.desc), descs, nsig,
+                                 C.byref(opts))
+            if st == _lib.EUNSUPPORTED and fallback:
+                _ks_nodev.add(key)
+                raise _NoKsSolver
+            return st
+
+        with _lock:
+            if fallback and key in _ks_nodev:
+                raise _NoKsSolver
+            # A ks plan holds copies of its maps (image-sized): keep only the latest.
+            if key not in _plans:
+                for k in [k for k in _plans if k[0] == "ks"]:
+                    lib.ndf_plan_destroy(_plans.pop(k))
+                if len(_ks_nodev) > _MAX_PARSED:
+                    _ks_nodev.clear()
+            _run(key, ctx, s, dst, make)
+        return _ks_back(dst.arr, src) if staged else _result(dst, back, None)
+
+    ctx = _ks_context(src, meth)
+    if meth is None and lib.ndf_context_place(ctx).kind == _lib.PLACE_CUDA:
+        try:
+            return run(ctx, True)
+        except _NoKsSolver:  # none of the GPU's applies (say 4 axes): the CPU's
+            pass
+        ctx = _context("cpu")
+    return run(ctx, False)

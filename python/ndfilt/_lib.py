@@ -48,6 +48,16 @@ class CorrelateOpts(C.Structure):
                 ("cval", C.c_double)]
 
 
+class KsOpts(C.Structure):
+    _fields_ = [("struct_size", C.c_size_t), ("method", C.c_char_p), ("index", C.c_int),
+                ("n_sigma", C.c_double), ("output", C.c_int), ("normalize", C.c_int),
+                ("deterministic", C.c_int)]
+
+
+KS_INDEX = {"input": 0, "output": 1}  # ndf_ks_index
+KS_EXTENT = {"same": 0, "full": 1}    # ndf_ks_extent
+
+
 def _candidates():
     env = os.environ.get("NDFILT_LIBRARY")
     if env:
@@ -118,6 +128,18 @@ _sig = {
 for _name, (_res, _args) in _sig.items():
     _f = getattr(lib, _name)
     _f.restype, _f.argtypes = _res, _args
+# Only in libraries that have kernel superposition (0.2 on).
+HAVE_KS = hasattr(lib, "ndf_plan_ks")
+if HAVE_KS:
+    for _name, (_res, _args) in {
+        "ndf_plan_ks": (C.c_int, [P(C.c_void_p), C.c_void_p, P(Array), P(Array), P(Array),
+                                  C.c_int, P(KsOpts)]),
+        "ndf_ks": (C.c_int, [C.c_void_p, P(Array), P(Array), P(Array), C.c_int, P(KsOpts)]),
+        "ndf_ks_full_shape": (C.c_int, [C.c_void_p, P(Array), P(Array), C.c_int, C.c_double,
+                                        P(C.c_int64), P(C.c_int64)]),
+    }.items():
+        _f = getattr(lib, _name)
+        _f.restype, _f.argtypes = _res, _args
 # Only in CUDA builds.
 HAVE_STREAMS = hasattr(lib, "ndf_context_set_stream")
 if HAVE_STREAMS:

@@ -1,6 +1,7 @@
 """Binding tests: ndfilt against scipy.ndimage on random inputs; argument errors; GPU
 round trips (CuPy, torch) without host copies when those are present."""
 import inspect
+import math
 import os
 import sys
 import unittest
@@ -725,6 +726,292 @@ class TestCorrelate(unittest.TestCase):
                                   output=np.empty((3, 4, 5), np.float32))
 
 
+# ----------------------------------------------------------------- ks
+
+SQRT2 = math.sqrt(2.0)
+KS_TOL = 1e-6  # max |ndfilt - reference| / max |reference|: the CPU solver computes in double
+
+
+def ks_tol(solver):
+    """The bound for a ks solver: cpu_ks computes in double, the CUDA solvers in float32."""
+    return KS_TOL if solver == "cpu_ks" else 1e-5
+
+
+def ks_k1(d, s, n_sigma, normalize):
+    """k(d, s) of ndf.h, straight from the definition: the pixel-integrated Gaussian, 0 past
+    r = ceil(n_sigma s), the identity for s = 0, divided by erf((r + 1/2) / (sqrt(2) s)) when
+    normalize."""
+    if s == 0:
+        return 1.0 if d == 0 else 0.0
+    r = math.ceil(n_sigma * s)
+    if abs(d) > r:
+        return 0.0
+    v = (math.erf((d + 0.5) / (SQRT2 * s)) - math.erf((d - 0.5) / (SQRT2 * s))) / 2
+    return v / math.erf((r + 0.5) / (SQRT2 * s)) if normalize else v
+
+
+def ks_reference(x, maps, index, n_sigma, output, normalize):
+    """ks in float64 by its definition: the full weight matrix W[p, q] = prod_a k(p_a - q_a,
+    s_a(q or p)) over output pixels p and input pixels q, times the input."""
+    n, nd = x.shape, x.ndim
+    S = [np.asarray(m, np.float64) for m in (maps * nd if len(maps) == 1 else maps)]
+    R = max(math.ceil(n_sigma * float(v)) for m in S for v in m.flat) if output == "full" else 0
+    m = tuple(k + 2 * R for k in n)
+    P = np.indices(m).reshape(nd, -1)  # output pixels, input coordinates + R
+    Q = np.indices(n).reshape(nd, -1)
+    if index == "input":
+        at = tuple(Q)
+    else:  # outside the input: the nearest input pixel's sigma
+        at = tuple(np.clip(P[a] - R, 0, n[a] - 1) for a in range(nd))
+    W = np.ones((P.shape[1], Q.shape[1]))
+    for a in range(nd):
+        u, inv = np.unique(S[a][at], return_inverse=True)
+        inv = inv.reshape(-1)
+        d = P[a][:, None] - (Q[a][None, :] + R)
+        dmax = int(np.abs(d).max())
+        table = np.zeros((len(u), 2 * dmax + 1))
+        for i, s in enumerate(u):
+            r = min(math.ceil(n_sigma * s), dmax)
+            for j in range(-r, r + 1):
+                table[i, j + dmax] = ks_k1(j, float(s), n_sigma, normalize)
+        rows = inv[None, :] if index == "input" else inv[:, None]
+        W *= table[rows, d + dmax]
+    return (W @ x.astype(np.float64).ravel()).reshape(m)
+
+
+def ks_maps(rng, shape, count):
+    """count random sigma maps, U[0, 2) with about a quarter of the pixels 0."""
+    out = []
+    for _ in range(count):
+        s = rng.uniform(0, 2, shape)
+        s[rng.uniform(size=shape) < 0.25] = 0
+        out.append(s)
+    return out
+
+
+class TestKs(unittest.TestCase):
+    """ks against its definition. The exact checks use cpu_ks (double precision, bitwise
+    repeatable) wherever numpy arrays run; test_auto checks the solver 'auto' picks."""
+
+    @staticmethod
+    def ks(*args, **kw):
+        kw.setdefault("method", "cpu_ks")
+        return ndfilt.ks(*args, **kw)
+
+    def assert_close(self, got, ref, what, tol=KS_TOL):
+        self.assertEqual(got.shape, ref.shape, what)
+        scale = max(float(np.abs(ref).max()), 1e-300)
+        err = np.abs(np.asarray(got, np.float64) - ref) / scale
+        i = np.unravel_index(np.argmax(np.where(np.isnan(err), np.inf, err)), err.shape)
+        self.assertTrue(np.all(err <= tol), f"{what}: worst element {i}: got {got[i]!r}, "
+                                            f"reference {ref[i]!r}, error {err[i]:.3g} > {tol}")
+
+    def test_against_reference(self):
+        rng = np.random.default_rng(SEED + 40)
+        for shape in [(9, 11), (5, 6, 7), (13,)]:
+            x = rng.uniform(-1, 1, shape)
+            iso = ks_maps(rng, shape, 1)
+            aniso = ks_maps(rng, shape, len(shape))
+            for index in ["input", "output"]:
+                for output in ["same", "full"]:
+                    for normalize in [False, True]:
+                        for maps in [iso, aniso]:
+                            for n_sigma in [3.0, 2.0]:
+                                what = (f"ks shape={shape} index={index} output={output} "
+                                        f"normalize={normalize} maps={len(maps)} "
+                                        f"n_sigma={n_sigma}")
+                                sigma = maps[0] if maps is iso else tuple(maps)
+                                got = self.ks(x, sigma, index=index, n_sigma=n_sigma,
+                                                output=output, normalize=normalize)
+                                self.assertIsInstance(got, np.ndarray)
+                                self.assertEqual(got.dtype, np.float64)
+                                ref = ks_reference(x, maps, index, n_sigma, output, normalize)
+                                self.assert_close(got, ref, what)
+        self.assertEqual(ndfilt.last_solver(), "cpu_ks")
+
+    def test_dtypes_and_layouts(self):
+        rng = np.random.default_rng(SEED + 41)
+        shape = (8, 10)
+        base = rng.uniform(-1, 1, shape)
+        [s64] = ks_maps(rng, shape, 1)
+        ref = ks_reference(base, [s64], "input", 3.0, "same", False)
+        # Image views with strides: transposed, reversed, every other element.
+        views = [np.ascontiguousarray(base.T).T, base[::-1, ::-1].copy()[::-1, ::-1]]
+        big = np.zeros((16, 20))
+        big[::2, ::-2] = base
+        views.append(big[::2, ::-2])
+        for v in views:
+            self.assert_close(self.ks(v, s64), ref, f"strides {v.strides}")
+        # A map with strides, and float32 maps (converted exactly).
+        sview = np.ascontiguousarray(s64[::-1])[::-1]
+        self.assert_close(self.ks(base, sview), ref, "map with strides")
+        # Nested lists: an image, one map of its shape, or one per axis.
+        self.assert_close(self.ks(base.tolist(), s64.tolist()), ref, "nested lists")
+        self.assert_close(self.ks(base, [s64.tolist(), s64]), ref, "a list of maps")
+        s32 = s64.astype(np.float32)
+        ref32 = ks_reference(base, [s32], "output", 2.0, "full", True)
+        self.assert_close(self.ks(base, s32, index="output", n_sigma=2, output="full",
+                                    normalize=True), ref32, "float32 map")
+        # Maps of every dtype, the unsupported ones as float64: the same result bitwise.
+        ints = rng.integers(0, 3, shape)
+        want = self.ks(base, ints.astype(np.float64))
+        for dt in [np.uint8, np.uint16, np.int16, np.float32, np.int32, np.int64, np.float16]:
+            got = self.ks(base, ints.astype(dt))
+            np.testing.assert_array_equal(got, want, err_msg=f"map dtype {np.dtype(dt)}")
+        got = self.ks(base, ints.astype(">f8"))  # big-endian
+        np.testing.assert_array_equal(got, want, err_msg="big-endian map")
+        self.assert_close(want, ks_reference(base, [ints], "input", 3.0, "same", False),
+                          "integer map")
+        # Image dtypes: float32 within its rounding, integers rounded (within 1).
+        got = self.ks(base.astype(np.float32), s64)
+        self.assertEqual(got.dtype, np.float32)
+        self.assert_close(got, ks_reference(base.astype(np.float32), [s64], "input", 3.0,
+                                            "same", False), "float32 image")
+        for dt in [np.uint8, np.uint16, np.int16]:
+            info = np.iinfo(dt)
+            xi = rng.integers(info.min, int(info.max) + 1, shape).astype(dt)
+            got = self.ks(xi, s64, output="full")
+            self.assertEqual(got.dtype, np.dtype(dt))
+            r = np.clip(np.rint(ks_reference(xi, [s64], "input", 3.0, "full", False)),
+                        info.min, info.max)
+            self.assertEqual(got.shape, r.shape)
+            self.assertLessEqual(float(np.abs(got.astype(np.float64) - r).max()), 1.0,
+                                 f"image dtype {np.dtype(dt)}")
+
+    def test_zero_sigma_is_identity(self):
+        rng = np.random.default_rng(SEED + 42)
+        for dt in DTYPES:
+            x = random_input(rng, (6, 7, 3), dt)
+            zero = np.zeros(x.shape)
+            for index in ["input", "output"]:
+                for output in ["same", "full"]:
+                    for sigma in [zero, (zero,) * 3, zero.astype(np.uint8)]:
+                        got = self.ks(x, sigma, index=index, output=output, normalize=True)
+                        self.assertEqual(got.dtype, x.dtype)
+                        np.testing.assert_array_equal(
+                            got, x, err_msg=f"sigma 0 dtype={np.dtype(dt)} index={index} "
+                                            f"output={output}")
+
+    def test_delta_gives_kernel(self):
+        shape, c = (15, 17), (7, 8)
+        x = np.zeros(shape)
+        x[c] = 1
+        for s in [(1.3, 1.3), (0.7, 1.9), (0.0, 0.45)]:
+            for n_sigma in [3.0, 2.0]:
+                R = max(math.ceil(n_sigma * v) for v in s)
+                for index in ["input", "output"]:
+                    for output in ["same", "full"]:
+                        for normalize in [False, True]:
+                            off = R if output == "full" else 0
+                            k = [np.array([ks_k1(i - (c[a] + off), s[a], n_sigma, normalize)
+                                           for i in range(shape[a] + 2 * off)])
+                                 for a in range(2)]
+                            want = np.multiply.outer(k[0], k[1])
+                            maps = tuple(np.full(shape, v) for v in s)
+                            sigma = maps[0] if s[0] == s[1] else maps
+                            got = self.ks(x, sigma, index=index, n_sigma=n_sigma,
+                                            output=output, normalize=normalize)
+                            what = (f"delta s={s} n_sigma={n_sigma} index={index} "
+                                    f"output={output} normalize={normalize}")
+                            self.assertEqual(got.shape, want.shape, what)
+                            np.testing.assert_allclose(got, want, rtol=0, atol=1e-12,
+                                                       err_msg=what)
+                            if normalize and output == "full":
+                                self.assertAlmostEqual(float(got.sum()), 1.0, places=12)
+
+    def test_bad_arguments(self):
+        rng = np.random.default_rng(SEED + 43)
+        x = rng.uniform(-1, 1, (9, 11))
+        good = rng.uniform(0, 2, x.shape)
+        neg, nan, inf = good.copy(), good.copy(), good.copy()
+        neg[4, 5], nan[2, 3], inf[8, 10] = -0.5, np.nan, np.inf
+        cases = [
+            ("negative sigma", dict(sigma=neg)),
+            ("NaN sigma", dict(sigma=nan)),
+            ("infinite sigma", dict(sigma=inf)),
+            ("negative sigma on one axis", dict(sigma=(good, neg))),
+            ("NaN float32 sigma", dict(sigma=nan.astype(np.float32))),
+            ("negative int sigma", dict(sigma=np.full(x.shape, -1, np.int32))),
+            ("map shape", dict(sigma=np.ones((9, 10)))),
+            ("map shape transposed", dict(sigma=np.ones((11, 9)))),
+            ("map with an extra axis", dict(sigma=np.ones((1, 9, 11)))),
+            ("scalar map", dict(sigma=1.0)),
+            ("one map's shape", dict(sigma=(good, np.ones((9, 10))))),
+            ("three maps for two axes", dict(sigma=(good, good, good))),
+            ("no maps", dict(sigma=[])),
+            ("complex map", dict(sigma=good.astype(np.complex128))),
+            ("index", dict(sigma=good, index="inputs")),
+            ("index number", dict(sigma=good, index=0)),
+            ("output", dict(sigma=good, output="valid")),
+            ("output None", dict(sigma=good, output=None)),
+            ("n_sigma 0", dict(sigma=good, n_sigma=0)),
+            ("n_sigma < 0", dict(sigma=good, n_sigma=-1.0)),
+            ("n_sigma NaN", dict(sigma=good, n_sigma=float("nan"))),
+            ("n_sigma inf", dict(sigma=good, n_sigma=float("inf"))),
+            ("n_sigma string", dict(sigma=good, n_sigma="3")),
+            ("unknown method", dict(sigma=good, method="nope")),
+            ("another operation's solver", dict(sigma=good, method="cpu_sep")),
+        ]
+        for what, kw in cases:
+            with self.assertRaises(ValueError, msg=f"ks {what}"):
+                ndfilt.ks(x, **kw)
+        for kw, word in [(dict(index="inputs"), "inputs"), (dict(output="valid"), "valid")]:
+            with self.assertRaisesRegex(ValueError, word):
+                ndfilt.ks(x, good, **kw)
+        with self.assertRaisesRegex(ValueError, "sigma"):
+            ndfilt.ks(x, neg)
+        with self.assertRaises(ValueError):  # 5 axes
+            ndfilt.ks(np.ones((2,) * 5), np.ones((2,) * 5))
+        with self.assertRaises(TypeError):  # image dtype
+            ndfilt.ks(x.astype(np.int32), good)
+        # Still working, and right.
+        for output in ["same", "full"]:
+            got = self.ks(x, good, output=output, index="output")
+            self.assert_close(got, ks_reference(x, [good], "output", 3.0, output, False),
+                              f"after the errors ({output})")
+
+    def test_deterministic(self):
+        rng = np.random.default_rng(SEED + 44)
+        x = rng.uniform(-1, 1, (24, 31))
+        maps = ks_maps(rng, x.shape, 2)
+        for index in ["input", "output"]:
+            for output in ["same", "full"]:
+                kw = dict(index=index, output=output, normalize=True)
+                a = self.ks(x, maps[0], deterministic=True, **kw)
+                b = self.ks(x, maps[0].copy(), deterministic=True, **kw)
+                self.assertEqual(a.tobytes(), b.tobytes(), f"index={index} output={output}")
+                c = self.ks(x, tuple(maps), deterministic=True, **kw)
+                self.ks(x, maps[0], **kw)  # another plan in between
+                d = self.ks(x, tuple(maps), deterministic=True, **kw)
+                self.assertEqual(c.tobytes(), d.tobytes(), f"anisotropic index={index} "
+                                                           f"output={output}")
+                e = self.ks(x, maps[0], **kw)
+                self.assert_close(e, a.astype(np.float64), "deterministic vs not", 1e-12)
+
+    def test_auto(self):
+        """method 'auto' on the device numpy arrays use: a GPU's solver where one applies
+        (float32 there: within 1e-5, the C tests' bound), else cpu_ks (4 axes on a GPU)."""
+        rng = np.random.default_rng(SEED + 47)
+        for shape in [(9, 11), (5, 6, 7), (3, 4, 2, 3)]:
+            x = rng.uniform(-1, 1, shape)
+            maps = ks_maps(rng, shape, len(shape))
+            for index in ["input", "output"]:
+                for output in ["same", "full"]:
+                    for sigma, ms in [(maps[0], maps[:1]), (tuple(maps), maps)]:
+                        what = f"auto ks shape={shape} index={index} output={output}"
+                        got = ndfilt.ks(x, sigma, index=index, output=output)
+                        solver = ndfilt.last_solver()
+                        self.assertIn(solver, ndfilt.solvers()["ks"], what)
+                        ref = ks_reference(x, ms, index, 3.0, output, False)
+                        self.assert_close(got, ref, f"{what} ({solver})", ks_tol(solver))
+                        a = ndfilt.ks(x, sigma, index=index, output=output, deterministic=True)
+                        b = ndfilt.ks(x, sigma, index=index, output=output, deterministic=True)
+                        self.assertEqual(a.tobytes(), b.tobytes(),
+                                         f"{what} deterministic ({ndfilt.last_solver()})")
+        if ndfilt.device().startswith("cpu"):
+            self.assertEqual(ndfilt.last_solver(), "cpu_ks")
+
+
 @unittest.skipUnless(_cuda_available("cupy"), "CuPy with a GPU not available")
 class TestCupy(unittest.TestCase):
     def test_roundtrip_no_host_copy(self):
@@ -776,6 +1063,20 @@ class TestCupy(unittest.TestCase):
         self.assertIsInstance(fresh, cp.ndarray)
         check(self, cp.asnumpy(fresh), ref, scale, ("cupy sepfilter", "float32"))
 
+    def test_ks(self):
+        import cupy as cp
+        rng = np.random.default_rng(SEED + 45)
+        x = rng.uniform(-1, 1, (9, 11)).astype(np.float32)
+        maps = ks_maps(rng, x.shape, 2)
+        ref = ks_reference(x, maps, "output", 3.0, "full", False)
+        got = ndfilt.ks(cp.asarray(x)[:, ::-1][:, ::-1], (cp.asarray(maps[0]), maps[1]),
+                        index="output", output="full")
+        self.assertIsInstance(got, cp.ndarray)
+        self.assertEqual(got.dtype, cp.float32)
+        self.assertEqual(got.device.id, cp.cuda.Device().id)
+        TestKs.assert_close(self, cp.asnumpy(got), ref, f"cupy ks ({ndfilt.last_solver()})",
+                            ks_tol(ndfilt.last_solver()))
+
 
 @unittest.skipUnless(_cuda_available("torch"), "torch with CUDA not available")
 class TestTorch(unittest.TestCase):
@@ -807,6 +1108,25 @@ class TestTorch(unittest.TestCase):
         got = ndfilt.gaussian_filter1d(torch.from_numpy(x).cuda(), 1.5, axis=1, **kw)
         self.assertTrue(got.is_cuda)
         check(self, got.cpu().numpy(), ref, scale, ("torch gaussian_filter1d", "float32"))
+
+    def test_ks(self):
+        import torch
+        rng = np.random.default_rng(SEED + 46)
+        x = rng.uniform(-1, 1, (5, 6, 7)).astype(np.float32)
+        [s] = ks_maps(rng, x.shape, 1)
+        ref = ks_reference(x, [s], "input", 2.0, "same", True)
+        for tx, ts in [(torch.from_numpy(x).cuda(), torch.from_numpy(s).cuda()),
+                       (torch.from_numpy(x), torch.from_numpy(s).float())]:
+            got = ndfilt.ks(tx, ts, n_sigma=2, normalize=True)
+            self.assertIsInstance(got, torch.Tensor)
+            self.assertEqual(got.device, tx.device)
+            self.assertEqual(got.dtype, torch.float32)
+            # a float32 map: its values, not s's, are the reference's
+            r = ref if ts.dtype == torch.float64 else ks_reference(
+                x, [s.astype(np.float32)], "input", 2.0, "same", True)
+            solver = ndfilt.last_solver()
+            TestKs.assert_close(self, got.cpu().numpy(), r, f"torch ks on {tx.device} ({solver})",
+                                ks_tol(solver))
 
 
 if __name__ == "__main__":
