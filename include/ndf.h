@@ -378,22 +378,27 @@ typedef enum ndf_ks_extent { NDF_KS_SAME = 0, NDF_KS_FULL = 1 } ndf_ks_extent;
  * same, no normalisation, method auto. */
 typedef struct ndf_ks_opts {
   size_t struct_size; /* sizeof(ndf_ks_opts) */
-  /* NULL or "auto", or a solver name: "cpu_ks" */
+  /* NULL or "auto", or a solver name: "cpu_ks" (float64, any ndim); on a CUDA context, 1 to 3
+   * axes, float32: "cuda_ks_gather" (the kernel evaluated per neighbour; both index modes, any
+   * radius, repeatable) and the scatters of index input with radii up to 32,
+   * "cuda_ks_scatter_global_atomic", "..._shared_atomic", "..._sync", "..._threadfence",
+   * "..._warpsync" (atomic additions: the last bits vary between runs) */
   const char *method;
   ndf_ks_index index;
   double n_sigma; /* cut-off in sigmas, > 0; 0 means 3 */
   ndf_ks_extent output;
   int normalize;
   /* nonzero: a solver whose result is bitwise the same on every run (no order-dependent atomic
-   * additions); cpu_ks always is */
+   * additions): cpu_ks or cuda_ks_gather */
   int deterministic;
 } ndf_ks_opts;
 
 /* The plan binds the sigma maps (copied): nsig arrays, 1 (every axis) or in->ndim (axis a's
  * in sigma[a]), each of in's shape, any dtype, on the host; every value finite and >= 0 (else
  * NDF_EINVAL, naming the first bad pixel). out has in's shape (NDF_KS_SAME) or
- * ndf_ks_full_shape's (NDF_KS_FULL). in has 1 to 4 axes. Double-precision arithmetic on the
- * CPU. */
+ * ndf_ks_full_shape's (NDF_KS_FULL). in has 1 to 4 axes (the CUDA solvers take 1 to 3). The
+ * CPU computes in float64, the GPU in float32 (Eq. 4 through erfc in the tails; within 1e-5 of
+ * the largest output value, tests measure ~3e-7). */
 NDF_API ndf_status ndf_plan_ks(ndf_plan **plan, ndf_context *ctx, const ndf_array *in,
                                const ndf_array *out, const ndf_array *sigma, int nsig,
                                const ndf_ks_opts *opts);

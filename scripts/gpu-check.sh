@@ -58,7 +58,10 @@ fi
 : >"$LOG/cuda-tests.log"
 for run in sep:separable:auto sep:separable:cuda_sep sep:separable:cuda_sep_fused \
            sep:separable:cuda_direct conv:correlate:auto conv:correlate:cuda_direct \
-           conv:correlate:cuda_fft iir:recursive:auto; do
+           conv:correlate:cuda_fft iir:recursive:auto ks:ks:auto ks:ks:cuda_ks_gather \
+           ks:ks:cuda_ks_scatter_global_atomic ks:ks:cuda_ks_scatter_shared_atomic \
+           ks:ks:cuda_ks_scatter_sync ks:ks:cuda_ks_scatter_threadfence \
+           ks:ks:cuda_ks_scatter_warpsync; do
   IFS=: read -r suite what m <<<"$run"
   arg=$m; [ $m = auto ] && arg=
   tol=1e-5; [ $m = cuda_fft ] && tol=1e-4 # float32 FFT error scales with the whole array
@@ -81,7 +84,12 @@ if [ -n "$SAN" ]; then
       NDF_TEST_CASES=12 NDF_TEST_TOL=1e-4 "$SAN" --tool $tool $extra --error-exitcode 99 \
         "$B/tests/test_conv" cuda cuda_fft &&
       NDF_TEST_CASES=20 "$SAN" --tool $tool $extra --error-exitcode 99 \
-        "$B/tests/test_iir" cuda; } >/tmp/san.log 2>&1
+        "$B/tests/test_iir" cuda &&
+      (for ks in gather scatter_global_atomic scatter_shared_atomic scatter_sync \
+                 scatter_threadfence scatter_warpsync; do
+         NDF_TEST_CASES=10 NDF_TEST_TOL=1e-5 "$SAN" --tool $tool $extra --error-exitcode 99 \
+           "$B/tests/test_ks" cuda cuda_ks_$ks || exit $?
+       done); } >/tmp/san.log 2>&1
     r=$?
     { echo "### $tool (exit $r)"; cat /tmp/san.log; } >>"$LOG/sanitizer.log"
     errs=$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' /tmp/san.log | tail -1 | sed 's/^=* *//')
