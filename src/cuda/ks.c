@@ -6,6 +6,7 @@
  *  - cuda_ks_scatter_{global_atomic, shared_atomic, sync, threadfence, warpsync}: Eq. 2a
  *    (index input), radii up to 32, 1-3 axes. The input's 32 x 8 tiles are grouped by their
  *    largest radius rounded up to 0, 1, 2, 4, 8, 16 or 32, one launch per group. */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +40,7 @@ static void geometry(const ndf__ksp *q, const ndf_array *in, const ndf_array *ou
     g->smap[a] = real ? (q->nsig == 1 ? 0 : a - pad) : -1;
   }
   g->index_output = q->index == NDF_KS_OUTPUT;
-  g->normalize = q->normalize;
+  g->nmap = q->n * q->nsig;
 }
 
 static int applicable_gather(const ndf__problem *pb, const ndf_context *ctx) {
@@ -136,7 +137,7 @@ static ndf_status make_v(ndf_plan *p, int variant) {
   int64_t clip = 0;
   for (int a = 0; a < 3; a++)
     clip = lmax(clip, g->m[a] + g->n[a]);
-  float *hs = malloc((size_t)nm * sizeof *hs);
+  float *hs = malloc((size_t)(2 * nm) * sizeof *hs);
   int *hr = malloc((size_t)nm * sizeof *hr), *per = malloc((size_t)(3 * n) * sizeof *per);
   ndf_status rs = NDF_OK;
   if (!hs || !hr || !per) {
@@ -144,8 +145,11 @@ static ndf_status make_v(ndf_plan *p, int variant) {
     goto done;
   }
   for (int64_t i = 0; i < nm; i++) {
-    hs[i] = (float)q->sigma[i];
-    hr[i] = (int)lmin(ndf__ks_radius(q->n_sigma, q->sigma[i]), clip);
+    const double sg = q->sigma[i];
+    const int64_t r = ndf__ks_radius(q->n_sigma, sg);
+    hs[i] = (float)sg;
+    hs[nm + i] = q->normalize && sg > 0 ? (float)(1 / erf((r + 0.5) / (sqrt(2.0) * sg))) : 1.f;
+    hr[i] = (int)lmin(r, clip);
   }
   for (int64_t i = 0; i < n; i++)
     for (int a = 0; a < 3; a++)
@@ -245,13 +249,13 @@ static ndf_status make_v(ndf_plan *p, int variant) {
   }
   cudaError_t e = cudaSetDevice(p->ctx->place.device);
   size_t want = 0;
-  if (e == cudaSuccess) e = cudaMalloc((void **)&s->sig, want = (size_t)nm * sizeof(float));
+  if (e == cudaSuccess) e = cudaMalloc((void **)&s->sig, want = (size_t)(2 * nm) * sizeof(float));
   if (e == cudaSuccess) e = cudaMalloc((void **)&s->rad, want = (size_t)nm * sizeof(int));
   int **dt = variant < 0 ? &s->rt : &s->tiles;
   const size_t tb = (size_t)(variant < 0 ? 3 * nt : nt) * sizeof(int);
   if (e == cudaSuccess) e = cudaMalloc((void **)dt, want = tb ? tb : sizeof(int));
   if (e == cudaSuccess)
-    e = cudaMemcpy(s->sig, hs, (size_t)nm * sizeof(float), cudaMemcpyHostToDevice);
+    e = cudaMemcpy(s->sig, hs, (size_t)(2 * nm) * sizeof(float), cudaMemcpyHostToDevice);
   if (e == cudaSuccess)
     e = cudaMemcpy(s->rad, hr, (size_t)nm * sizeof(int), cudaMemcpyHostToDevice);
   if (e == cudaSuccess && tb) e = cudaMemcpy(*dt, ht, tb, cudaMemcpyHostToDevice);

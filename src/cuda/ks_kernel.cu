@@ -42,14 +42,15 @@ namespace {
 
 constexpr int TX = 32, TY = 8;
 
-__device__ __forceinline__ float kval(int d, float s, int r, bool norm) {
+// scale: 1, or normalize's 1 / erf((r + 1/2) c) from the host (of the true radius: the radii
+// the kernels see are clipped to the grid)
+__device__ __forceinline__ float kval(int d, float s, int r, float scale) {
   d = d < 0 ? -d : d;
   if (d > r) return 0.f;
   if (s == 0.f) return d == 0 ? 1.f : 0.f;
   const float c = 0.70710678118654752f / s;
   float k = d == 0 ? erff(0.5f * c) : 0.5f * (erfcf((d - 0.5f) * c) - erfcf((d + 0.5f) * c));
-  if (norm) k /= erff((r + 0.5f) * c);
-  return k;
+  return k * scale;
 }
 
 // Gather: out (contiguous [m0][m1][m2]) from in ([n0][n1][n2]); sig/rad: nsig maps of in's
@@ -87,7 +88,7 @@ __global__ void __launch_bounds__(TX *TY)
         for (int a = 0; a < 3 && w != 0.f; a++) {
           const int m = g.smap[a];
           if (m < 0) continue;
-          w *= kval(d[a], sig[m * n + at], rad[m * n + at], g.normalize);
+          w *= kval(d[a], sig[m * n + at], rad[m * n + at], sig[g.nmap + m * n + at]);
         }
         acc = fmaf(in[q], w, acc);
       }
@@ -111,23 +112,24 @@ __global__ void __launch_bounds__(TX *TY)
   const int64_t q = (z * g.n[1] + y) * g.n[2] + x;
   const float im = live ? in[q] : 0.f;
   if (!__syncthreads_or(im != 0.f)) return;
-  float sa[3] = {0, 0, 0};
+  float sa[3] = {0, 0, 0}, na[3] = {1, 1, 1};
   int ra[3] = {0, 0, 0};
   for (int a = 0; a < 3; a++)
     if (live && g.smap[a] >= 0) {
       sa[a] = sig[g.smap[a] * n + q];
+      na[a] = sig[g.nmap + g.smap[a] * n + q];
       ra[a] = rad[g.smap[a] * n + q];
     }
   float kx[RM + 1], ky[RM + 1];
 #pragma unroll
   for (int d = 0; d <= RM; d++) {
-    kx[d] = kval(d, sa[2], ra[2], g.normalize);
-    ky[d] = kval(d, sa[1], ra[1], g.normalize);
+    kx[d] = kval(d, sa[2], ra[2], na[2]);
+    ky[d] = kval(d, sa[1], ra[1], na[1]);
   }
   const int rz = g.smap[0] >= 0 ? RM : 0; // a 3-D image spreads over z (also from one slice)
   const int64_t ox = x + g.off[2], oy = y + g.off[1];
   for (int dz = -rz; dz <= rz; dz++) {
-    const float wz = im * kval(dz, sa[0], ra[0], g.normalize);
+    const float wz = im * kval(dz, sa[0], ra[0], na[0]);
     const int64_t oz = z + g.off[0] + dz;
     if (!__syncthreads_or(wz != 0.f && oz >= 0 && oz < g.m[0])) continue;
     float *plane = out + oz * g.m[1] * g.m[2];

@@ -66,11 +66,13 @@ int ndf__launch_iir_chunks(const float *src, float *dst, int64_t P, int64_t L, i
 
 /* ks (ks_kernel.cu): arrays as 3-D [z][y][x] (missing leading axes of length 1): input n,
  * output m, the input's offset in the output off; smap[a]: the sigma map of axis a (-1: none);
- * sig / rad: the maps (float32 sigma, int radius), n elements each, one after the other. */
+ * sig: the nmap sigmas of the maps (n elements each, one after the other), then nmap scales of
+ * the kernels (normalize's, else 1); rad: the maps' radii, clipped to the grids. */
 typedef struct ndf__ks_geom {
   int64_t n[3], m[3], off[3];
+  int64_t nmap;
   int smap[3];
-  int index_output, normalize;
+  int index_output;
 } ndf__ks_geom;
 enum {
   NDF__KS_GLOBAL_ATOMIC = 0,
