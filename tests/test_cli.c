@@ -531,6 +531,70 @@ int main(int argc, char **argv) {
           stat(out, &sb) ? "absent" : "written");
   }
 
+  /* ks: against src/ref's definition (same and full, per-axis maps), mass kept by --normalize
+   * --output full, and a bad map refused with exit 2 and no output. */
+  {
+    char img[300], sm[2][300], full[300], kargs[1400];
+    const int64_t s2[2] = {9, 13}, n2 = 117;
+    float v[117], sg[2][117];
+    for (int64_t i = 0; i < n2; i++) {
+      v[i] = (float)ndf_rand_uniform(&r);
+      for (int m = 0; m < 2; m++)
+        sg[m][i] = (float)(0.5 * (ndf_rand_uniform(&r) + 1) * 1.7);
+    }
+    snprintf(img, sizeof img, "%s/ks_in.npy", dir);
+    snprintf(full, sizeof full, "%s/ks_full.npy", dir);
+    CHECK(write_f32(img, 2, s2, v), "writing %s", img);
+    for (int m = 0; m < 2; m++) {
+      snprintf(sm[m], sizeof sm[m], "%s/ks_s%d.npy", dir, m);
+      CHECK(write_f32(sm[m], 2, s2, sg[m]), "writing %s", sm[m]);
+    }
+    CHECK(run("ks --help") == 0 && file_has("stdout", "--sigma-map") &&
+              file_has("stdout", "--normalize") && file_has("stdout", "examples"),
+          "ks --help");
+    ndf_array xv = ndf_array_contiguous(NDF_F32, 2, s2, v);
+    ndf_array maps[2] = {ndf_array_contiguous(NDF_F32, 2, s2, sg[0]),
+                         ndf_array_contiguous(NDF_F32, 2, s2, sg[1])};
+    double kref[117];
+    ndf_ref_ks(&xv, maps, 2, 1, 3, 0, 0, kref);
+    unlink(out);
+    snprintf(kargs, sizeof kargs, "ks %s %s --sigma-map %s --sigma-map %s --index output", img, out,
+             sm[0], sm[1]);
+    int64_t at = 0;
+    int rc = run(kargs);
+    double e = rc == 0 ? worst_error(out, kref, n2, &at) : -1;
+    CHECK(e >= 0 && e < 1e-6, "ks --index output: exit %d, worst error %g at %lld", rc, e,
+          (long long)at);
+    snprintf(kargs, sizeof kargs, "ks %s %s --sigma-map %s --output full --normalize", img, full,
+             sm[0]);
+    rc = run(kargs);
+    ndf_array y;
+    char err[512];
+    double sum = 0, sin = 0, sabs = 0;
+    const int64_t R = ndf_ref_ks_margin(&xv, maps, 1, 3);
+    if (rc == 0 && ndf_npy_read(full, &y, err, sizeof err) == NDF_OK) {
+      CHECK(y.ndim == 2 && y.shape[0] == 9 + 2 * R && y.shape[1] == 13 + 2 * R,
+            "ks --output full: shape (%lld, %lld), R %lld", (long long)y.shape[0],
+            (long long)y.shape[1], (long long)R);
+      for (int64_t i = 0; i < ndf_array_size(&y); i++)
+        sum += ((float *)y.data)[i];
+      free(y.data);
+    }
+    for (int64_t i = 0; i < n2; i++)
+      sin += v[i], sabs += fabs(v[i]);
+    CHECK(rc == 0 && fabs(sum - sin) < 1e-5 * sabs,
+          "ks --output full --normalize: exit %d, mass %g in, %g out", rc, sin, sum);
+    sg[1][5] = -1;
+    CHECK(write_f32(sm[1], 2, s2, sg[1]), "writing %s", sm[1]);
+    unlink(out);
+    snprintf(kargs, sizeof kargs, "ks %s %s --sigma-map %s", img, out, sm[1]);
+    struct stat sb;
+    rc = run(kargs);
+    CHECK(rc == 2 && file_has("stderr", ">= 0") && stat(out, &sb) != 0,
+          "ks with a negative sigma: exit %d (expected 2), output %s", rc,
+          stat(out, &sb) ? "absent" : "written");
+  }
+
   /* sepconv: the same weights along the listed axes, in increasing axis order. */
   {
     const double w3[3] = {1, 2, 1};

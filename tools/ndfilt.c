@@ -26,6 +26,7 @@ static const char *usage_main =
     "  gauss         Gaussian filter or derivative (scipy.ndimage.gaussian_filter)\n"
     "  conv          N-D convolution with a .npy or named kernel (scipy.ndimage.convolve)\n"
     "  correlate     N-D correlation with a .npy or named kernel (scipy.ndimage.correlate)\n"
+    "  ks            spatially varying Gaussian kernel superposition (a sigma map per voxel)\n"
     "\n"
     "Run `ndfilt COMMAND --help` for a command's options.\n"
     "The device defaults to $NDF_DEVICE, else the first usable CUDA GPU, else the CPU.\n"
@@ -111,6 +112,34 @@ static const char *usage_gauss =
     "  ndfilt gauss t1.npy t1_smooth.npy --sigma 2\n"
     "  ndfilt gauss t1.npy t1_dz.npy --sigma 1.5 --order 1,0,0 --mode reflect\n"
     "  ndfilt gauss ct.npy ct_s8.npy --sigma 8 --method iir\n";
+
+static const char *usage_ks =
+    "usage: ndfilt ks IN.npy OUT.npy --sigma-map S.npy [--sigma-map S1.npy ...] [options]\n"
+    "\n"
+    "Spatially varying Gaussian kernel superposition: every voxel spread (index input) or\n"
+    "gathered (index output) by a Gaussian of its own width, the sigma map's value there in\n"
+    "voxels; one map for every axis, or one --sigma-map per axis of IN, in axis order, each\n"
+    "of IN's shape. The kernel is the voxel-integrated Gaussian, cut off past\n"
+    "ceil(n_sigma * sigma) voxels (include/ndf.h, ndf_ks, has the definition).\n"
+    "\n"
+    "options:\n"
+    "  --sigma-map F    a sigma map (.npy, any dtype; values finite and >= 0) (required)\n"
+    "  --index I        input (each voxel's own sigma spreads it; default) or output (each\n"
+    "                   output voxel's sigma gathers)\n"
+    "  --n-sigma N      cut-off in sigmas, > 0 (default 3)\n"
+    "  --output E       same (IN's grid; default) or full (IN grown by the largest radius\n"
+    "                   on every side, nothing dropped)\n"
+    "  --normalize      each voxel's truncated kernel sums to 1 (mass-preserving)\n"
+    "  --method M       auto, cpu_ks, cuda_ks_gather, cuda_ks_scatter_warpsync, ...\n"
+    "                   (ndfilt info lists them; default auto)\n"
+    "  --deterministic  a solver whose result is bitwise the same on every run\n"
+    "  --dtype T        output dtype u8, u16, i16, f32, f64 (default: the input's)\n"
+    "\n"
+    "OUT is written through a temporary file and renamed, so a failure leaves no output.\n"
+    "\n"
+    "examples:\n"
+    "  ndfilt ks dose.npy dose_blur.npy --sigma-map spread.npy --normalize --output full\n"
+    "  ndfilt ks img.npy img_psf.npy --sigma-map sz.npy --sigma-map sy.npy --sigma-map sx.npy\n";
 
 static const char *usage_conv =
     "usage: ndfilt conv|correlate IN.npy OUT.npy --kernel K [options]\n"
@@ -345,12 +374,21 @@ typedef ndf_status (*filter_fn)(ndf_context *ctx, const ndf_array *in, ndf_array
  * written unless every step succeeds. The output has in's shape, or with
  * nf > 0 a leading axis of nf (a filter bank's outputs, the caller checked
  * that in has fewer than NDF_MAX_DIMS axes). Returns the exit code. */
+static int filter_to_shape(ndf_context *ctx, ndf_array *in, int ndim, const int64_t *shape,
+                           ndf_dtype dtype, const char *out_path, filter_fn f, const void *args);
+
 static int filter_to_file(ndf_context *ctx, ndf_array *in, int nf, ndf_dtype dtype,
                           const char *out_path, filter_fn f, const void *args) {
-  char err[512];
   int64_t shape[NDF_MAX_DIMS] = {nf};
   memcpy(shape + (nf > 0), in->shape, (size_t)in->ndim * sizeof shape[0]);
-  ndf_array out = ndf_array_contiguous(dtype ? dtype : in->dtype, in->ndim + (nf > 0), shape, NULL);
+  return filter_to_shape(ctx, in, in->ndim + (nf > 0), shape, dtype, out_path, f, args);
+}
+
+/* filter_to_file with an output of the given shape. */
+static int filter_to_shape(ndf_context *ctx, ndf_array *in, int ndim, const int64_t *shape,
+                           ndf_dtype dtype, const char *out_path, filter_fn f, const void *args) {
+  char err[512];
+  ndf_array out = ndf_array_contiguous(dtype ? dtype : in->dtype, ndim, shape, NULL);
   out.data = malloc((size_t)ndf_array_size(&out) * ndf_dtype_size(out.dtype));
   int rc = NDF_EXIT_OK;
   if (!out.data) {
@@ -746,6 +784,92 @@ static int cmd_conv(ndf_context *ctx, int argc, char **argv, int convolve) {
   return rc;
 }
 
+/* ------------------------------------------------------------------ ks */
+
+typedef struct {
+  const ndf_array *maps;
+  int nmaps;
+  ndf_ks_opts o;
+} ks_args;
+
+static ndf_status run_ks(ndf_context *ctx, const ndf_array *in, ndf_array *out, const void *args) {
+  const ks_args *k = args;
+  return ndf_ks(ctx, in, out, k->maps, k->nmaps, &k->o);
+}
+
+static int cmd_ks(ndf_context *ctx, int argc, char **argv) {
+  const char *in_path = NULL, *out_path = NULL, *map_path[NDF_MAX_DIMS + 1];
+  int nmaps = 0;
+  common_opts co = {NULL, 0, 0};
+  ks_args k;
+  memset(&k, 0, sizeof k);
+  k.o.struct_size = sizeof k.o;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      fputs(usage_ks, stdout);
+      return NDF_EXIT_OK;
+    }
+    if (!strcmp(a, "--normalize") || !strcmp(a, "--deterministic")) {
+      *(a[2] == 'n' ? &k.o.normalize : &k.o.deterministic) = 1;
+      continue;
+    }
+    if (a[0] == '-' && a[1] == '-' && !v) return usage_error("option %s needs a value", a);
+    int rc = common_option(a, v, &co);
+    if (rc >= 0 && !strcmp(a, "--cval")) rc = usage_error("%s", "ks has no --cval");
+    if (rc >= 0) {
+    } else if (!strcmp(a, "--sigma-map")) {
+      if (nmaps > NDF_MAX_DIMS) return usage_error("more than %d --sigma-map", NDF_MAX_DIMS);
+      map_path[nmaps++] = v;
+      rc = NDF_EXIT_OK;
+    } else if (!strcmp(a, "--index")) {
+      rc = !strcmp(v, "input") || !strcmp(v, "output") ? NDF_EXIT_OK
+                                                       : usage_error("bad --index '%s'", v);
+      k.o.index = strcmp(v, "output") ? NDF_KS_INPUT : NDF_KS_OUTPUT;
+    } else if (!strcmp(a, "--output")) {
+      rc = !strcmp(v, "same") || !strcmp(v, "full") ? NDF_EXIT_OK
+                                                    : usage_error("bad --output '%s'", v);
+      k.o.output = strcmp(v, "full") ? NDF_KS_SAME : NDF_KS_FULL;
+    } else if (!strcmp(a, "--n-sigma")) {
+      char *end;
+      k.o.n_sigma = strtod(v, &end);
+      rc =
+          end != v && !*end && k.o.n_sigma > 0 ? NDF_EXIT_OK : usage_error("bad --n-sigma '%s'", v);
+    }
+    rc = finish_arg(rc, a, &i, &in_path, &out_path);
+    if (rc != NDF_EXIT_OK) return rc;
+  }
+  if (!in_path || !out_path) return usage_error("%s", "needs IN.npy and OUT.npy");
+  if (!nmaps) return usage_error("%s", "needs --sigma-map");
+  k.o.method = co.method;
+  ndf_array in, maps[NDF_MAX_DIMS + 1];
+  memset(&in, 0, sizeof in);
+  int rc = read_input(in_path, &in), got = 0;
+  for (; rc == NDF_EXIT_OK && got < nmaps; got++)
+    if ((rc = read_input(map_path[got], &maps[got])) != NDF_EXIT_OK) break;
+  if (rc == NDF_EXIT_OK && nmaps != 1 && nmaps != in.ndim)
+    rc = usage_error("%d --sigma-map: give 1, or one per axis of %s (%d)", nmaps, in_path, in.ndim);
+  for (int m = 0; rc == NDF_EXIT_OK && m < nmaps; m++) {
+    int same = maps[m].ndim == in.ndim;
+    for (int d = 0; same && d < in.ndim; d++)
+      same = maps[m].shape[d] == in.shape[d];
+    if (!same) rc = usage_error("%s's shape differs from %s's", map_path[m], in_path);
+  }
+  int64_t shape[NDF_MAX_DIMS];
+  memcpy(shape, in.shape, sizeof shape);
+  if (rc == NDF_EXIT_OK && k.o.output == NDF_KS_FULL &&
+      ndf_ks_full_shape(ctx, &in, maps, nmaps, k.o.n_sigma, shape, NULL) != NDF_OK)
+    rc = usage_error("%s", ndf_context_message(ctx));
+  k.maps = maps;
+  k.nmaps = nmaps;
+  if (rc == NDF_EXIT_OK)
+    rc = filter_to_shape(ctx, &in, in.ndim, shape, co.dtype, out_path, run_ks, &k);
+  free(in.data); /* NULL once filter_to_shape has taken it */
+  for (int m = 0; m < got; m++)
+    free(maps[m].data);
+  return rc;
+}
+
 int main(int argc, char **argv) {
   ndf_context_opts co = {sizeof co, NULL, 0, 0};
   int i = 1;
@@ -778,7 +902,7 @@ int main(int argc, char **argv) {
             corr = !strcmp(cmd, "correlate");
   int known = !strcmp(cmd, "info") || !strcmp(cmd, "demo") || !strcmp(cmd, "correlate1d") ||
               !strcmp(cmd, "convolve1d") || !strcmp(cmd, "sepconv") || !strcmp(cmd, "gauss") ||
-              conv || corr;
+              !strcmp(cmd, "ks") || conv || corr;
   if (!known) return usage_error("unknown command '%s'", cmd);
 
   ndf_context *ctx;
@@ -800,6 +924,8 @@ int main(int argc, char **argv) {
     rc = cmd_sepconv(ctx, argc - i, argv + i);
   else if (!strcmp(cmd, "gauss"))
     rc = cmd_gauss(ctx, argc - i, argv + i);
+  else if (!strcmp(cmd, "ks"))
+    rc = cmd_ks(ctx, argc - i, argv + i);
   else if (conv || corr)
     rc = cmd_conv(ctx, argc - i, argv + i, conv);
   else
