@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../src/core/ks_weight.h"
 #include "../src/ref/ref.h"
 #include "common.h"
 
@@ -292,6 +293,66 @@ static void long_radius(ndf_context *ctx, int cuda) {
   }
 }
 
+/* The CUDA solvers' float32 Eq. 4 (core/ks_weight.h) against float64 erf, sigma 0.02 to 5000:
+ * the weights' errors add up to under 2e-6 of the kernel's mass, and each weight above 1e-6 is
+ * within 1e-5 of its value (a plain erf difference in float32 is 3e-4 off at sigma 1000). */
+static void weight_accuracy(void) {
+  static const double sig[] = {0.02, 0.3, 0.7, 1, 1.41, 1.42, 2, 3, 7, 33, 100, 1000, 5000};
+  for (size_t i = 0; i < sizeof sig / sizeof sig[0]; i++) {
+    const double s = sig[i], c = 1 / (sqrt(2.0) * s);
+    const int r = (int)ceil(3 * s);
+    double sum = 0, worst = 0;
+    for (int d = 0; d <= r; d++) {
+      const double k = 0.5 * (erf((d + 0.5) * c) - erf((d - 0.5) * c)),
+                   e = fabs(ndf__ks_weight(d, (float)s, r, 1.f) - k);
+      sum += d ? 2 * e : e;
+      if (k > 1e-6 && e / k > worst) worst = e / k;
+    }
+    CHECK(sum < 2e-6 && worst < 1e-5,
+          "float32 Eq. 4 at sigma %g: errors add to %.3g, worst relative %.3g", s, sum, worst);
+  }
+}
+
+/* normalize at a sigma whose radius is past any grid (the solvers cap radii at 2^40): the
+ * scale still comes from ceil(n_sigma * sigma). One pixel: out = k(0) / erf((r + 1/2) c). */
+static void huge_sigma(ndf_context *ctx, int cuda) {
+  static const double sigs[2] = {5e11, 1e13};
+  for (int k = 0; k < 2; k++) {
+    double x = 1, s = sigs[k], y = NAN;
+    const int64_t shape[1] = {1};
+    ndf_array xv = ndf_array_contiguous(NDF_F64, 1, shape, &x),
+              sv = ndf_array_contiguous(NDF_F64, 1, shape, &s),
+              yv = ndf_array_contiguous(NDF_F64, 1, shape, &y);
+    kcase c = {0};
+    c.normalize = 1;
+    ndf_ks_opts o = kopts(&c);
+    CHECK(ndf_ks(ctx, &xv, &yv, &sv, 1, &o) == NDF_OK, "huge sigma: %s", ndf_context_message(ctx));
+    const double cc = 1 / (sqrt(2.0) * s), want = erf(0.5 * cc) / erf((ceil(3 * s) + 0.5) * cc);
+    CHECK(fabs(y / want - 1) < (cuda ? 1e-5 : 1e-12), "normalize at sigma %g: %.9g, want %.9g", s,
+          y, want);
+  }
+}
+
+/* Images of several 32 x 8 tiles (the CUDA solvers' tile radius bounds and bucket lists). */
+static void larger(ndf_context *ctx, int cuda, uint64_t *r) {
+  static const int64_t shapes[2][NDF_MAX_DIMS] = {{33, 70}, {5, 12, 37}};
+  for (int k = 0; k < 4; k++) {
+    kcase c;
+    memset(&c, 0, sizeof c);
+    c.nd = k < 2 ? 2 : 3;
+    memcpy(c.shape, shapes[k / 2], sizeof c.shape);
+    c.nsig = k == 3 ? c.nd : 1;
+    c.index = k % 2 && !(solver && strstr(solver, "scatter"));
+    c.full = k >= 2;
+    c.kind = k % 2;
+    c.smax = (k < 2 ? 5.0 : 2.0) / 3;
+    c.sdt = NDF_F32;
+    c.lay.idt = c.lay.odt = NDF_F32;
+    c.lay.dev_in = c.lay.dev_out = cuda;
+    run_case(ctx, cuda, &c, r);
+  }
+}
+
 /* deterministic = 1 under auto: a repeatable solver, and two runs agree bitwise. */
 static void determinism(ndf_context *ctx) {
   enum { H = 300, W = 200 };
@@ -388,6 +449,9 @@ int main(int argc, char **argv) {
   identity(ctx, &r);
   delta(ctx, cuda);
   long_radius(ctx, cuda);
+  weight_accuracy();
+  huge_sigma(ctx, cuda);
+  larger(ctx, cuda, &r);
   determinism(ctx);
   refusals(ctx);
   if (!cuda) threads_agree(&r);

@@ -81,8 +81,12 @@ typedef struct ndf__ksp {
   double sigma[];
 } ndf__ksp;
 
-/* The cut-off radius ceil(n_sigma * s) of a sigma s >= 0 (0 for s = 0). */
+/* The cut-off radius ceil(n_sigma * s) of a sigma s >= 0 (0 for s = 0), capped at 2^40 (as good
+ * as infinite on any grid). */
 int64_t ndf__ks_radius(double n_sigma, double s);
+/* normalize's factor 1 / erf((ceil(n_sigma s) + 1/2) / (sqrt(2) s)), from the uncapped radius;
+ * 1 for s = 0. */
+double ndf__ks_norm(double n_sigma, double s);
 
 struct ndf_plan;
 typedef ndf_status (*ndf__exec_fn)(const struct ndf_plan *p, const ndf_array *in, ndf_array *out);

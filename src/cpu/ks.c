@@ -47,9 +47,11 @@ static void geometry(const ndf__ksp *q, const ndf_array *in, const ndf_array *ou
     if (g->m[d] > 1) g->tax = d;
 }
 
-/* k(d) for d in [lo, hi] (|d| <= r) into k[d - lo], for sigma s and radius r (normalised to
- * the truncated kernel's sum when norm); e: room for max(|lo|, |hi|) + 1 values. */
-static void kernel(double s, int64_t r, int norm, int64_t lo, int64_t hi, double *e, double *k) {
+/* k(d) for d in [lo, hi] (|d| <= r) into k[d - lo], for sigma s and radius r (times
+ * ndf__ks_norm when norm: the truncated kernel's sum is 1); e: room for max(|lo|, |hi|) + 1
+ * values. */
+static void kernel(double n_sigma, double s, int64_t r, int norm, int64_t lo, int64_t hi, double *e,
+                   double *k) {
   if (lo > hi) return;
   if (r == 0 || s == 0) { /* the identity */
     for (int64_t d = lo; d <= hi; d++)
@@ -60,7 +62,7 @@ static void kernel(double s, int64_t r, int norm, int64_t lo, int64_t hi, double
   const double c = 1 / (sqrt(2.0) * s);
   for (int64_t j = 0; j <= top; j++)
     e[j] = erf((j + 0.5) * c);
-  const double scale = norm ? 0.5 / erf((r + 0.5) * c) : 0.5;
+  const double scale = norm ? 0.5 * ndf__ks_norm(n_sigma, s) : 0.5;
   for (int64_t d = lo; d <= hi; d++) {
     const int64_t a = d < 0 ? -d : d;
     k[d - lo] = scale * (e[a] - (a ? e[a - 1] : -e[0]));
@@ -115,7 +117,7 @@ static void scatter(const ndf__ksp *q, const geom *g, const double *x, double *a
               empty = 1;
               break;
             }
-            kernel(s, r, q->normalize, lo[d], hi[d], e, kk[d]);
+            kernel(q->n_sigma, s, r, q->normalize, lo[d], hi[d], e, kk[d]);
           }
           if (empty) continue;
           for (int64_t d0 = lo[0]; d0 <= hi[0]; d0++) {
@@ -162,7 +164,7 @@ static double gather1(const ndf__ksp *q, const geom *g, const double *x, const i
     lo[d] = lmax(-r, base - (g->n[d] - 1));
     hi[d] = lmin(r, base);
     if (lo[d] > hi[d]) return 0;
-    kernel(s, r, q->normalize, lo[d], hi[d], e, kk[d]);
+    kernel(q->n_sigma, s, r, q->normalize, lo[d], hi[d], e, kk[d]);
   }
   double sum0 = 0;
   for (int64_t d0 = lo[0]; d0 <= hi[0]; d0++) {

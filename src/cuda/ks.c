@@ -45,7 +45,11 @@ static void geometry(const ndf__ksp *q, const ndf_array *in, const ndf_array *ou
 
 static int applicable_gather(const ndf__problem *pb, const ndf_context *ctx) {
   (void)ctx;
-  return pb->in.ndim <= 3 && ndf_array_size(&pb->out) > 0 && pb->out.shape[0] <= 65535;
+  const int nd = pb->in.ndim;
+  if (nd > 3 || ndf_array_size(&pb->out) <= 0) return 0;
+  /* the launch grid: z over the slices (3-D), y over 8-row tiles */
+  const int64_t m0 = nd == 3 ? pb->out.shape[0] : 1, m1 = nd >= 2 ? pb->out.shape[nd - 2] : 1;
+  return m0 <= 65535 && (m1 + 7) / 8 <= 65535;
 }
 
 static int applicable_scatter(const ndf__problem *pb, const ndf_context *ctx) {
@@ -134,9 +138,10 @@ static ndf_status make_v(ndf_plan *p, int variant) {
   int tx, ty;
   ndf__ks_tile_dims(&tx, &ty);
   /* Radii, clipped to what the grid can hold; per element and axis for the tile bounds. */
-  int64_t clip = 0;
+  int64_t clip = 0; /* and within int */
   for (int a = 0; a < 3; a++)
     clip = lmax(clip, g->m[a] + g->n[a]);
+  clip = lmin(clip, (int64_t)1 << 30);
   float *hs = malloc((size_t)(2 * nm) * sizeof *hs);
   int *hr = malloc((size_t)nm * sizeof *hr), *per = malloc((size_t)(3 * n) * sizeof *per);
   ndf_status rs = NDF_OK;
@@ -148,7 +153,7 @@ static ndf_status make_v(ndf_plan *p, int variant) {
     const double sg = q->sigma[i];
     const int64_t r = ndf__ks_radius(q->n_sigma, sg);
     hs[i] = (float)sg;
-    hs[nm + i] = q->normalize && sg > 0 ? (float)(1 / erf((r + 0.5) / (sqrt(2.0) * sg))) : 1.f;
+    hs[nm + i] = q->normalize ? (float)ndf__ks_norm(q->n_sigma, sg) : 1.f;
     hr[i] = (int)lmin(r, clip);
   }
   for (int64_t i = 0; i < n; i++)

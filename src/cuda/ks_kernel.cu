@@ -1,11 +1,10 @@
 // ks_kernel.cu - kernel superposition (ndf.h, "ks") on the GPU: the exact gather and the five
 // scatter variants of the seed (000, Algorithm 1), over arrays seen as 3-D [z][y][x].
 //
-// Every kernel evaluates Eq. 4 in float32 with the radius r of each pixel and axis precomputed
+// Every kernel evaluates Eq. 4 in float32 by core/ks_weight.h (erf, erfc or a quadrature of the
+// Gaussian, whichever keeps the digits), with the radius r of each pixel and axis precomputed
 // on the host in float64 (ceil(n_sigma * sigma) of the caller's sigma, so the cut-off is the
-// reference's exactly). The tails use erfc: k(d) = (erfc((d - 1/2) c) - erfc((d + 1/2) c)) / 2
-// for d >= 1, c = 1 / (sqrt(2) sigma), which keeps small weights accurate where the erf form
-// would subtract two numbers near 1.
+// reference's exactly) and normalize's scale from the host too.
 //
 //  - ks_gather: a thread per output element sums its neighbourhood, evaluating the kernel per
 //    neighbour (the paper's naive gather: Eq. 2a takes each neighbour's sigma; Eq. 2b the
@@ -36,22 +35,12 @@
 
 #include <stdint.h>
 
+#include "../core/ks_weight.h"
 #include "launch.h"
 
 namespace {
 
 constexpr int TX = 32, TY = 8;
-
-// scale: 1, or normalize's 1 / erf((r + 1/2) c) from the host (of the true radius: the radii
-// the kernels see are clipped to the grid)
-__device__ __forceinline__ float kval(int d, float s, int r, float scale) {
-  d = d < 0 ? -d : d;
-  if (d > r) return 0.f;
-  if (s == 0.f) return d == 0 ? 1.f : 0.f;
-  const float c = 0.70710678118654752f / s;
-  float k = d == 0 ? erff(0.5f * c) : 0.5f * (erfcf((d - 0.5f) * c) - erfcf((d + 0.5f) * c));
-  return k * scale;
-}
 
 // Gather: out (contiguous [m0][m1][m2]) from in ([n0][n1][n2]); sig/rad: nsig maps of in's
 // shape; smap[a]: the map of axis a (-1: an axis of length 1 everywhere); off: the input's
@@ -88,7 +77,7 @@ __global__ void __launch_bounds__(TX *TY)
         for (int a = 0; a < 3 && w != 0.f; a++) {
           const int m = g.smap[a];
           if (m < 0) continue;
-          w *= kval(d[a], sig[m * n + at], rad[m * n + at], sig[g.nmap + m * n + at]);
+          w *= ndf__ks_weight(d[a], sig[m * n + at], rad[m * n + at], sig[g.nmap + m * n + at]);
         }
         acc = fmaf(in[q], w, acc);
       }
@@ -123,13 +112,13 @@ __global__ void __launch_bounds__(TX *TY)
   float kx[RM + 1], ky[RM + 1];
 #pragma unroll
   for (int d = 0; d <= RM; d++) {
-    kx[d] = kval(d, sa[2], ra[2], na[2]);
-    ky[d] = kval(d, sa[1], ra[1], na[1]);
+    kx[d] = ndf__ks_weight(d, sa[2], ra[2], na[2]);
+    ky[d] = ndf__ks_weight(d, sa[1], ra[1], na[1]);
   }
   const int rz = g.smap[0] >= 0 ? RM : 0; // a 3-D image spreads over z (also from one slice)
   const int64_t ox = x + g.off[2], oy = y + g.off[1];
   for (int dz = -rz; dz <= rz; dz++) {
-    const float wz = im * kval(dz, sa[0], ra[0], na[0]);
+    const float wz = im * ndf__ks_weight(dz, sa[0], ra[0], na[0]);
     const int64_t oz = z + g.off[0] + dz;
     if (!__syncthreads_or(wz != 0.f && oz >= 0 && oz < g.m[0])) continue;
     float *plane = out + oz * g.m[1] * g.m[2];

@@ -17,6 +17,10 @@ int64_t ndf__ks_radius(double n_sigma, double s) {
   return r < (double)RMAX ? (int64_t)r : RMAX;
 }
 
+double ndf__ks_norm(double n_sigma, double s) {
+  return s > 0 ? 1 / erf((ceil(n_sigma * s) + 0.5) / (sqrt(2.0) * s)) : 1;
+}
+
 /* Checks the maps against in; *R: the largest radius. */
 static ndf_status check_maps(ndf_context *ctx, const ndf_array *in, const ndf_array *sigma,
                              int nsig, double n_sigma, int64_t *R) {
@@ -33,6 +37,7 @@ static ndf_status check_maps(ndf_context *ctx, const ndf_array *in, const ndf_ar
     if (st != NDF_OK) return st;
     if (sigma[m].place.kind != NDF_PLACE_HOST)
       return ndf__fail(ctx, NDF_EINVAL, "ks: %s must be in host memory", what);
+    if (!sigma[m].data) return ndf__fail(ctx, NDF_EINVAL, "ks: %s: data is NULL", what);
     int same = sigma[m].ndim == in->ndim;
     for (int d = 0; same && d < in->ndim; d++)
       same = sigma[m].shape[d] == in->shape[d];
