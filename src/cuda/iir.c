@@ -19,7 +19,7 @@
 #include "host.h"
 
 typedef struct {
-  float *tmp; /* full-size temporary: two or more passes, or a parallel-form filter */
+  float *tmp; /* full-size temporary, when some pass cannot write its own input */
 } state;
 
 static int applicable(const ndf__problem *pb, const ndf_context *ctx) {

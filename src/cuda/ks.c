@@ -202,7 +202,6 @@ static ndf_status make_v(ndf_plan *p, int variant) {
         for (int64_t by = 0; by < ity; by++)
           for (int64_t bx = 0; bx < itx; bx++) {
             const int *r = it + 3 * ((z * ity + by) * itx + bx);
-            const int64_t R = lmax(r[0], lmax(r[1], r[2]));
             /* output index range reached on each axis */
             const int64_t z0 = lmax(0, z + g->off[0] - r[0]),
                           z1 = lmin(g->m[0] - 1, z + g->off[0] + r[0]);
@@ -210,7 +209,6 @@ static ndf_status make_v(ndf_plan *p, int variant) {
                           y1 = lmin(g->m[1] - 1, (by + 1) * ty - 1 + g->off[1] + r[1]);
             const int64_t x0 = lmax(0, bx * tx + g->off[2] - r[2]),
                           x1 = lmin(g->m[2] - 1, (bx + 1) * tx - 1 + g->off[2] + r[2]);
-            (void)R;
             for (int64_t oz = z0; oz <= z1; oz++)
               for (int64_t oy = y0 / ty; oy <= y1 / ty; oy++)
                 for (int64_t ox = x0 / tx; ox <= x1 / tx; ox++) {
@@ -278,53 +276,22 @@ done:
 }
 
 static ndf_status make_gather(ndf_plan *p) { return make_v(p, -1); }
-static ndf_status make_ga(ndf_plan *p) { return make_v(p, NDF__KS_GLOBAL_ATOMIC); }
-static ndf_status make_sa(ndf_plan *p) { return make_v(p, NDF__KS_SHARED_ATOMIC); }
-static ndf_status make_sy(ndf_plan *p) { return make_v(p, NDF__KS_SYNC); }
-static ndf_status make_tf(ndf_plan *p) { return make_v(p, NDF__KS_THREADFENCE); }
-static ndf_status make_ws(ndf_plan *p) { return make_v(p, NDF__KS_WARPSYNC); }
-static double cost_ga(const ndf__problem *pb, const ndf_context *c) {
-  (void)c;
-  return cost_scatter_v(pb, NDF__KS_GLOBAL_ATOMIC);
-}
-static double cost_sa(const ndf__problem *pb, const ndf_context *c) {
-  (void)c;
-  return cost_scatter_v(pb, NDF__KS_SHARED_ATOMIC);
-}
-static double cost_sy(const ndf__problem *pb, const ndf_context *c) {
-  (void)c;
-  return cost_scatter_v(pb, NDF__KS_SYNC);
-}
-static double cost_tf(const ndf__problem *pb, const ndf_context *c) {
-  (void)c;
-  return cost_scatter_v(pb, NDF__KS_THREADFENCE);
-}
-static double cost_ws(const ndf__problem *pb, const ndf_context *c) {
-  (void)c;
-  return cost_scatter_v(pb, NDF__KS_WARPSYNC);
-}
 
 const ndf__solver ndf__cuda_ks_gather = {"cuda_ks_gather",  NDF__OP_KS,  NDF_PLACE_CUDA,
                                          applicable_gather, cost_gather, make_gather};
-const ndf__solver ndf__cuda_ks_scatter_global_atomic = {"cuda_ks_scatter_global_atomic",
-                                                        NDF__OP_KS,
-                                                        NDF_PLACE_CUDA,
-                                                        applicable_scatter,
-                                                        cost_ga,
-                                                        make_ga};
-const ndf__solver ndf__cuda_ks_scatter_shared_atomic = {"cuda_ks_scatter_shared_atomic",
-                                                        NDF__OP_KS,
-                                                        NDF_PLACE_CUDA,
-                                                        applicable_scatter,
-                                                        cost_sa,
-                                                        make_sa};
-const ndf__solver ndf__cuda_ks_scatter_sync = {"cuda_ks_scatter_sync", NDF__OP_KS, NDF_PLACE_CUDA,
-                                               applicable_scatter,     cost_sy,    make_sy};
-const ndf__solver ndf__cuda_ks_scatter_threadfence = {"cuda_ks_scatter_threadfence",
-                                                      NDF__OP_KS,
-                                                      NDF_PLACE_CUDA,
-                                                      applicable_scatter,
-                                                      cost_tf,
-                                                      make_tf};
-const ndf__solver ndf__cuda_ks_scatter_warpsync = {
-    "cuda_ks_scatter_warpsync", NDF__OP_KS, NDF_PLACE_CUDA, applicable_scatter, cost_ws, make_ws};
+
+/* One scatter variant's solver: its make and cost pass the variant on. */
+#define SCATTER(v, V)                                                                              \
+  static ndf_status make_##v(ndf_plan *p) { return make_v(p, V); }                                 \
+  static double cost_##v(const ndf__problem *pb, const ndf_context *c) {                           \
+    (void)c;                                                                                       \
+    return cost_scatter_v(pb, V);                                                                  \
+  }                                                                                                \
+  const ndf__solver ndf__cuda_ks_scatter_##v = {"cuda_ks_scatter_" #v, NDF__OP_KS, NDF_PLACE_CUDA, \
+                                                applicable_scatter,    cost_##v,   make_##v};
+
+SCATTER(global_atomic, NDF__KS_GLOBAL_ATOMIC)
+SCATTER(shared_atomic, NDF__KS_SHARED_ATOMIC)
+SCATTER(sync, NDF__KS_SYNC)
+SCATTER(threadfence, NDF__KS_THREADFENCE)
+SCATTER(warpsync, NDF__KS_WARPSYNC)
