@@ -46,8 +46,18 @@
  * ones); arithmetic with a double broadcasts it. */
 typedef double lanes_t __attribute__((vector_size(W * sizeof(double))));
 
-/* The recursions over a block X of n samples of W lanes, K a constant after inlining. The
- * newest state enters each sum last, so a step waits for one FMA of the step before. */
+/* One step of an all-pole recursion of order K: *x = b0 *x - sum a[j] h[j], shifted into h (the
+ * newest state enters the sum last, so a step waits for one FMA of the step before). */
+INLINE void pole_step(double b0, const double *a, lanes_t *h, lanes_t *x, const int K) {
+  lanes_t v = b0 * *x;
+  for (int j = K - 1; j >= 0; j--)
+    v -= a[j] * h[j];
+  for (int j = K - 1; j > 0; j--)
+    h[j] = h[j - 1];
+  h[0] = *x = v;
+}
+
+/* The recursions over a block X of n samples of W lanes, K a constant after inlining. */
 INLINE void cascade(const ndf__iir *f, lanes_t *restrict X, int64_t n, const int K) {
   const double b0 = f->b0;
   double a[NDF__IIR_MAXK];
@@ -57,14 +67,8 @@ INLINE void cascade(const ndf__iir *f, lanes_t *restrict X, int64_t n, const int
   const lanes_t first = X[0], last = X[n - 1];
   for (int j = 0; j < K; j++)
     h[j] = first;
-  for (int64_t i = 0; i < n; i++) {
-    lanes_t v = b0 * X[i];
-    for (int j = K - 1; j >= 0; j--)
-      v -= a[j] * h[j];
-    for (int j = K - 1; j > 0; j--)
-      h[j] = h[j - 1];
-    h[0] = X[i] = v;
-  }
+  for (int64_t i = 0; i < n; i++)
+    pole_step(b0, a, h, X + i, K);
   /* Triggs-Sdika's start of the anticausal pass (iir.h): v at n - 1 - r into h[r] ... */
   lanes_t dd[NDF__IIR_MAXK];
   for (int m = 0; m < K; m++)
@@ -83,14 +87,8 @@ INLINE void cascade(const ndf__iir *f, lanes_t *restrict X, int64_t n, const int
     h[j] = h[K - 1 - j];
     h[K - 1 - j] = t;
   }
-  for (int64_t i = n - K - 1; i >= 0; i--) {
-    lanes_t v = b0 * X[i];
-    for (int j = K - 1; j >= 0; j--)
-      v -= a[j] * h[j];
-    for (int j = K - 1; j > 0; j--)
-      h[j] = h[j - 1];
-    h[0] = X[i] = v;
-  }
+  for (int64_t i = n - K - 1; i >= 0; i--)
+    pole_step(b0, a, h, X + i, K);
 }
 
 /* The parallel form; T: n samples of W lanes, for the input's copy. */

@@ -144,11 +144,9 @@ static ndf_status make_v(ndf_plan *p, int variant) {
   clip = lmin(clip, (int64_t)1 << 30);
   float *hs = malloc((size_t)(2 * nm) * sizeof *hs);
   int *hr = malloc((size_t)nm * sizeof *hr), *per = malloc((size_t)(3 * n) * sizeof *per);
+  int *ht = NULL, *it = NULL, *bk = NULL, *pr = NULL; /* tile tables and scratch */
   ndf_status rs = NDF_OK;
-  if (!hs || !hr || !per) {
-    rs = ndf__fail(p->ctx, NDF_ENOMEM, "%s: out of host memory", p->solver->name);
-    goto done;
-  }
+  if (!hs || !hr || !per) goto oom;
   for (int64_t i = 0; i < nm; i++) {
     const double sg = q->sigma[i];
     const int64_t r = ndf__ks_radius(q->n_sigma, sg);
@@ -160,22 +158,14 @@ static ndf_status make_v(ndf_plan *p, int variant) {
     for (int a = 0; a < 3; a++)
       per[3 * i + a] = g->smap[a] < 0 ? 0 : hr[g->smap[a] * n + i];
   int64_t nt = 0;
-  int *ht = NULL;
   if (variant < 0) { /* per output tile */
     const int64_t ntx = (g->m[2] + tx - 1) / tx, nty = (g->m[1] + ty - 1) / ty;
     nt = ntx * nty * g->m[0];
     ht = calloc((size_t)(3 * nt), sizeof *ht);
-    if (!ht) {
-      rs = ndf__fail(p->ctx, NDF_ENOMEM, "%s: out of host memory", p->solver->name);
-      goto done;
-    }
+    if (!ht) goto oom;
     if (g->index_output) { /* the radii at each output element's nearest input pixel */
-      int *pr = malloc((size_t)(3 * ndf_array_size(&p->pb.out)) * sizeof *pr);
-      if (!pr) {
-        free(ht);
-        rs = ndf__fail(p->ctx, NDF_ENOMEM, "%s: out of host memory", p->solver->name);
-        goto done;
-      }
+      pr = malloc((size_t)(3 * ndf_array_size(&p->pb.out)) * sizeof *pr);
+      if (!pr) goto oom;
       for (int64_t z = 0; z < g->m[0]; z++)
         for (int64_t y = 0; y < g->m[1]; y++)
           for (int64_t x = 0; x < g->m[2]; x++) {
@@ -188,15 +178,10 @@ static ndf_status make_v(ndf_plan *p, int variant) {
               pr[3 * o + a] = per[3 * i + a];
           }
       tile_max(g->m, pr, tx, ty, ht);
-      free(pr);
     } else { /* input tiles' largest radii, spread over the output tiles they reach */
       const int64_t itx = (g->n[2] + tx - 1) / tx, ity = (g->n[1] + ty - 1) / ty;
-      int *it = calloc((size_t)(3 * itx * ity * g->n[0]), sizeof *it);
-      if (!it) {
-        free(ht);
-        rs = ndf__fail(p->ctx, NDF_ENOMEM, "%s: out of host memory", p->solver->name);
-        goto done;
-      }
+      it = calloc((size_t)(3 * itx * ity * g->n[0]), sizeof *it);
+      if (!it) goto oom;
       tile_max(g->n, per, tx, ty, it);
       for (int64_t z = 0; z < g->n[0]; z++)
         for (int64_t by = 0; by < ity; by++)
@@ -217,20 +202,14 @@ static ndf_status make_v(ndf_plan *p, int variant) {
                     if (r[a] > t[a]) t[a] = r[a];
                 }
           }
-      free(it);
     }
   } else { /* input tiles grouped by bucket */
     const int64_t itx = (g->n[2] + tx - 1) / tx, ity = (g->n[1] + ty - 1) / ty;
     nt = itx * ity * g->n[0];
-    int *it = calloc((size_t)(3 * nt), sizeof *it), *bk = malloc((size_t)nt * sizeof *bk);
+    it = calloc((size_t)(3 * nt), sizeof *it);
+    bk = malloc((size_t)nt * sizeof *bk);
     ht = malloc((size_t)(nt > 0 ? nt : 1) * sizeof *ht);
-    if (!it || !bk || !ht) {
-      free(it);
-      free(bk);
-      free(ht);
-      rs = ndf__fail(p->ctx, NDF_ENOMEM, "%s: out of host memory", p->solver->name);
-      goto done;
-    }
+    if (!it || !bk || !ht) goto oom;
     tile_max(g->n, per, tx, ty, it);
     for (int64_t t = 0; t < nt; t++) {
       const int r = it[3 * t] > it[3 * t + 1] ? it[3 * t] : it[3 * t + 1];
@@ -247,8 +226,6 @@ static ndf_status make_v(ndf_plan *p, int variant) {
     memcpy(fill, s->first, sizeof fill);
     for (int64_t t = 0; t < nt; t++)
       ht[fill[bk[t]]++] = (int)t;
-    free(it);
-    free(bk);
   }
   cudaError_t e = cudaSetDevice(p->ctx->place.device);
   size_t want = 0;
@@ -262,7 +239,6 @@ static ndf_status make_v(ndf_plan *p, int variant) {
   if (e == cudaSuccess)
     e = cudaMemcpy(s->rad, hr, (size_t)nm * sizeof(int), cudaMemcpyHostToDevice);
   if (e == cudaSuccess && tb) e = cudaMemcpy(*dt, ht, tb, cudaMemcpyHostToDevice);
-  free(ht);
   if (e == cudaErrorMemoryAllocation)
     rs = ndf__fail(p->ctx, NDF_ENOMEM, "%s: out of device memory for %zu bytes", p->solver->name,
                    want);
@@ -272,7 +248,14 @@ done:
   free(hs);
   free(hr);
   free(per);
+  free(ht);
+  free(it);
+  free(bk);
+  free(pr);
   return rs;
+oom:
+  rs = ndf__fail(p->ctx, NDF_ENOMEM, "%s: out of host memory", p->solver->name);
+  goto done;
 }
 
 static ndf_status make_gather(ndf_plan *p) { return make_v(p, -1); }

@@ -56,12 +56,18 @@ static ndf_status check_maps(ndf_context *ctx, const ndf_array *in, const ndf_ar
   return NDF_OK;
 }
 
+/* n_sigma as given (0 means 3), or NDF_EINVAL. */
+static ndf_status check_n_sigma(ndf_context *ctx, double *n_sigma) {
+  if (*n_sigma == 0) *n_sigma = 3;
+  if (!(*n_sigma > 0) || !isfinite(*n_sigma))
+    return ndf__fail(ctx, NDF_EINVAL, "ks: n_sigma %g; it must be finite and > 0", *n_sigma);
+  return NDF_OK;
+}
+
 static ndf_status take(ndf_context *ctx, ndf_ks_opts *o, const ndf_ks_opts *opts) {
   ndf_status st = ndf__take_opts(ctx, o, opts, sizeof *o, sizeof *o, "ks");
+  if (st == NDF_OK) st = check_n_sigma(ctx, &o->n_sigma);
   if (st != NDF_OK) return st;
-  if (o->n_sigma == 0) o->n_sigma = 3;
-  if (!(o->n_sigma > 0) || !isfinite(o->n_sigma))
-    return ndf__fail(ctx, NDF_EINVAL, "ks: n_sigma %g; it must be finite and > 0", o->n_sigma);
   if (o->index != NDF_KS_INPUT && o->index != NDF_KS_OUTPUT)
     return ndf__fail(ctx, NDF_EINVAL, "ks: unknown index %d (NDF_KS_INPUT or NDF_KS_OUTPUT)",
                      (int)o->index);
@@ -88,10 +94,8 @@ ndf_status ndf_ks_full_shape(ndf_context *ctx, const ndf_array *in, const ndf_ar
                              int nsig, double n_sigma, int64_t *shape, int64_t *R) {
   if (!ctx || !shape) return NDF_EINVAL;
   ndf_status st = ndf__check_desc(ctx, in, "in");
+  if (st == NDF_OK) st = check_n_sigma(ctx, &n_sigma);
   if (st != NDF_OK) return st;
-  if (n_sigma == 0) n_sigma = 3;
-  if (!(n_sigma > 0) || !isfinite(n_sigma))
-    return ndf__fail(ctx, NDF_EINVAL, "ks: n_sigma %g; it must be finite and > 0", n_sigma);
   int64_t r = 0;
   st = check_maps(ctx, in, sigma, nsig, n_sigma, &r);
   if (st == NDF_OK) st = full_shape(ctx, in, r, shape);
