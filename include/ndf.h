@@ -379,10 +379,18 @@ typedef enum ndf_ks_extent { NDF_KS_SAME = 0, NDF_KS_FULL = 1 } ndf_ks_extent;
 typedef struct ndf_ks_opts {
   size_t struct_size; /* sizeof(ndf_ks_opts) */
   /* NULL or "auto", or a solver name: "cpu_ks" (float64, any ndim); on a CUDA context, 1 to 3
-   * axes, float32: "cuda_ks_gather" (the kernel evaluated per neighbour; both index modes, any
-   * radius, repeatable) and the scatters of index input with radii up to 32,
-   * "cuda_ks_scatter_global_atomic", "..._shared_atomic", "..._sync", "..._threadfence",
-   * "..._warpsync" (atomic additions: the last bits vary between runs) */
+   * axes, float32:
+   *  - the exact gathers "cuda_ks_gather", "cuda_ks_gather_smem1", "cuda_ks_gather_smem2" (the
+   *    kernel evaluated per neighbour; both index modes, any radius, repeatable; smem1 stages
+   *    the input's tile and halo in shared memory, smem2 the sigma maps too, for radii <= 32);
+   *  - the approximate gathers "cuda_ks_approx_gather_<lut>[_smem1|_smem2]", <lut> one of
+   *    lut1d_global, lut1d_shared, lut1d_texture (erf tabulated, two interpolations a weight),
+   *    lut2d_global, lut2d_texture (Eq. 4 tabulated over d and sigma, one interpolation; the
+   *    texture ones interpolate in hardware): index input, radii <= 64; never chosen by auto;
+   *    their errors are in docs/ks.md;
+   *  - the scatters of index input, "cuda_ks_scatter_global_atomic", "..._shared_atomic",
+   *    "..._sync", "..._threadfence", "..._warpsync", "..._shuffle" (atomic additions: the last
+   *    bits vary between runs), any radius (above 32 through a generic path). */
   const char *method;
   ndf_ks_index index;
   double n_sigma; /* cut-off in sigmas, > 0; 0 means 3 */
@@ -391,6 +399,10 @@ typedef struct ndf_ks_opts {
   /* nonzero: a solver whose result is bitwise the same on every run (no order-dependent atomic
    * additions): cpu_ks or cuda_ks_gather */
   int deterministic;
+  /* The CUDA solvers' tile (the seed's t_y rows of 32 pixels) and thread block (b_y rows of 32
+   * threads): 0 and 0 (8 and 8), or (t_y, b_y) in (8, 8), (16, 8), (32, 8), (16, 16),
+   * (32, 16); builds without NDF_KS_ALL_SHAPES have only (8, 8) (others: NDF_EUNSUPPORTED). */
+  int tile_rows, block_rows;
 } ndf_ks_opts;
 
 /* The plan binds the sigma maps (copied): nsig arrays, 1 (every axis) or in->ndim (axis a's

@@ -51,7 +51,7 @@ class CorrelateOpts(C.Structure):
 class KsOpts(C.Structure):
     _fields_ = [("struct_size", C.c_size_t), ("method", C.c_char_p), ("index", C.c_int),
                 ("n_sigma", C.c_double), ("output", C.c_int), ("normalize", C.c_int),
-                ("deterministic", C.c_int)]
+                ("deterministic", C.c_int), ("tile_rows", C.c_int), ("block_rows", C.c_int)]
 
 
 KS_INDEX = {"input": 0, "output": 1}  # ndf_ks_index

@@ -75,6 +75,7 @@ typedef struct ndf__ksp {
   ndf_ks_index index;
   ndf_ks_extent extent;
   int normalize, deterministic, nsig;
+  int tile_rows, block_rows; /* ndf_ks_opts's, 0 made 8 */
   double n_sigma;
   int64_t R;
   int64_t n; /* elements per map */
@@ -171,9 +172,29 @@ extern const ndf__solver ndf__cpu_corr_fft;
 #endif
 #ifdef NDF_HAVE_CUDA
 extern const ndf__solver ndf__cuda_corr1d_direct, ndf__cuda_sep, ndf__cuda_sep_fused,
-    ndf__cuda_corr_direct, ndf__cuda_corr_fft, ndf__cuda_iir, ndf__cuda_ks_gather,
-    ndf__cuda_ks_scatter_global_atomic, ndf__cuda_ks_scatter_shared_atomic,
-    ndf__cuda_ks_scatter_sync, ndf__cuda_ks_scatter_threadfence, ndf__cuda_ks_scatter_warpsync;
+    ndf__cuda_corr_direct, ndf__cuda_corr_fft, ndf__cuda_iir;
+/* The kernel-superposition solvers (src/cuda/ks.c): X(name, scatter variant or -1, the
+ * gather's look-up table (launch.h's NDF__KS_EXACT = 0, LUT1D_GLOBAL, LUT1D_SHARED,
+ * LUT1D_TEXTURE, LUT2D_GLOBAL, LUT2D_TEXTURE), its shared arrays), in the planner's order. */
+#define NDF__KS_GATHERS(X, lut, l)                                                                 \
+  X(cuda_ks_##lut, -1, l, 0) X(cuda_ks_##lut##_smem1, -1, l, 1) X(cuda_ks_##lut##_smem2, -1, l, 2)
+#define NDF__CUDA_KS_SOLVERS(X)                                                                    \
+  X(cuda_ks_scatter_quad, 6, 0, 0)                                                                 \
+  X(cuda_ks_scatter_shuffle, 5, 0, 0)                                                              \
+  X(cuda_ks_scatter_warpsync, 4, 0, 0)                                                             \
+  X(cuda_ks_scatter_threadfence, 3, 0, 0)                                                          \
+  X(cuda_ks_scatter_sync, 2, 0, 0)                                                                 \
+  X(cuda_ks_scatter_shared_atomic, 1, 0, 0)                                                        \
+  X(cuda_ks_scatter_global_atomic, 0, 0, 0)                                                        \
+  NDF__KS_GATHERS(X, gather, 0)                                                                    \
+  NDF__KS_GATHERS(X, approx_gather_lut1d_global, 1)                                                \
+  NDF__KS_GATHERS(X, approx_gather_lut1d_shared, 2)                                                \
+  NDF__KS_GATHERS(X, approx_gather_lut1d_texture, 3)                                               \
+  NDF__KS_GATHERS(X, approx_gather_lut2d_global, 4)                                                \
+  NDF__KS_GATHERS(X, approx_gather_lut2d_texture, 5)
+#define NDF__KS_DECLARE(name, v, l, a) extern const ndf__solver ndf__##name;
+NDF__CUDA_KS_SOLVERS(NDF__KS_DECLARE)
+#undef NDF__KS_DECLARE
 #endif
 
 /* CUDA glue (src/cuda), all NULL-safe; only in CUDA builds. */

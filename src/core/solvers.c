@@ -17,12 +17,9 @@ const ndf__solver *const ndf__solvers[] = {
     &ndf__cuda_corr_fft,
     &ndf__cuda_corr1d_direct,
     &ndf__cuda_iir,
-    &ndf__cuda_ks_gather,
-    &ndf__cuda_ks_scatter_global_atomic,
-    &ndf__cuda_ks_scatter_shared_atomic,
-    &ndf__cuda_ks_scatter_sync,
-    &ndf__cuda_ks_scatter_threadfence,
-    &ndf__cuda_ks_scatter_warpsync,
+#define NDF__KS_ENTRY(name, v, l, a) &ndf__##name,
+    NDF__CUDA_KS_SOLVERS(NDF__KS_ENTRY)
+#undef NDF__KS_ENTRY
 #endif
 };
 

@@ -73,24 +73,63 @@ typedef struct ndf__ks_geom {
   int64_t nmap;
   int smap[3];
   int index_output;
+  int scaled; /* normalize: the scales are not all 1 */
 } ndf__ks_geom;
 enum {
   NDF__KS_GLOBAL_ATOMIC = 0,
   NDF__KS_SHARED_ATOMIC,
   NDF__KS_SYNC,
   NDF__KS_THREADFENCE,
-  NDF__KS_WARPSYNC
+  NDF__KS_WARPSYNC,
+  NDF__KS_SHUFFLE,
+  NDF__KS_QUAD /* tiles of 128 x ty, the others' 32 x ty */
 };
-/* The gather into contiguous out; rt: per output tile (ndf__ks_tile_dims, x fastest, then y,
- * then z) the largest radius per axis, 3 ints. */
-int ndf__launch_ks_gather(const float *in, float *out, const float *sig, const int *rad,
-                          const ndf__ks_geom *g, const int *rt, void *stream);
-/* A scatter variant over the input tiles listed in tiles (ids x fastest, then y, then z),
- * whose radii are all <= rm (0, 1, 2, 4, 8, 16 or 32), adding into out (zeroed by the caller). */
-int ndf__launch_ks_scatter(int variant, int rm, const float *in, float *out, const float *sig,
-                           const int *rad, const ndf__ks_geom *g, const int *tiles, int ntiles,
-                           void *stream);
-int ndf__ks_tile_dims(int *tx, int *ty);
+/* The tile shapes (t_y rows of 32 pixels, b_y rows of 32 threads) built: all five of the seed
+ * with NDF_KS_ALL_SHAPES (the benchmark's build), else the default. X(ty, by) per shape. */
+#ifdef NDF_KS_ALL_SHAPES
+#define NDF__KS_SHAPES(X) X(8, 8) X(16, 8) X(32, 8) X(16, 16) X(32, 16)
+#else
+#define NDF__KS_SHAPES(X) X(8, 8)
+#endif
+/* How the gathers evaluate Eq. 4 (ks_gather_kernel.cu): exactly, or by a look-up table. */
+enum {
+  NDF__KS_EXACT = 0,
+  NDF__KS_LUT1D_GLOBAL,
+  NDF__KS_LUT1D_SHARED,
+  NDF__KS_LUT1D_TEXTURE,
+  NDF__KS_LUT2D_GLOBAL,
+  NDF__KS_LUT2D_TEXTURE
+};
+/* A look-up table on the device. 1-D: erf(i h), i < n, inv_h = 1 / h, in tab (and tex, a
+ * linearly filtered 1-D texture of it). 2-D: Eq. 4 at d < nd and sigma j / sinv, j < ns, in tab
+ * row by row (a sigma a row), and tex, a 2-D texture of it. */
+typedef struct ndf__ks_lut {
+  const float *tab;
+  unsigned long long tex; /* cudaTextureObject_t */
+  int n, nd, ns;
+  float inv_h, sinv;
+} ndf__ks_lut;
+/* A gather (lut, narr shared arrays, tile ty x 32 and block by x 32) into contiguous out; rt:
+ * per output tile (x fastest, then y, then z) the largest radius per axis, 3 ints; smem: the
+ * dynamic shared memory bytes (the table, the largest window, its sigma pairs). */
+int ndf__launch_ks_gather(int lut, int narr, int ty, int by, const float *in, float *out,
+                          const float *sig, const int *rad, const ndf__ks_geom *g, const int *rt,
+                          const ndf__ks_lut *L, size_t smem, void *stream);
+/* A scatter variant over the input tiles (32 x ty; 128 x ty for quad) listed in tiles (ids x
+ * fastest, then y, then z), whose radii are all <= rm (0, 1, 2, 4, 8, 16 or 32; any other value:
+ * the generic kernel for any radius), adding into out (zeroed by the caller). ks.c dispatches to
+ * the function of the variant and shape, ndf__ks_scatter_<variant>_<ty>_<by> (ks_kernel.cu). */
+#define NDF__KS_SCATTER_FN3(v, t, b) ndf__ks_scatter_##v##_##t##_##b
+#define NDF__KS_SCATTER_FN(v, t, b) NDF__KS_SCATTER_FN3(v, t, b)
+#define NDF__KS_SCATTER_DECL(v, t, b)                                                              \
+  int NDF__KS_SCATTER_FN(v, t, b)(int rm, const float *in, float *out, const float *sig,           \
+                                  const int *rad, const ndf__ks_geom *g, const int *tiles,         \
+                                  int ntiles, void *stream);
+#define NDF__KS_SCATTER_DECLS(t, b)                                                                \
+  NDF__KS_SCATTER_DECL(0, t, b)                                                                    \
+  NDF__KS_SCATTER_DECL(1, t, b) NDF__KS_SCATTER_DECL(2, t, b) NDF__KS_SCATTER_DECL(3, t, b)        \
+      NDF__KS_SCATTER_DECL(4, t, b) NDF__KS_SCATTER_DECL(5, t, b) NDF__KS_SCATTER_DECL(6, t, b)
+NDF__KS_SHAPES(NDF__KS_SCATTER_DECLS)
 
 #ifdef __cplusplus
 }

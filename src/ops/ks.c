@@ -1,6 +1,7 @@
 /* ks.c - spatially varying Gaussian kernel superposition (ndf.h, "ks"; seed 000): option and
  * sigma-map validation, the full output's shape, plans. */
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,7 +66,8 @@ static ndf_status check_n_sigma(ndf_context *ctx, double *n_sigma) {
 }
 
 static ndf_status take(ndf_context *ctx, ndf_ks_opts *o, const ndf_ks_opts *opts) {
-  ndf_status st = ndf__take_opts(ctx, o, opts, sizeof *o, sizeof *o, "ks");
+  ndf_status st =
+      ndf__take_opts(ctx, o, opts, sizeof *o, offsetof(ndf_ks_opts, tile_rows), "ks");
   if (st == NDF_OK) st = check_n_sigma(ctx, &o->n_sigma);
   if (st != NDF_OK) return st;
   if (o->index != NDF_KS_INPUT && o->index != NDF_KS_OUTPUT)
@@ -74,6 +76,14 @@ static ndf_status take(ndf_context *ctx, ndf_ks_opts *o, const ndf_ks_opts *opts
   if (o->output != NDF_KS_SAME && o->output != NDF_KS_FULL)
     return ndf__fail(ctx, NDF_EINVAL, "ks: unknown output %d (NDF_KS_SAME or NDF_KS_FULL)",
                      (int)o->output);
+  if (o->tile_rows == 0) o->tile_rows = 8;
+  if (o->block_rows == 0) o->block_rows = 8;
+  const int ty = o->tile_rows, by = o->block_rows;
+  if (!((ty == 8 || ty == 16 || ty == 32) && (by == 8 || by == 16) && by <= ty))
+    return ndf__fail(ctx, NDF_EINVAL,
+                     "ks: tile_rows %d, block_rows %d; the tile is 8, 16 or 32 rows, the block "
+                     "8 or 16, at most the tile's",
+                     ty, by);
   return NDF_OK;
 }
 
@@ -141,6 +151,8 @@ ndf_status ndf_plan_ks(ndf_plan **plan, ndf_context *ctx, const ndf_array *in, c
   k->extent = o.output;
   k->normalize = o.normalize != 0;
   k->deterministic = o.deterministic != 0;
+  k->tile_rows = o.tile_rows;
+  k->block_rows = o.block_rows;
   k->nsig = nsig;
   k->n_sigma = o.n_sigma;
   k->R = R;
