@@ -291,6 +291,66 @@ static void threads_agree(uint64_t *r) {
   ndf_context_destroy(c3);
 }
 
+/* cpu_ks on 1 and on 4 threads, bitwise, on the shapes its tiling treats apart: a 1-D signal
+ * (the tiles split its one row), a 2-D image with rows long enough to be padded, a 3-D and a 4-D
+ * volume; isotropic and per-axis maps, both index modes, output full, normalize, some zeros. */
+static void threads_agree_shapes(uint64_t *r) {
+  ndf_context *c1 = NULL, *c4 = NULL;
+  ndf_context_opts co;
+  memset(&co, 0, sizeof co);
+  co.struct_size = sizeof co;
+  co.device = "cpu";
+  co.threads = 1;
+  if (ndf_context_create(&c1, &co) != NDF_OK) abort();
+  co.threads = 4;
+  if (ndf_context_create(&c4, &co) != NDF_OK) abort();
+  static const int64_t shapes[4][NDF_MAX_DIMS] = {{300}, {21, 90}, {9, 10, 70}, {4, 5, 6, 70}};
+  for (int k = 0; k < 4; k++) {
+    const int nd = k + 1, nsig = k % 2 ? nd : 1;
+    int64_t n = 1, fs[NDF_MAX_DIMS], R = 0, nout = 1;
+    for (int d = 0; d < nd; d++)
+      n *= shapes[k][d];
+    double *x = malloc((size_t)n * sizeof *x), *s = malloc((size_t)(nsig * n) * sizeof *s);
+    if (!x || !s) abort();
+    for (int64_t i = 0; i < n; i++)
+      x[i] = t_randint(r, 0, 4) ? ndf_rand_uniform(r) : 0;
+    for (int64_t i = 0; i < nsig * n; i++)
+      s[i] = 2.5 * 0.5 * (ndf_rand_uniform(r) + 1); /* radii up to 8 */
+    ndf_array xv = ndf_array_contiguous(NDF_F64, nd, shapes[k], x), mv[NDF_MAX_DIMS];
+    for (int m = 0; m < nsig; m++)
+      mv[m] = ndf_array_contiguous(NDF_F64, nd, shapes[k], s + m * n);
+    CHECK(ndf_ks_full_shape(c1, &xv, mv, nsig, 3, fs, &R) == NDF_OK, "full shape: %s",
+          ndf_context_message(c1));
+    for (int d = 0; d < nd; d++)
+      nout *= fs[d];
+    double *y1 = malloc((size_t)nout * sizeof *y1), *y4 = malloc((size_t)nout * sizeof *y4);
+    if (!y1 || !y4) abort();
+    ndf_array v1 = ndf_array_contiguous(NDF_F64, nd, fs, y1),
+              v4 = ndf_array_contiguous(NDF_F64, nd, fs, y4);
+    for (int index = 0; index < 2; index++) {
+      ndf_ks_opts o;
+      memset(&o, 0, sizeof o);
+      o.struct_size = sizeof o;
+      o.method = "cpu_ks";
+      o.index = index ? NDF_KS_OUTPUT : NDF_KS_INPUT;
+      o.output = NDF_KS_FULL;
+      o.normalize = 1;
+      const ndf_status s1 = ndf_ks(c1, &xv, &v1, mv, nsig, &o),
+                       s4 = ndf_ks(c4, &xv, &v4, mv, nsig, &o);
+      CHECK(s1 == NDF_OK && s4 == NDF_OK, "threads (ndim %d): %s %s", nd, ndf_context_message(c1),
+            ndf_context_message(c4));
+      CHECK(!memcmp(y1, y4, (size_t)nout * sizeof *y1), "ndim %d, index %d: 1 and 4 threads differ",
+            nd, index);
+    }
+    free(x);
+    free(s);
+    free(y1);
+    free(y4);
+  }
+  ndf_context_destroy(c1);
+  ndf_context_destroy(c4);
+}
+
 /* Radii longer than the grid under normalize: the kernel is normalised over its own truncated
  * support (r = ceil(1.5 * 3) = 5), not over the part the grid can hold (a CUDA solver once used
  * the radius it clips to the grid). */
@@ -552,6 +612,7 @@ int main(int argc, char **argv) {
   determinism(ctx);
   refusals(ctx);
   if (!cuda) threads_agree(&r);
+  if (!cuda) threads_agree_shapes(&r);
   ndf_context_destroy(ctx);
   printf("%d failures\n", t_failures);
   return t_failures ? 1 : 0;
