@@ -872,7 +872,9 @@ def ks(image, sigma, *, index="input", n_sigma=3.0, output="same", normalize=Fal
     run (cpu_ks always is; on a GPU it rules out the scatters' atomic additions). method:
     'auto' (a solver of the image's device, or of the current device for numpy arrays, where
     one applies, else cpu_ks) or a solver name (ndfilt.solvers()['ks']: 'cpu_ks', and in CUDA
-    builds 'cuda_ks_gather', 'cuda_ks_scatter_*'). last_solver() names the one used.
+    builds the exact 'cuda_ks_gather*' and 'cuda_ks_scatter_*' and the approximate look-up-table
+    'cuda_ks_approx_gather_*', never chosen by 'auto'; docs/ks.md lists them and their errors).
+    last_solver() names the one used.
 
     Returns a new array of the image's dtype and kind, on its GPU for GPU inputs (computed on
     the CPU through host copies when cpu_ks runs). cpu_ks computes in float64 (the CUDA
