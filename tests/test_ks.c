@@ -254,17 +254,21 @@ static void delta(ndf_context *ctx, int cuda) {
   CHECK(fabs(sin - sout) < mass * sin, "normalize + full: mass %.17g in, %.17g out", sin, sout);
 }
 
-/* The same case on 1 and on 3 threads: bitwise the same output. */
-static void threads_agree(uint64_t *r) {
-  ndf_context *c1 = NULL, *c3 = NULL;
+/* A CPU context of the given thread count. */
+static ndf_context *cpu_context(int threads) {
+  ndf_context *c = NULL;
   ndf_context_opts co;
   memset(&co, 0, sizeof co);
   co.struct_size = sizeof co;
   co.device = "cpu";
-  co.threads = 1;
-  if (ndf_context_create(&c1, &co) != NDF_OK) abort();
-  co.threads = 3;
-  if (ndf_context_create(&c3, &co) != NDF_OK) abort();
+  co.threads = threads;
+  if (ndf_context_create(&c, &co) != NDF_OK) abort();
+  return c;
+}
+
+/* The same case on 1 and on 3 threads: bitwise the same output. */
+static void threads_agree(uint64_t *r) {
+  ndf_context *c1 = cpu_context(1), *c3 = cpu_context(3);
   enum { H = 37, W = 29 };
   static float x[H * W], s[H * W], y1[H * W], y3[H * W];
   for (int i = 0; i < H * W; i++) {
@@ -295,15 +299,7 @@ static void threads_agree(uint64_t *r) {
  * (the tiles split its one row), a 2-D image with rows long enough to be padded, a 3-D and a 4-D
  * volume; isotropic and per-axis maps, both index modes, output full, normalize, some zeros. */
 static void threads_agree_shapes(uint64_t *r) {
-  ndf_context *c1 = NULL, *c4 = NULL;
-  ndf_context_opts co;
-  memset(&co, 0, sizeof co);
-  co.struct_size = sizeof co;
-  co.device = "cpu";
-  co.threads = 1;
-  if (ndf_context_create(&c1, &co) != NDF_OK) abort();
-  co.threads = 4;
-  if (ndf_context_create(&c4, &co) != NDF_OK) abort();
+  ndf_context *c1 = cpu_context(1), *c4 = cpu_context(4);
   static const int64_t shapes[4][NDF_MAX_DIMS] = {{300}, {21, 90}, {9, 10, 70}, {4, 5, 6, 70}};
   for (int k = 0; k < 4; k++) {
     const int nd = k + 1, nsig = k % 2 ? nd : 1;

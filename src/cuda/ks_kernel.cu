@@ -78,6 +78,19 @@ struct pix {
   __device__ float w(int a, int d) const { return ndf__ks_weight(d, s[a], r[a], sc[a]); }
 };
 
+// Adds a block's shared tile (h x w, its corner at input (y0, x0)) to the output plane with
+// atomics (neighbouring tiles' halos overlap), then waits for the block.
+__device__ __forceinline__ void flush(const float *acc, int h, int w, int64_t y0, int64_t x0,
+                                      const ndf__ks_geom &g, float *plane, int tid, int nt) {
+  for (int i = tid; i < h * w; i += nt) {
+    const float v = acc[i];
+    const int64_t py = y0 + i / w + g.off[1], px = x0 + i % w + g.off[2];
+    if (v != 0.f && py >= 0 && py < g.m[1] && px >= 0 && px < g.m[2])
+      atomicAdd(plane + py * g.m[2] + px, v);
+  }
+  __syncthreads();
+}
+
 // Lane l's share of a row: b * kx[|dx|] of every lane's pixel, dx in [-wr, wr], added to the
 // shared row (column 0 at x0 - RM) at x0 + l and, where shifts wrapped, x0 + l +- 32.
 template <int RM>
@@ -210,13 +223,7 @@ __global__ void __launch_bounds__(TX *BY)
     }
     if (V == NDF__KS_GLOBAL_ATOMIC) continue;
     __syncthreads();
-    for (int i = ty * TX + tx; i < H * W; i += TX * BY) {
-      const float v = acc[i];
-      const int64_t py = t.y0 - RM + i / W + g.off[1], px = t.x0 - RM + i % W + g.off[2];
-      if (v != 0.f && py >= 0 && py < g.m[1] && px >= 0 && px < g.m[2])
-        atomicAdd(plane + py * g.m[2] + px, v);
-    }
-    __syncthreads();
+    flush(acc, H, W, t.y0 - RM, t.x0 - RM, g, plane, ty * TX + tx, TX * BY);
   }
 }
 
@@ -273,7 +280,7 @@ __global__ void __launch_bounds__(TX *BY)
   constexpr int TW = 4 * TX, RA = (RM + 3) / 4 * 4, W = TW + 2 * RA, H = TYT + 2 * RM;
   constexpr int PP = TYT / BY, NQ = RA / 4;
   constexpr int KY = RM <= 16 ? RM + 1 : 1; // y weights in registers up to radius 16
-  extern __shared__ float4 acc[]; // H * W floats
+  extern __shared__ float4 acc[];           // H * W floats
   float *accf = reinterpret_cast<float *>(acc);
   const tile_at t(g, tiles[blockIdx.x], TYT, TW);
   const int tx = threadIdx.x, ty = threadIdx.y;
@@ -350,13 +357,7 @@ __global__ void __launch_bounds__(TX *BY)
         __syncthreads();
       }
     }
-    for (int i = ty * TX + tx; i < H * W; i += TX * BY) {
-      const float v = accf[i];
-      const int64_t py = t.y0 - RM + i / W + g.off[1], px = t.x0 - RA + i % W + g.off[2];
-      if (v != 0.f && py >= 0 && py < g.m[1] && px >= 0 && px < g.m[2])
-        atomicAdd(plane + py * g.m[2] + px, v);
-    }
-    __syncthreads();
+    flush(accf, H, W, t.y0 - RM, t.x0 - RA, g, plane, ty * TX + tx, TX * BY);
   }
 }
 
@@ -389,7 +390,8 @@ int scatter_rm(int rm, const float *in, float *out, const float *sig, const int 
     break;                                                                                         \
   }
       NDF__Q(0)
-      NDF__Q(1) NDF__Q(2) NDF__Q(4) NDF__Q(8) NDF__Q(16) NDF__Q(32)
+      NDF__Q(1)
+      NDF__Q(2) NDF__Q(4) NDF__Q(8) NDF__Q(16) NDF__Q(32)
 #undef NDF__Q
           default : ks_scatter_big<<<ntiles, dim3(TX, 8), 0, st>>>(in, out, sig, rad, g, tiles, TYT,
                                                                    4 * TX);
