@@ -934,17 +934,6 @@ def plot(results, out):
 
 # ------------------------------------------------------------------ main
 
-def _commit():
-    c = os.environ.get("NDF_COMMIT")
-    if c:
-        return c
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE,
-                              capture_output=True, text=True).stdout.strip() or "unknown"
-    except OSError:
-        return "unknown"
-
-
 def _version(mod):
     try:
         return __import__(mod).__version__
@@ -989,7 +978,7 @@ def main():
             gpu = gpu.decode() if isinstance(gpu, bytes) else str(gpu)
         except Exception:
             gpu = "?"
-    meta = {"gpu": gpu, "date": datetime.date.today().isoformat(), "commit": _commit(),
+    meta = {"gpu": gpu, "date": datetime.date.today().isoformat(), "commit": timing.commit(),
             "ndfilt": ndfilt.__version__, "solvers": ndfilt.solvers(), "no_gpu": G[2],
             "cupy": cp.__version__ if cp is not None else None, "scipy": _version("scipy"),
             "numpy": np.__version__, "matplotlib": _version("matplotlib"),

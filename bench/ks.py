@@ -922,17 +922,6 @@ def write_md(doc, out):
 
 # ------------------------------------------------------------------ main
 
-def _commit():
-    c = os.environ.get("NDF_COMMIT")
-    if c:
-        return c
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE,
-                              capture_output=True, text=True).stdout.strip() or "unknown"
-    except OSError:
-        return "unknown"
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -969,7 +958,7 @@ def main():
             gpu = gpu.decode() if isinstance(gpu, bytes) else str(gpu)
         except Exception:
             gpu = "?"
-    meta = {"gpu": gpu, "date": datetime.date.today().isoformat(), "commit": _commit(),
+    meta = {"gpu": gpu, "date": datetime.date.today().isoformat(), "commit": timing.commit(),
             "ndfilt": ndfilt.__version__, "solvers": ndfilt.solvers().get("ks", []),
             "cupy": cp.__version__ if cp is not None else None, "numpy": np.__version__,
             "python": sys.version.split()[0], "cpu_count": os.cpu_count(), "quick": a.quick,

@@ -1,7 +1,9 @@
 """bench/timing.py - the CPU timer bench/peers.py and bench/gaussian.py share (the latter also
 in its child processes, which do not import peers.py), and the CUDA-event timer of the
-development probes (quick_sep.py, quick_conv.py); and the bench scripts' line for a family that
-did not run."""
+development probes (quick_sep.py, quick_conv.py); the bench scripts' line for a family that
+did not run, and the commit they report."""
+import os
+import subprocess
 import time
 
 import numpy as np
@@ -34,6 +36,19 @@ def events_ms(f, reps=20, batch=1, warm=3):
         e.synchronize()
         ts.append(cp.cuda.get_elapsed_time(s, e) / batch)
     return float(np.median(ts))
+
+
+def commit():
+    """The commit under test: NDF_COMMIT (the GPU machine's copy has no .git), else git's."""
+    c = os.environ.get("NDF_COMMIT")
+    if c:
+        return c
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"],
+                              cwd=os.path.dirname(os.path.abspath(__file__)),
+                              capture_output=True, text=True).stdout.strip() or "unknown"
+    except OSError:
+        return "unknown"
 
 
 def family_status(res):
