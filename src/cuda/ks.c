@@ -114,16 +114,20 @@ static double taps(const ndf__problem *pb) {
   return t;
 }
 
-/* Rough, to be replaced by the benchmark's table: the gather evaluates erf twice a tap and
- * axis; the scatter multiplies and adds, the atomic variants serialising more; the look-up
- * tables are approximate, never chosen by auto. */
+/* Relative costs from the benchmark (BENCHMARKS.md, H100, 512^2 to 2048^2 and 128^3, sigma
+ * uniform): the scatters beat the exact gather 2-29x; among them warpsync is the fastest up to
+ * radius 4 and quad from 5 (1.5x warpsync at 32); the atomic ones are 2-10x slower. The exact
+ * gather evaluates erf twice a tap and axis. The look-up tables are approximate, never chosen by
+ * auto. */
 static double cost_k(const ndf__problem *pb, const ndf_context *ctx, const kind *k) {
+  const ndf__ksp *q = pb->params;
   (void)ctx;
   if (k->variant < 0 && k->lut != NDF__KS_EXACT) return INFINITY;
   if (k->variant < 0)
     return 5e-6 + (double)ndf_array_size(&pb->out) * taps(pb) * 2e-11 * (1 + 0.1 * k->narr);
-  static const double f[7] = {8, 3, 2, 1.2, 1, 1.1, 0.4};
-  return 5e-6 + (double)ndf_array_size(&pb->in) * taps(pb) * 1e-12 * f[k->variant];
+  static const double f[7] = {8, 3, 1.2, 1.6, 1, 1.1, 0.7};
+  const double v = k->variant == NDF__KS_QUAD && q->R <= 4 ? 1.2 : f[k->variant];
+  return 5e-6 + (double)ndf_array_size(&pb->in) * taps(pb) * 1e-12 * v;
 }
 
 static void free_state(void *v) {
