@@ -957,6 +957,7 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     t0 = time.time()
     import peers  # CuPy, torch, the timers and the ceilings (not at module level: peers imports us)
+    import timing
     H = peers.helpers()
     secs = {"imports": round(time.time() - t0, 1)}
     t = time.time()
@@ -968,13 +969,7 @@ def main():
         print(f"GPU families skipped: {H.no_gpu}", flush=True)
     res, fsecs = run_all(H, ceil, a.quick, fams)
     secs.update(fsecs)
-    gpu = "none"
-    if H.cp is not None:
-        try:
-            gpu = H.cp.cuda.runtime.getDeviceProperties(H.cp.cuda.Device().id)["name"]
-            gpu = gpu.decode() if isinstance(gpu, bytes) else str(gpu)
-        except Exception:
-            gpu = "?"
+    gpu = timing.gpu_name(H.cp)
     meta = {"gpu": gpu, "date": datetime.date.today().isoformat(),
             "commit": os.environ.get("NDF_COMMIT", "unknown"), "ndfilt": ndfilt.__version__,
             "device": ndfilt.device(), "solvers": ndfilt.solvers(), "no_gpu": H.no_gpu,

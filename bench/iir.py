@@ -971,13 +971,7 @@ def main():
         print(f"iir_gpu skipped: {G[2]}", flush=True)
     res, secs = run_all(G, a.quick, fams)
     cp = G[0]
-    gpu = "none"
-    if cp is not None:
-        try:
-            gpu = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["name"]
-            gpu = gpu.decode() if isinstance(gpu, bytes) else str(gpu)
-        except Exception:
-            gpu = "?"
+    gpu = timing.gpu_name(cp)
     meta = {"gpu": gpu, "date": datetime.date.today().isoformat(), "commit": timing.commit(),
             "ndfilt": ndfilt.__version__, "solvers": ndfilt.solvers(), "no_gpu": G[2],
             "cupy": cp.__version__ if cp is not None else None, "scipy": _version("scipy"),

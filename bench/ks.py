@@ -951,13 +951,7 @@ def main():
     deadline = t0 + a.budget
     os.makedirs(a.out, exist_ok=True)
     cp, why = (None, "--cpu-only") if a.cpu_only else gpu_modules()
-    gpu = "none"
-    if cp is not None:
-        try:
-            gpu = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["name"]
-            gpu = gpu.decode() if isinstance(gpu, bytes) else str(gpu)
-        except Exception:
-            gpu = "?"
+    gpu = timing.gpu_name(cp)
     meta = {"gpu": gpu, "date": datetime.date.today().isoformat(), "commit": timing.commit(),
             "ndfilt": ndfilt.__version__, "solvers": ndfilt.solvers().get("ks", []),
             "cupy": cp.__version__ if cp is not None else None, "numpy": np.__version__,

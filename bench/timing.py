@@ -1,7 +1,7 @@
 """bench/timing.py - the CPU timer bench/peers.py and bench/gaussian.py share (the latter also
 in its child processes, which do not import peers.py), and the CUDA-event timer of the
 development probes (quick_sep.py, quick_conv.py); the bench scripts' line for a family that
-did not run, and the commit they report."""
+did not run, and the commit and GPU they report."""
 import os
 import subprocess
 import time
@@ -49,6 +49,17 @@ def commit():
                               capture_output=True, text=True).stdout.strip() or "unknown"
     except OSError:
         return "unknown"
+
+
+def gpu_name(cp):
+    """The current CuPy device's name; "none" without CuPy (cp None), "?" if it cannot say."""
+    if cp is None:
+        return "none"
+    try:
+        name = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["name"]
+        return name.decode() if isinstance(name, bytes) else str(name)
+    except Exception:
+        return "?"
 
 
 def family_status(res):
