@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # deps.sh - installs the Debian packages ndfilt needs; quick and silent when all are present.
 set -euo pipefail
-PKGS=(build-essential cmake pkg-config python3 python3-numpy python3-scipy libfftw3-dev)
+# The file formats' reference libraries; clang for the readers' fuzzers; nibabel, astropy and
+# tifffile read our files back in the tests.
+PKGS=(build-essential cmake pkg-config python3 python3-numpy python3-scipy libfftw3-dev
+      libnifti2-dev libtiff-dev libpng-dev libcfitsio-dev zlib1g-dev clang
+      python3-nibabel python3-astropy python3-tifffile)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "core/elem.h"
+#include "formats.h"
 
 static ndf_status errf(char *err, size_t n, ndf_status s, const char *path, const char *msg) {
   if (err && n) snprintf(err, n, "%s: %s", path, msg);
@@ -209,4 +210,18 @@ ndf_status ndf_npy_write(const char *path, const ndf_array *a, char *err, size_t
       a->place.kind != NDF_PLACE_HOST)
     return errf(err, errlen, NDF_EINVAL, path, "not a valid host array");
   return ndf_write_atomic(path, fill_npy, (void *)a, err, errlen);
+}
+
+/* ---- the image interface (formats.h) ---- */
+
+ndf_status ndf__npy_read(const char *path, const ndf_read_opts *o, ndf_image *img, char *err,
+                         size_t errlen) {
+  (void)o;
+  ndf_status st = ndf_npy_read(path, &img->a, err, errlen);
+  if (st == NDF_OK) img->format = NDF_FORMAT_NPY;
+  return st;
+}
+
+ndf_status ndf__npy_write(const char *path, const ndf_image *img, char *err, size_t errlen) {
+  return ndf_npy_write(path, &img->a, err, errlen);
 }

@@ -1,0 +1,59 @@
+/* raw.c - raw little-endian samples, C order, with the shape and dtype given by the caller. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats.h"
+
+ndf_status ndf__raw_read(const char *path, const ndf_read_opts *o, ndf_image *img, char *err,
+                         size_t errlen) {
+  if (!o || o->ndim < 1 || o->ndim > NDF_MAX_DIMS || !ndf_dtype_size(o->dtype) || o->offset < 0)
+    return ndf_io_error(err, errlen, NDF_EINVAL, path, "a raw file needs a shape and a dtype");
+  ndf_array a = ndf_array_contiguous(o->dtype, o->ndim, o->shape, NULL);
+  int64_t n = ndf_array_size(&a);
+  if (n <= 0) return ndf_io_error(err, errlen, NDF_EINVAL, path, "bad --shape");
+  FILE *f = fopen(path, "rb");
+  if (!f) return ndf_io_error(err, errlen, NDF_EIO, path, "%s", strerror(errno));
+  size_t es = ndf_dtype_size(o->dtype), bytes = (size_t)n * es;
+  ndf_status st = NDF_OK;
+  if (fseeko(f, 0, SEEK_END) != 0) {
+    st = ndf_io_error(err, errlen, NDF_EIO, path, "%s", strerror(errno));
+  } else {
+    long long size = (long long)ftello(f);
+    if (size != o->offset + (long long)bytes)
+      st = ndf_io_error(err, errlen, NDF_EINVAL, path,
+                        "holds %lld bytes, but offset %lld + the shape and dtype make %lld", size,
+                        (long long)o->offset, (long long)o->offset + (long long)bytes);
+  }
+  void *data = st == NDF_OK ? malloc(bytes) : NULL;
+  if (st == NDF_OK && !data) st = ndf_io_error(err, errlen, NDF_ENOMEM, path, "out of memory");
+  if (st == NDF_OK && (fseeko(f, (off_t)o->offset, SEEK_SET) != 0 || fread(data, 1, bytes, f) != bytes))
+    st = ndf_io_error(err, errlen, NDF_EIO, path, "read failed");
+  fclose(f);
+  if (st != NDF_OK) {
+    free(data);
+    return st;
+  }
+  a.data = data;
+  img->a = a;
+  img->format = NDF_FORMAT_RAW;
+  for (int d = 0; d < o->ndim; d++)
+    img->spacing[d] = o->spacing[d] > 0 ? o->spacing[d] : 0;
+  return NDF_OK;
+}
+
+static ndf_status write_raw(const char *tmp, void *ctx, char *err, size_t errlen) {
+  const ndf_array *a = ctx;
+  FILE *f = fopen(tmp, "wb");
+  if (!f) return ndf_io_error(err, errlen, NDF_EIO, tmp, "%s", strerror(errno));
+  size_t n = (size_t)ndf_array_size(a), es = ndf_dtype_size(a->dtype);
+  int bad = fwrite(a->data, es, n, f) != n;
+  bad |= fclose(f) != 0;
+  return bad ? ndf_io_error(err, errlen, NDF_EIO, tmp, "write failed: %s", strerror(errno))
+             : NDF_OK;
+}
+
+ndf_status ndf__raw_write(const char *path, const ndf_image *img, char *err, size_t errlen) {
+  return ndf_io_write_via_temp(path, write_raw, (void *)&img->a, err, errlen);
+}
