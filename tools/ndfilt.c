@@ -6,45 +6,73 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
-#include "io/npy.h"
+#include "io/image.h"
 #include "kernels.h"
 
 static const char *usage_main =
-    "usage: ndfilt [--device cpu|cuda|cuda:N] [--threads N] COMMAND [ARGS]\n"
+    "usage: ndfilt [--device cpu|cuda|cuda:N] [--threads N] [-v] COMMAND [ARGS]\n"
     "       ndfilt --version | --help\n"
     "\n"
     "N-dimensional image filtering on CPUs and CUDA GPUs.\n"
     "\n"
     "commands:\n"
-    "  info          version, chosen device, CPU threads, solvers per operation\n"
-    "  demo          Gaussian filters on a noisy 3-D Shepp-Logan phantom, timings, demo-out/\n"
-    "  correlate1d   1-D correlation along an axis of a .npy array (scipy.ndimage.correlate1d)\n"
+    "  info [FILE]   version, device, CPU threads, solvers; or a file's shape, type, voxel size\n"
+    "  demo          filters on a noisy 3-D Shepp-Logan phantom, timings, demo-out/\n"
+    "  bench         times the Gaussian filters on this device against each other\n"
+    "  gauss         Gaussian filter or derivative (scipy.ndimage.gaussian_filter); sigma in\n"
+    "                voxels or mm, or FWHM (fslmaths -s, AFNI 3dmerge -1blur_fwhm)\n"
+    "  correlate1d   1-D correlation along an axis (scipy.ndimage.correlate1d)\n"
     "  convolve1d    1-D convolution along an axis (scipy.ndimage.convolve1d)\n"
     "  sepconv       the same 1-D weights along several axes (a separable filter)\n"
-    "  gauss         Gaussian filter or derivative (scipy.ndimage.gaussian_filter)\n"
     "  conv          N-D convolution with a .npy or named kernel (scipy.ndimage.convolve)\n"
     "  correlate     N-D correlation with a .npy or named kernel (scipy.ndimage.correlate)\n"
     "  ks            spatially varying Gaussian kernel superposition (a sigma map per voxel)\n"
     "\n"
-    "Run `ndfilt COMMAND --help` for a command's options.\n"
+    "Run `ndfilt COMMAND --help` for a command's options and examples.\n"
     "The device defaults to $NDF_DEVICE, else the first usable CUDA GPU, else the CPU.\n"
+    "-v prints what was read, the time each step took, and what was written, on stderr.\n"
+    "\n"
+    "files (IN, OUT), by their names:\n"
+    "  .nii .nii.gz  NIfTI-1 and -2, 1-D to 4-D; the header (affine, units, intent,\n"
+    "                description) is kept\n"
+    "  .tif .tiff    TIFF, one page or a stack; gray or RGB(A); resolution tags kept\n"
+    "  .png          PNG, 8 or 16 bits, gray or RGB(A)\n"
+    "  .fits .fit    FITS primary HDU or an image extension (file.fits[1]); cards kept\n"
+    "  .npy          numpy arrays, C or Fortran order\n"
+    "  other names   raw little-endian samples: give --shape Z,Y,X and --dtype\n"
+    "Arrays are in C order, slowest axis first, as numpy's: a NIfTI volume's (x, y, z)\n"
+    "is the array's (z, y, x), and per-axis lists (--sigma 1,2,2) follow that order.\n"
+    "Colour channels are filtered one by one. OUT keeps IN's sample type (integers\n"
+    "rounded and clamped) unless --dtype says otherwise, and is written through a\n"
+    "temporary file in its directory, renamed on success: a failure leaves no output.\n"
     "\n"
     "exit codes: 0 success, 1 the computation failed, 2 bad usage or arguments,\n"
-    "            3 a file could not be read or written\n";
+    "            3 a file could not be read (missing, truncated, corrupt, unsupported)\n"
+    "            or written\n"
+    "\n"
+    "examples:\n"
+    "  ndfilt gauss t1.nii.gz t1_s2.nii.gz --sigma 2mm\n"
+    "  ndfilt gauss bold.nii.gz bold_s.nii.gz --fwhm 5mm        (4-D: each volume)\n"
+    "  ndfilt gauss stack.tif stack_s.tif --sigma 1,2,2 --dtype f32\n"
+    "  ndfilt gauss m31.fits m31_s.fits --sigma 3 --method iir\n";
 
 static const char *usage_corr =
-    "usage: ndfilt correlate1d|convolve1d IN.npy OUT.npy --weights W1,W2,... [options]\n"
+    "usage: ndfilt correlate1d|convolve1d IN OUT --weights W1,W2,... [options]\n"
     "\n"
     "options:\n"
     "  --weights LIST  comma-separated filter weights (required)\n"
     "  --axis A        axis to filter along; negative counts from the end (default -1)\n"
-    "  --mode M        reflect, constant, nearest, mirror, wrap (default reflect, as scipy)\n"
+    "  --mode M        reflect, constant, nearest, mirror, wrap (default nearest; scipy's\n"
+    "                  is reflect)\n"
     "  --cval V        value outside the array for --mode constant (default 0)\n"
     "  --origin O      shift of the filter, as scipy (default 0)\n"
     "  --method M      auto, or a solver from `ndfilt info`\n"
     "  --dtype T       output dtype u8, u16, i16, f32, f64 (default: the input's)\n"
+    "  --shape LIST    IN is raw samples of this shape, of type --dtype\n"
     "\n"
     "OUT is written through a temporary file and renamed, so a failure leaves no output.\n"
     "\n"
@@ -52,7 +80,7 @@ static const char *usage_corr =
     "  ndfilt correlate1d volume.npy smooth.npy --weights 1,4,6,4,1 --axis 0 --mode nearest\n";
 
 static const char *usage_sepconv =
-    "usage: ndfilt sepconv IN.npy OUT.npy --weights W1,W2,... [options]\n"
+    "usage: ndfilt sepconv IN OUT --weights W1,W2,... [options]\n"
     "\n"
     "The same 1-D weights along each listed axis, exactly as successive\n"
     "scipy.ndimage.correlate1d (or convolve1d) calls in increasing axis order.\n"
@@ -68,6 +96,7 @@ static const char *usage_sepconv =
     "  --convolve      convolve (scipy.ndimage.convolve1d) instead of correlate\n"
     "  --method M      auto, or a solver from `ndfilt info` (cpu_sep, cuda_sep, ...)\n"
     "  --dtype T       output dtype u8, u16, i16, f32, f64 (default: the input's)\n"
+    "  --shape LIST    IN is raw samples of this shape, of type --dtype\n"
     "\n"
     "OUT is written through a temporary file and renamed, so a failure leaves no output.\n"
     "\n"
@@ -75,15 +104,21 @@ static const char *usage_sepconv =
     "  ndfilt sepconv volume.npy smooth.npy --weights 0.25,0.5,0.25 --axes 1,2\n";
 
 static const char *usage_gauss =
-    "usage: ndfilt gauss IN.npy OUT.npy --sigma S[,S...] [options]\n"
+    "usage: ndfilt gauss IN OUT --sigma S[,S...] | --fwhm F[,F...] [options]\n"
     "\n"
     "Gaussian filter, exactly scipy.ndimage.gaussian_filter (except the default mode):\n"
     "along each axis whose sigma is > 0, in increasing axis order, the sampled Gaussian\n"
     "on [-radius, radius], normalised to sum 1, or its derivative of the given order.\n"
-    "A LIST holds one value for every axis, or one per axis of IN (comma-separated).\n"
+    "A LIST holds one value for every axis, or one per axis of IN (comma-separated), in\n"
+    "array order (slowest first: z, y, x for a NIfTI volume); colour channels not counted.\n"
     "\n"
     "options:\n"
-    "  --sigma LIST     standard deviation in voxels, >= 0; 0 leaves an axis alone (required)\n"
+    "  --sigma LIST     standard deviation, >= 0, in voxels (2) or in mm (2mm; also um, cm)\n"
+    "                   by IN's voxel size along each axis; 0 leaves an axis alone. One\n"
+    "                   length for all axes skips those that are not lengths (the time\n"
+    "                   axis of a 4-D NIfTI image), as fslmaths -s does\n"
+    "  --fwhm LIST      full width at half maximum instead of sigma (2.3548 sigma), the\n"
+    "                   same units (AFNI's -1blur_fwhm)\n"
     "  --order LIST     derivative order, >= 0 (default 0: smoothing)\n"
     "  --truncate T     radius = int(T * sigma + 0.5), T > 0 (default 4.0)\n"
     "  --radius LIST    kernel radius >= 1; overrides --truncate\n"
@@ -96,6 +131,7 @@ static const char *usage_gauss =
     "                   (default auto)\n"
     "  --iir-order N    the recursive method's order; 0: its default (below)\n"
     "  --dtype T        output dtype u8, u16, i16, f32, f64 (default: the input's)\n"
+    "  --shape LIST     IN is raw samples of this shape, of type --dtype\n"
     "\n"
     "recursive (IIR) methods approximate the untruncated Gaussian at a cost independent of\n"
     "sigma; mode nearest only (this command's default), order 0; --truncate and --radius are\n"
@@ -109,12 +145,16 @@ static const char *usage_gauss =
     "OUT is written through a temporary file and renamed, so a failure leaves no output.\n"
     "\n"
     "examples:\n"
+    "  ndfilt gauss t1.nii.gz t1_smooth.nii.gz --sigma 2mm\n"
+    "  ndfilt gauss bold.nii.gz bold_s.nii.gz --fwhm 6mm       (each 3-D volume in turn)\n"
+    "  ndfilt gauss cells.tif cells_s.tif --sigma 1,2,2 --dtype f32\n"
+    "  ndfilt gauss sky.fits sky_s.fits --sigma 1.5\n"
     "  ndfilt gauss t1.npy t1_smooth.npy --sigma 2\n"
     "  ndfilt gauss t1.npy t1_dz.npy --sigma 1.5 --order 1,0,0 --mode reflect\n"
     "  ndfilt gauss ct.npy ct_s8.npy --sigma 8 --method iir\n";
 
 static const char *usage_ks =
-    "usage: ndfilt ks IN.npy OUT.npy --sigma-map S.npy [--sigma-map S1.npy ...] [options]\n"
+    "usage: ndfilt ks IN OUT --sigma-map S.npy [--sigma-map S1.npy ...] [options]\n"
     "\n"
     "Spatially varying Gaussian kernel superposition: every voxel spread (index input) or\n"
     "gathered (index output) by a Gaussian of its own width, the sigma map's value there in\n"
@@ -134,6 +174,7 @@ static const char *usage_ks =
     "                   (ndfilt info lists them; default auto)\n"
     "  --deterministic  a solver whose result is bitwise the same on every run\n"
     "  --dtype T        output dtype u8, u16, i16, f32, f64 (default: the input's)\n"
+    "  --shape LIST     IN is raw samples of this shape, of type --dtype\n"
     "\n"
     "OUT is written through a temporary file and renamed, so a failure leaves no output.\n"
     "\n"
@@ -142,7 +183,7 @@ static const char *usage_ks =
     "  ndfilt ks img.npy img_psf.npy --sigma-map sz.npy --sigma-map sy.npy --sigma-map sx.npy\n";
 
 static const char *usage_conv =
-    "usage: ndfilt conv|correlate IN.npy OUT.npy --kernel K [options]\n"
+    "usage: ndfilt conv|correlate IN OUT --kernel K [options]\n"
     "\n"
     "N-D convolution with a dense kernel, exactly scipy.ndimage.convolve (`conv`, also spelt\n"
     "`convolve`), or correlation, exactly scipy.ndimage.correlate (`correlate`); convolve is\n"
@@ -152,11 +193,13 @@ static const char *usage_conv =
     "options:\n"
     "  --kernel K      a .npy file (any integer or float dtype, used as float64) with as many\n"
     "                  axes as IN, or a named kernel (below; a file so named: ./NAME) (required)\n"
-    "  --mode LIST     reflect, constant, nearest, mirror, wrap (default reflect, as scipy)\n"
+    "  --mode LIST     reflect, constant, nearest, mirror, wrap (default nearest; scipy's\n"
+    "                  is reflect)\n"
     "  --cval V        value outside the array for --mode constant (default 0)\n"
     "  --origin LIST   shift of the kernel, as scipy (default 0)\n"
     "  --method M      auto, direct, fft, or a solver from `ndfilt info` (default auto)\n"
     "  --dtype T       output dtype u8, u16, i16, f32, f64 (default: the input's; f32 for\n"
+    "  --shape LIST    IN is raw samples of this shape, of type --dtype\n"
     "                  quadrature). Integer outputs are rounded and clamped, so signed\n"
     "                  kernels (laplace, sobel) on an integer input want --dtype f32.\n"
     "\n"
@@ -206,17 +249,6 @@ static int parse_int(const char *s, int *v) {
   return 1;
 }
 
-static int cmd_info(ndf_context *ctx) {
-  printf("ndfilt %s\n", ndf_version_string());
-  printf("device:      %s\n", ndf_context_device_name(ctx));
-  printf("cpu threads: %d\n", ndf_context_threads(ctx));
-  printf("solvers:\n");
-  const char *op;
-  for (int i = 0; ndf_solver_name(i, &op); i++)
-    printf("  %-12s %s\n", op, ndf_solver_name(i, NULL));
-  return NDF_EXIT_OK;
-}
-
 static ndf_dtype parse_dtype(const char *s) {
   for (ndf_dtype t = NDF_U8; t <= NDF_F64; t++)
     if (!strcmp(s, ndf_dtype_name(t))) return t;
@@ -239,11 +271,6 @@ static int item_double(const char *s, int64_t k, void *dst) {
 }
 
 static int item_int(const char *s, int64_t k, void *dst) { return parse_int(s, (int *)dst + k); }
-
-static int item_sigma(const char *s, int64_t k, void *dst) {
-  double *v = dst;
-  return item_double(s, k, dst) && v[k] >= 0 && isfinite(v[k]);
-}
 
 static int item_order(const char *s, int64_t k, void *dst) {
   return item_int(s, k, dst) && ((int *)dst)[k] >= 0;
@@ -316,8 +343,27 @@ static int parse_weights(const char *s, double **w, int64_t *n) {
 typedef struct {
   const char *method;
   double cval;
-  ndf_dtype dtype; /* 0: the input's */
+  ndf_dtype dtype;              /* 0: the input's (a raw input's type, with --shape) */
+  int nshape;                   /* > 0: the input is raw, of this shape */
+  int64_t shape[NDF_MAX_DIMS];
 } common_opts;
+
+static int verbose; /* -v: timings on stderr */
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int item_extent(const char *s, int64_t k, void *dst) {
+  char *end;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (errno || end == s || *end || v < 1) return 0;
+  ((int64_t *)dst)[k] = v;
+  return 1;
+}
 
 /* Handles option a with value v if it is a common one: returns -1 if it is
  * not, NDF_EXIT_OK if it was taken, or a usage error's code. */
@@ -330,6 +376,10 @@ static int common_option(const char *a, const char *v, common_opts *c) {
     if (end == v || *end) return usage_error("bad --cval '%s'", v);
   } else if (!strcmp(a, "--dtype")) {
     if (!(c->dtype = parse_dtype(v))) return usage_error("unknown --dtype '%s'", v);
+  } else if (!strcmp(a, "--shape")) {
+    int64_t n = parse_list(v, NDF_MAX_DIMS, item_extent, c->shape);
+    if (n < 1) return usage_error("bad --shape '%s': 1 to %d integers >= 1", v, NDF_MAX_DIMS);
+    c->nshape = (int)n;
   } else {
     return -1;
   }
@@ -351,63 +401,212 @@ static int take_path(const char *a, const char **in_path, const char **out_path)
 /* The end of one step of a command's argument loop: rc < 0 (not an option
  * of the command) makes a a path; a parsed option also takes its value. */
 static int finish_arg(int rc, const char *a, int *i, const char **in_path, const char **out_path) {
-  if (rc < 0) return take_path(a, in_path, out_path);
+  if (rc < 0) {
+    if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+      verbose = 1;
+      return NDF_EXIT_OK;
+    }
+    return take_path(a, in_path, out_path);
+  }
   if (rc == NDF_EXIT_OK) (*i)++; /* the option's value */
   return rc;
 }
 
-/* Reads IN.npy; on failure prints why (naming the file) and returns the exit code. */
-static int read_input(const char *path, ndf_array *in) {
-  char err[512];
-  ndf_status st = ndf_npy_read(path, in, err, sizeof err);
-  if (st == NDF_OK) return NDF_EXIT_OK;
-  fprintf(stderr, "ndfilt: %s\n", err);
-  return st == NDF_EIO ? NDF_EXIT_IO : NDF_EXIT_USAGE;
+/* Reads an image (any format; raw with co's --shape and --dtype); on failure prints why,
+ * naming the file, and returns the exit code. */
+static int read_input(const char *path, const common_opts *co, ndf_image *img) {
+  char err[1024];
+  ndf_read_opts ro;
+  memset(&ro, 0, sizeof ro);
+  const int raw = co && co->nshape > 0;
+  if (raw) {
+    if (!co->dtype) return usage_error("%s: a raw input needs --dtype with --shape", path);
+    ro.format = NDF_FORMAT_RAW;
+    ro.ndim = co->nshape;
+    memcpy(ro.shape, co->shape, sizeof ro.shape);
+    ro.dtype = co->dtype;
+  }
+  double t0 = now_s();
+  ndf_status st = ndf_image_read(path, raw ? &ro : NULL, img, err, sizeof err);
+  if (st != NDF_OK) {
+    fprintf(stderr, "ndfilt: %s\n", err);
+    return NDF_EXIT_IO;
+  }
+  if (verbose)
+    fprintf(stderr, "ndfilt: read %s (%s, %s) in %.1f ms\n", path, ndf_format_name(img->format),
+            ndf_dtype_name(img->a.dtype), 1e3 * (now_s() - t0));
+  return NDF_EXIT_OK;
 }
+
+/* The axes a command's per-axis lists count: all of the image's, less a colour axis. */
+static int lead_axes(const ndf_image *img) { return img->channel_axis == 0; }
 
 /* One library call of a command, with its arguments in `args`. */
 typedef ndf_status (*filter_fn)(ndf_context *ctx, const ndf_array *in, ndf_array *out,
                                 const void *args);
 
-/* Filters `in` (whose data it frees) into a new host array of dtype `dtype`
- * (0: the input's) and writes that atomically to out_path: nothing is
- * written unless every step succeeds. The output has in's shape, or with
- * nf > 0 a leading axis of nf (a filter bank's outputs, the caller checked
- * that in has fewer than NDF_MAX_DIMS axes). Returns the exit code. */
-static int filter_to_shape(ndf_context *ctx, ndf_array *in, int ndim, const int64_t *shape,
-                           ndf_dtype dtype, const char *out_path, filter_fn f, const void *args);
-
-static int filter_to_file(ndf_context *ctx, ndf_array *in, int nf, ndf_dtype dtype,
-                          const char *out_path, filter_fn f, const void *args) {
-  int64_t shape[NDF_MAX_DIMS] = {nf};
-  memcpy(shape + (nf > 0), in->shape, (size_t)in->ndim * sizeof shape[0]);
-  return filter_to_shape(ctx, in, in->ndim + (nf > 0), shape, dtype, out_path, f, args);
+/* A progress bar on stderr, drawn only when stderr is a terminal and the work has taken
+ * more than a second: k of n parts done. */
+static void progress(const char *what, int64_t k, int64_t n, double t0) {
+  static int drawn;
+  if (!isatty(2)) return;
+  double t = now_s() - t0;
+  if (k < n && t < 1.0) return;
+  if (k == n) {
+    if (drawn) fprintf(stderr, "\r\033[K");
+    drawn = 0;
+    return;
+  }
+  int w = 30, f = (int)(w * k / n);
+  fprintf(stderr, "\rndfilt: [%.*s%*s] %lld/%lld %s, %.1f s", f, "##############################",
+          w - f, "", (long long)k, (long long)n, what, t);
+  fflush(stderr);
+  drawn = 1;
 }
 
-/* filter_to_file with an output of the given shape. */
-static int filter_to_shape(ndf_context *ctx, ndf_array *in, int ndim, const int64_t *shape,
-                           ndf_dtype dtype, const char *out_path, filter_fn f, const void *args) {
-  char err[512];
-  ndf_array out = ndf_array_contiguous(dtype ? dtype : in->dtype, ndim, shape, NULL);
-  out.data = malloc((size_t)ndf_array_size(&out) * ndf_dtype_size(out.dtype));
+/* Filters `in` (whose data it frees) into a new host array of dtype `dtype` (0: the
+ * input's) and shape `shape` (ndim axes), and writes that atomically to out_path with the
+ * input's metadata: nothing is written unless every step succeeds. With `split`, f runs on
+ * each entry of axis 0 alone (a colour channel, or a volume of a 4-D image), in and out
+ * sharing that axis, with a progress bar. Returns the exit code. */
+static int filter_to_shape(ndf_context *ctx, ndf_image *in, int ndim, const int64_t *shape,
+                           ndf_dtype dtype, const char *out_path, int split, filter_fn f,
+                           const void *args) {
+  char err[1024];
+  ndf_image out = *in; /* the input's metadata, borrowed */
+  out.meta_free = NULL;
+  out.a = ndf_array_contiguous(dtype ? dtype : in->a.dtype, ndim, shape, NULL);
+  if (ndim > in->a.ndim) { /* a filter bank's leading axis */
+    memmove(out.spacing + 1, in->spacing, (size_t)in->a.ndim * sizeof out.spacing[0]);
+    out.spacing[0] = 0;
+    out.channel_axis = -1;
+  }
+  out.a.data = malloc((size_t)ndf_array_size(&out.a) * ndf_dtype_size(out.a.dtype));
   int rc = NDF_EXIT_OK;
-  if (!out.data) {
+  double t0 = now_s();
+  if (!out.a.data) {
     fprintf(stderr, "ndfilt: out of memory\n");
     rc = NDF_EXIT_FAIL;
   } else {
-    ndf_status st = f(ctx, in, &out, args);
+    ndf_status st = NDF_OK;
+    if (!split) {
+      st = f(ctx, &in->a, &out.a, args);
+    } else {
+      const int64_t n = in->a.shape[0];
+      const char *what = in->channel_axis == 0 ? "channels" : "volumes";
+      ndf_array a = ndf_array_contiguous(in->a.dtype, in->a.ndim - 1, in->a.shape + 1, NULL),
+                b = ndf_array_contiguous(out.a.dtype, ndim - 1, shape + 1, NULL);
+      const size_t sa = (size_t)ndf_array_size(&a) * ndf_dtype_size(a.dtype),
+                   sb = (size_t)ndf_array_size(&b) * ndf_dtype_size(b.dtype);
+      for (int64_t k = 0; k < n && st == NDF_OK; k++) {
+        a.data = (char *)in->a.data + (size_t)k * sa;
+        b.data = (char *)out.a.data + (size_t)k * sb;
+        st = f(ctx, &a, &b, args);
+        progress(what, k + 1, n, t0);
+      }
+    }
+    if (verbose && st == NDF_OK)
+      fprintf(stderr, "ndfilt: filtered on %s in %.1f ms\n", ndf_context_device_name(ctx),
+              1e3 * (now_s() - t0));
     if (st != NDF_OK) {
       fprintf(stderr, "ndfilt: %s: %s\n", ndf_status_str(st), ndf_context_message(ctx));
       rc = st == NDF_EINVAL ? NDF_EXIT_USAGE : NDF_EXIT_FAIL;
-    } else if (ndf_npy_write(out_path, &out, err, sizeof err) != NDF_OK) {
-      fprintf(stderr, "ndfilt: %s\n", err);
-      rc = NDF_EXIT_IO;
+    } else {
+      t0 = now_s();
+      if (ndf_image_write(out_path, &out, err, sizeof err) != NDF_OK) {
+        fprintf(stderr, "ndfilt: %s\n", err);
+        rc = NDF_EXIT_IO;
+      } else if (verbose) {
+        fprintf(stderr, "ndfilt: wrote %s (%s) in %.1f ms\n", out_path,
+                ndf_dtype_name(out.a.dtype), 1e3 * (now_s() - t0));
+      }
     }
   }
-  free(in->data);
-  in->data = NULL;
-  free(out.data);
+  ndf_image_free(in);
+  free(out.a.data);
   return rc;
+}
+
+/* filter_to_shape with the input's shape, or with nf > 0 a leading axis of nf (a filter
+ * bank's outputs, the caller checked that in has fewer than NDF_MAX_DIMS axes). */
+static int filter_to_file(ndf_context *ctx, ndf_image *in, int nf, ndf_dtype dtype,
+                          const char *out_path, int split, filter_fn f, const void *args) {
+  int64_t shape[NDF_MAX_DIMS] = {nf};
+  memcpy(shape + (nf > 0), in->a.shape, (size_t)in->a.ndim * sizeof shape[0]);
+  return filter_to_shape(ctx, in, in->a.ndim + (nf > 0), shape, dtype, out_path, split, f, args);
+}
+
+/* ------------------------------------------------------------------ info */
+
+/* `info FILE`: what the file holds, as ndfilt reads it. */
+static int info_file(const char *path) {
+  ndf_image img;
+  int rc = read_input(path, NULL, &img);
+  if (rc != NDF_EXIT_OK) return rc;
+  const ndf_array *a = &img.a;
+  printf("%s\n  format:  %s\n  dtype:   %s\n  shape:  ", path, ndf_format_name(img.format),
+         ndf_dtype_name(a->dtype));
+  for (int d = 0; d < a->ndim; d++)
+    printf(" %lld", (long long)a->shape[d]);
+  printf("   (C order, slowest axis first%s)\n", img.channel_axis == 0 ? "; axis 0: channels" : "");
+  printf("  voxel:  ");
+  for (int d = 0; d < a->ndim; d++)
+    if (img.spacing[d] > 0)
+      printf(" %.6g", img.spacing[d]);
+    else
+      printf(" -");
+  printf("   (mm; -: unknown or not a length)\n");
+  const int64_t n = ndf_array_size(a);
+  double lo = INFINITY, hi = -INFINITY, sum = 0;
+  int64_t bad = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double v;
+    switch (a->dtype) {
+    case NDF_U8: v = ((const uint8_t *)a->data)[i]; break;
+    case NDF_U16: v = ((const uint16_t *)a->data)[i]; break;
+    case NDF_I16: v = ((const int16_t *)a->data)[i]; break;
+    case NDF_F32: v = ((const float *)a->data)[i]; break;
+    default: v = ((const double *)a->data)[i]; break;
+    }
+    if (!isfinite(v)) {
+      bad++;
+      continue;
+    }
+    lo = v < lo ? v : lo;
+    hi = v > hi ? v : hi;
+    sum += v;
+  }
+  printf("  values:  min %.6g, max %.6g, mean %.6g", lo, hi, n > bad ? sum / (double)(n - bad) : 0);
+  if (bad) printf(", %lld not finite", (long long)bad);
+  printf("\n");
+  ndf_image_free(&img);
+  return NDF_EXIT_OK;
+}
+
+static int cmd_info(ndf_context *ctx, int argc, char **argv) {
+  if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+    fputs("usage: ndfilt info [FILE...]\n\nWithout FILE: the version, the device, CPU threads "
+          "and every solver.\nWith FILEs: each one's format, sample type, shape, voxel size and "
+          "value range.\n\nexamples:\n  ndfilt info\n  ndfilt info t1.nii.gz stack.tif\n",
+          stdout);
+    return NDF_EXIT_OK;
+  }
+  if (argc > 1) {
+    int rc = NDF_EXIT_OK;
+    for (int i = 1; i < argc; i++) {
+      int r = info_file(argv[i]);
+      if (r != NDF_EXIT_OK) rc = r;
+    }
+    return rc;
+  }
+  printf("ndfilt %s\n", ndf_version_string());
+  printf("device:      %s\n", ndf_context_device_name(ctx));
+  printf("cpu threads: %d\n", ndf_context_threads(ctx));
+  printf("solvers:\n");
+  const char *op;
+  for (int i = 0; ndf_solver_name(i, &op); i++)
+    printf("  %-12s %s\n", op, ndf_solver_name(i, NULL));
+  return NDF_EXIT_OK;
 }
 
 /* ------------------------------------------------------------------ correlate1d */
@@ -428,8 +627,8 @@ static ndf_status run_corr1d(ndf_context *ctx, const ndf_array *in, ndf_array *o
 
 static int cmd_corr1d(ndf_context *ctx, int argc, char **argv, int convolve) {
   const char *in_path = NULL, *out_path = NULL, *wlist = NULL;
-  common_opts co = {NULL, 0, 0};
-  corr1d_args c = {NULL, 0, -1, convolve, {sizeof c.o, NULL, NDF_MODE_REFLECT, 0, 0}};
+  common_opts co = {0};
+  corr1d_args c = {NULL, 0, -1, convolve, {sizeof c.o, NULL, NDF_MODE_NEAREST, 0, 0}};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -453,7 +652,7 @@ static int cmd_corr1d(ndf_context *ctx, int argc, char **argv, int convolve) {
     rc = finish_arg(rc, a, &i, &in_path, &out_path);
     if (rc != NDF_EXIT_OK) return rc;
   }
-  if (!in_path || !out_path) return usage_error("%s", "needs IN.npy and OUT.npy");
+  if (!in_path || !out_path) return usage_error("%s", "needs IN and OUT");
   if (!wlist) return usage_error("%s", "needs --weights");
   c.o.method = co.method;
   c.o.cval = co.cval;
@@ -462,9 +661,10 @@ static int cmd_corr1d(ndf_context *ctx, int argc, char **argv, int convolve) {
   int rc = parse_weights(wlist, &w, &c.n);
   if (rc != NDF_EXIT_OK) return rc;
   c.w = w;
-  ndf_array in;
-  rc = read_input(in_path, &in);
-  if (rc == NDF_EXIT_OK) rc = filter_to_file(ctx, &in, 0, co.dtype, out_path, run_corr1d, &c);
+  ndf_image in;
+  rc = read_input(in_path, &co, &in);
+  if (rc == NDF_EXIT_OK)
+    rc = filter_to_file(ctx, &in, 0, co.dtype, out_path, lead_axes(&in), run_corr1d, &c);
   free(w);
   return rc;
 }
@@ -484,7 +684,7 @@ static ndf_status run_sep(ndf_context *ctx, const ndf_array *in, ndf_array *out,
 
 static int cmd_sepconv(ndf_context *ctx, int argc, char **argv) {
   const char *in_path = NULL, *out_path = NULL, *wlist = NULL;
-  common_opts co = {NULL, 0, 0};
+  common_opts co = {0};
   int axes[NDF_MAX_DIMS], origin[NDF_MAX_DIMS], convolve = 0;
   ndf_mode mode[NDF_MAX_DIMS];
   int64_t naxes = 0, norigin = 0, nmode = 0; /* 0: not given */
@@ -515,19 +715,22 @@ static int cmd_sepconv(ndf_context *ctx, int argc, char **argv) {
     rc = finish_arg(rc, a, &i, &in_path, &out_path);
     if (rc != NDF_EXIT_OK) return rc;
   }
-  if (!in_path || !out_path) return usage_error("%s", "needs IN.npy and OUT.npy");
+  if (!in_path || !out_path) return usage_error("%s", "needs IN and OUT");
   if (!wlist) return usage_error("%s", "needs --weights");
 
   double *w;
   int64_t n;
   int rc = parse_weights(wlist, &w, &n);
   if (rc != NDF_EXIT_OK) return rc;
-  ndf_array in;
-  rc = read_input(in_path, &in);
+  ndf_image img;
+  rc = read_input(in_path, &co, &img);
   if (rc != NDF_EXIT_OK) {
     free(w);
     return rc;
   }
+  /* The axes the lists count: a colour axis is never filtered. */
+  const int lead = lead_axes(&img);
+  const ndf_array in = ndf_array_contiguous(img.a.dtype, img.a.ndim - lead, img.a.shape + lead, NULL);
   const char *of = naxes ? "--axes" : in_path; /* what per-axis lists count */
   if (naxes == 0)
     for (int d = 0; d < in.ndim; d++)
@@ -556,10 +759,18 @@ static int cmd_sepconv(ndf_context *ctx, int argc, char **argv) {
     s.o.mode[d] = nmode ? mode[nmode == 1 ? 0 : k] : NDF_MODE_NEAREST;
     s.o.origin[d] = norigin ? origin[norigin == 1 ? 0 : k] : 0;
   }
+  /* A 4-D image not filtered along axis 0 goes one volume at a time, with a progress bar. */
+  int split = lead || (in.ndim == NDF_MAX_DIMS && !s.w[0]);
+  if (split && !lead) {
+    memmove(s.w, s.w + 1, (NDF_MAX_DIMS - 1) * sizeof s.w[0]);
+    memmove(s.n, s.n + 1, (NDF_MAX_DIMS - 1) * sizeof s.n[0]);
+    memmove(s.o.mode, s.o.mode + 1, (NDF_MAX_DIMS - 1) * sizeof s.o.mode[0]);
+    memmove(s.o.origin, s.o.origin + 1, (NDF_MAX_DIMS - 1) * sizeof s.o.origin[0]);
+  }
   if (rc == NDF_EXIT_OK)
-    rc = filter_to_file(ctx, &in, 0, co.dtype, out_path, run_sep, &s);
+    rc = filter_to_file(ctx, &img, 0, co.dtype, out_path, split, run_sep, &s);
   else
-    free(in.data);
+    ndf_image_free(&img);
   free(w);
   return rc;
 }
@@ -571,10 +782,60 @@ static ndf_status run_gauss(ndf_context *ctx, const ndf_array *in, ndf_array *ou
   return ndf_gaussian(ctx, in, out, args);
 }
 
+/* A length in voxels (mm 0), or in millimetres times mm (1 for "2mm", 1e-3 for "500um"). */
+typedef struct {
+  double v, mm;
+} length;
+
+static int item_length(const char *s, int64_t k, void *dst) {
+  char *end;
+  length *l = (length *)dst + k;
+  l->v = strtod(s, &end);
+  if (end == s || !(l->v >= 0) || !isfinite(l->v)) return 0;
+  if (!*end || !strcmp(end, "vox"))
+    l->mm = 0;
+  else if (!strcmp(end, "mm"))
+    l->mm = 1;
+  else if (!strcmp(end, "um"))
+    l->mm = 1e-3;
+  else if (!strcmp(end, "cm"))
+    l->mm = 10;
+  else
+    return 0;
+  return 1;
+}
+
+/* Per-axis sigmas in voxels from --sigma or --fwhm values (n of them: one for all nd axes,
+ * or one each), converting lengths by the image's voxel size. A single length for all axes
+ * leaves alone the axes that are not lengths (time, in a 4-D NIfTI image), as fslmaths does.
+ * Returns the exit code, having said what is wrong. */
+static int sigmas_in_voxels(const char *opt, const length *l, int64_t n, int nd,
+                            const double *spacing, double scale, const char *path,
+                            double *sigma) {
+  int any = 0;
+  for (int d = 0; d < nd; d++)
+    any |= spacing[d] > 0;
+  for (int d = 0; d < nd; d++) {
+    const length *x = &l[n == 1 ? 0 : d];
+    if (!x->mm) {
+      sigma[d] = x->v * scale;
+    } else if (spacing[d] > 0) {
+      sigma[d] = x->v * x->mm * scale / spacing[d];
+    } else if (n == 1 && any) {
+      sigma[d] = 0;
+    } else {
+      return usage_error("%s: %s has no voxel size along axis %d: give %s in voxels", opt, path,
+                         d, opt);
+    }
+  }
+  return NDF_EXIT_OK;
+}
+
 static int cmd_gauss(ndf_context *ctx, int argc, char **argv) {
-  const char *in_path = NULL, *out_path = NULL;
-  common_opts co = {NULL, 0, 0};
-  double sigma[NDF_MAX_DIMS], truncate = 4.0;
+  const char *in_path = NULL, *out_path = NULL, *sopt = NULL;
+  common_opts co = {0};
+  double truncate = 4.0;
+  length slen[NDF_MAX_DIMS];
   int order[NDF_MAX_DIMS], radius[NDF_MAX_DIMS], iir_order = 0;
   ndf_mode mode[NDF_MAX_DIMS];
   int64_t nsigma = 0, norder = 0, nradius = 0, nmode = 0; /* 0: not given */
@@ -586,8 +847,11 @@ static int cmd_gauss(ndf_context *ctx, int argc, char **argv) {
     }
     if (a[0] == '-' && a[1] == '-' && !v) return usage_error("option %s needs a value", a);
     int rc = -1; /* -1: not an option of this command */
-    if (!strcmp(a, "--sigma")) {
-      rc = parse_axis_list(a, v, item_sigma, sigma, &nsigma, "numbers >= 0");
+    if (!strcmp(a, "--sigma") || !strcmp(a, "--fwhm")) {
+      if (sopt && strcmp(sopt, a)) return usage_error("%s", "give --sigma or --fwhm, not both");
+      sopt = a;
+      rc = parse_axis_list(a, v, item_length, slen, &nsigma,
+                           "numbers >= 0, in voxels or with a unit (2mm, 500um)");
     } else if (!strcmp(a, "--order")) {
       rc = parse_axis_list(a, v, item_order, order, &norder, "integers >= 0");
     } else if (!strcmp(a, "--radius")) {
@@ -610,19 +874,24 @@ static int cmd_gauss(ndf_context *ctx, int argc, char **argv) {
     rc = finish_arg(rc, a, &i, &in_path, &out_path);
     if (rc != NDF_EXIT_OK) return rc;
   }
-  if (!in_path || !out_path) return usage_error("%s", "needs IN.npy and OUT.npy");
-  if (!nsigma) return usage_error("%s", "needs --sigma");
+  if (!in_path || !out_path) return usage_error("%s", "needs IN and OUT");
+  if (!nsigma) return usage_error("%s", "needs --sigma or --fwhm");
 
-  ndf_array in;
-  int rc = read_input(in_path, &in);
+  ndf_image img;
+  int rc = read_input(in_path, &co, &img);
   if (rc != NDF_EXIT_OK) return rc;
-  const int nd = in.ndim;
-  rc = check_count("--sigma", nsigma, nd, in_path);
+  const int lead = lead_axes(&img), nd = img.a.ndim - lead; /* a colour axis is not filtered */
+  double sigma[NDF_MAX_DIMS];
+  rc = check_count(sopt, nsigma, nd, in_path);
   if (rc == NDF_EXIT_OK && norder) rc = check_count("--order", norder, nd, in_path);
   if (rc == NDF_EXIT_OK && nradius) rc = check_count("--radius", nradius, nd, in_path);
   if (rc == NDF_EXIT_OK && nmode) rc = check_count("--mode", nmode, nd, in_path);
+  if (rc == NDF_EXIT_OK) /* FWHM = 2 sqrt(2 ln 2) sigma */
+    rc = sigmas_in_voxels(sopt, slen, nsigma, nd, img.spacing + lead,
+                          strcmp(sopt, "--fwhm") ? 1.0 : 1.0 / sqrt(8.0 * log(2.0)), in_path,
+                          sigma);
   if (rc != NDF_EXIT_OK) {
-    free(in.data);
+    ndf_image_free(&img);
     return rc;
   }
   ndf_gaussian_opts o;
@@ -632,13 +901,22 @@ static int cmd_gauss(ndf_context *ctx, int argc, char **argv) {
   o.truncate = truncate;
   o.cval = co.cval;
   o.iir_order = iir_order;
-  for (int d = 0; d < nd; d++) {
-    o.sigma[d] = sigma[nsigma == 1 ? 0 : d];
-    o.order[d] = norder ? order[norder == 1 ? 0 : d] : 0;
-    o.radius[d] = nradius ? radius[nradius == 1 ? 0 : d] : 0;
-    o.mode[d] = nmode ? mode[nmode == 1 ? 0 : d] : NDF_MODE_NEAREST;
+  /* A 4-D image not filtered along axis 0 goes one volume at a time, with a progress bar. */
+  const int split = lead || (nd == NDF_MAX_DIMS && sigma[0] == 0 && !(norder && order[0]));
+  const int skip = split && !lead; /* the list entry of the axis split off */
+  for (int d = skip; d < nd; d++) {
+    o.sigma[d - skip] = sigma[d];
+    o.order[d - skip] = norder ? order[norder == 1 ? 0 : d] : 0;
+    o.radius[d - skip] = nradius ? radius[nradius == 1 ? 0 : d] : 0;
+    o.mode[d - skip] = nmode ? mode[nmode == 1 ? 0 : d] : NDF_MODE_NEAREST;
   }
-  return filter_to_file(ctx, &in, 0, co.dtype, out_path, run_gauss, &o);
+  if (verbose) {
+    fprintf(stderr, "ndfilt: sigma (voxels, axis order)");
+    for (int d = 0; d < nd; d++)
+      fprintf(stderr, " %.4g", sigma[d]);
+    fprintf(stderr, "\n");
+  }
+  return filter_to_file(ctx, &img, 0, co.dtype, out_path, split, run_gauss, &o);
 }
 
 /* ------------------------------------------------------------------ conv, correlate */
@@ -726,7 +1004,7 @@ static int load_kernel(const char *spec, const ndf_array *in, const char *in_pat
 
 static int cmd_conv(ndf_context *ctx, int argc, char **argv, int convolve) {
   const char *in_path = NULL, *out_path = NULL, *kspec = NULL;
-  common_opts co = {NULL, 0, 0};
+  common_opts co = {0};
   int origin[NDF_MAX_DIMS];
   ndf_mode mode[NDF_MAX_DIMS];
   int64_t norigin = 0, nmode = 0; /* 0: not given */
@@ -751,12 +1029,14 @@ static int cmd_conv(ndf_context *ctx, int argc, char **argv, int convolve) {
     rc = finish_arg(rc, a, &i, &in_path, &out_path);
     if (rc != NDF_EXIT_OK) return rc;
   }
-  if (!in_path || !out_path) return usage_error("%s", "needs IN.npy and OUT.npy");
+  if (!in_path || !out_path) return usage_error("%s", "needs IN and OUT");
   if (!kspec) return usage_error("%s", "needs --kernel (a .npy file or " NDF_KERNEL_NAMES ")");
 
-  ndf_array in;
-  int rc = read_input(in_path, &in);
+  ndf_image img;
+  int rc = read_input(in_path, &co, &img);
   if (rc != NDF_EXIT_OK) return rc;
+  const int lead = lead_axes(&img); /* a colour axis is not filtered */
+  const ndf_array in = ndf_array_contiguous(img.a.dtype, img.a.ndim - lead, img.a.shape + lead, NULL);
   const int nd = in.ndim;
   conv_args c;
   memset(&c, 0, sizeof c);
@@ -769,16 +1049,21 @@ static int cmd_conv(ndf_context *ctx, int argc, char **argv, int convolve) {
   if (rc == NDF_EXIT_OK) rc = load_kernel(kspec, &in, in_path, &c.k);
   if (rc == NDF_EXIT_OK) {
     for (int d = 0; d < nd; d++) {
-      c.o.mode[d] = nmode ? mode[nmode == 1 ? 0 : d] : NDF_MODE_REFLECT;
+      c.o.mode[d] = nmode ? mode[nmode == 1 ? 0 : d] : NDF_MODE_NEAREST;
       c.o.origin[d] = norigin ? origin[norigin == 1 ? 0 : d] : 0;
     }
     /* A bank's outputs get a leading axis (the named banks are 3-D: room for it), and are
      * float32 by default: the odd parts are signed whatever the input. */
     const int bank = c.k.nf > 1;
-    rc = filter_to_file(ctx, &in, bank ? c.k.nf : 0, bank && !co.dtype ? NDF_F32 : co.dtype,
-                        out_path, run_conv, &c);
+    if (bank && lead) {
+      ndf_image_free(&img);
+      rc = usage_error("%s: a filter bank needs a gray image, not colour channels", in_path);
+    } else {
+      rc = filter_to_file(ctx, &img, bank ? c.k.nf : 0, bank && !co.dtype ? NDF_F32 : co.dtype,
+                          out_path, lead, run_conv, &c);
+    }
   } else {
-    free(in.data);
+    ndf_image_free(&img);
   }
   ndf_cli_kernel_free(&c.k);
   return rc;
@@ -800,7 +1085,7 @@ static ndf_status run_ks(ndf_context *ctx, const ndf_array *in, ndf_array *out, 
 static int cmd_ks(ndf_context *ctx, int argc, char **argv) {
   const char *in_path = NULL, *out_path = NULL, *map_path[NDF_MAX_DIMS + 1];
   int nmaps = 0;
-  common_opts co = {NULL, 0, 0};
+  common_opts co = {0};
   ks_args k;
   memset(&k, 0, sizeof k);
   k.o.struct_size = sizeof k.o;
@@ -839,14 +1124,20 @@ static int cmd_ks(ndf_context *ctx, int argc, char **argv) {
     rc = finish_arg(rc, a, &i, &in_path, &out_path);
     if (rc != NDF_EXIT_OK) return rc;
   }
-  if (!in_path || !out_path) return usage_error("%s", "needs IN.npy and OUT.npy");
+  if (!in_path || !out_path) return usage_error("%s", "needs IN and OUT");
   if (!nmaps) return usage_error("%s", "needs --sigma-map");
   k.o.method = co.method;
-  ndf_array in, maps[NDF_MAX_DIMS + 1];
-  memset(&in, 0, sizeof in);
-  int rc = read_input(in_path, &in), got = 0;
-  for (; rc == NDF_EXIT_OK && got < nmaps; got++)
-    if ((rc = read_input(map_path[got], &maps[got])) != NDF_EXIT_OK) break;
+  ndf_image img, mimg[NDF_MAX_DIMS + 1];
+  ndf_array maps[NDF_MAX_DIMS + 1];
+  ndf_image_init(&img);
+  int rc = read_input(in_path, &co, &img), got = 0;
+  const ndf_array in = img.a;
+  if (rc == NDF_EXIT_OK && lead_axes(&img))
+    rc = usage_error("%s: ks needs a gray image, not colour channels", in_path);
+  for (; rc == NDF_EXIT_OK && got < nmaps; got++) {
+    if ((rc = read_input(map_path[got], NULL, &mimg[got])) != NDF_EXIT_OK) break;
+    maps[got] = mimg[got].a;
+  }
   if (rc == NDF_EXIT_OK && nmaps != 1 && nmaps != in.ndim)
     rc = usage_error("%d --sigma-map: give 1, or one per axis of %s (%d)", nmaps, in_path, in.ndim);
   for (int m = 0; rc == NDF_EXIT_OK && m < nmaps; m++) {
@@ -863,10 +1154,10 @@ static int cmd_ks(ndf_context *ctx, int argc, char **argv) {
   k.maps = maps;
   k.nmaps = nmaps;
   if (rc == NDF_EXIT_OK)
-    rc = filter_to_shape(ctx, &in, in.ndim, shape, co.dtype, out_path, run_ks, &k);
-  free(in.data); /* NULL once filter_to_shape has taken it */
+    rc = filter_to_shape(ctx, &img, in.ndim, shape, co.dtype, out_path, 0, run_ks, &k);
+  ndf_image_free(&img); /* empty once filter_to_shape has taken it */
   for (int m = 0; m < got; m++)
-    free(maps[m].data);
+    ndf_image_free(&mimg[m]);
   return rc;
 }
 
@@ -917,7 +1208,7 @@ int main(int argc, char **argv) {
   }
   int rc;
   if (!strcmp(cmd, "info"))
-    rc = cmd_info(ctx);
+    rc = cmd_info(ctx, argc - i, argv + i);
   else if (!strcmp(cmd, "demo"))
     rc = ndf_cli_demo(ctx, argc - i, argv + i);
   else if (!strcmp(cmd, "sepconv"))
