@@ -33,25 +33,14 @@
 #include <complex>
 
 #include "../core/iir.h"
+#include "iir_chunk.cuh"
 #include "launch.h"
 
 namespace {
 
+using namespace ndf_iir;
+
 constexpr int kMaxThreads = 512, kMaxChunks = 64;
-constexpr double kMaxSigma = 256; // float32 state's bound (above)
-
-template <int C> struct chunkp {
-  float2 p[2], rho[2], pC[2], g[2]; // pole, residue, pole^C, 1 / (1 - pole)
-  float R;
-  float2 pw[2][C]; // pole^j
-};
-
-__device__ __forceinline__ float2 cfma(float2 a, float2 b, float2 c) { // a b + c
-  return make_float2(fmaf(a.x, b.x, fmaf(-a.y, b.y, c.x)), fmaf(a.x, b.y, fmaf(a.y, b.x, c.y)));
-}
-__device__ __forceinline__ float2 cscale(float2 a, float s) {
-  return make_float2(a.x * s, a.y * s);
-}
 
 // Issues the copies of line group g's rows (LB contiguous rows) into the stage buffer xs
 // (xs[r * pitch + c]), cooperatively.
@@ -164,20 +153,16 @@ __global__ void __launch_bounds__(kMaxThreads, C <= 16 ? 2 : 1)
       }
     }
     // 1. chunk-local end states
+    {
+      float2 E[2], F[2];
+      chunk_ends<C>(f, x, E, F);
 #pragma unroll
-    for (int k = 0; k < 2; k++) {
-      float2 E = make_float2(0, 0), F = make_float2(0, 0);
-#pragma unroll
-      for (int j = 0; j < C; j++) {
-        E.x = fmaf(f.pw[k][C - 1 - j].x, x[j], E.x);
-        E.y = fmaf(f.pw[k][C - 1 - j].y, x[j], E.y);
-        F.x = fmaf(f.pw[k][j].x, x[j], F.x);
-        F.y = fmaf(f.pw[k][j].y, x[j], F.y);
+      for (int k = 0; k < 2; k++) {
+        if (w == 0) E[k] = cfma(f.pC[k], cscale(f.g[k], x[0]), E[k]);
+        if (w == nc - 1) F[k] = cfma(f.pC[k], cscale(f.g[k], xe), F[k]);
+        car[k * n + t] = E[k];
+        car[(2 + k) * n + t] = F[k];
       }
-      if (w == 0) E = cfma(f.pC[k], cscale(f.g[k], x[0]), E);
-      if (w == nc - 1) F = cfma(f.pC[k], cscale(f.g[k], xe), F);
-      car[k * n + t] = E;
-      car[(2 + k) * n + t] = F;
     }
     if (!ROW && g + gridDim.x < groups) load_col<C>(src, g + gridDim.x, lines, L, Q, LB, xn, xen);
     __syncthreads();
@@ -186,22 +171,7 @@ __global__ void __launch_bounds__(kMaxThreads, C <= 16 ? 2 : 1)
     // anticausal: after its last)
     for (int u = t; u < 4 * LB; u += n) {
       const int k = u / LB, cl = u % LB;
-      const float2 pC = f.pC[k & 1];
-      float2 *c = car + k * n + cl;
-      float2 z = make_float2(0, 0);
-      if (k < 2) {
-        for (int ch = 0; ch < nc; ch++) {
-          const float2 e = c[ch * LB];
-          c[ch * LB] = z;
-          z = cfma(pC, z, e);
-        }
-      } else {
-        for (int ch = nc - 1; ch >= 0; ch--) {
-          const float2 e = c[ch * LB];
-          c[ch * LB] = z;
-          z = cfma(pC, z, e);
-        }
-      }
+      chain(car + k * n + cl, LB, nc, f.pC[k & 1], k < 2);
     }
     __syncthreads();
     float2 z[2], s[2];
@@ -212,24 +182,7 @@ __global__ void __launch_bounds__(kMaxThreads, C <= 16 ? 2 : 1)
     }
     // 3. the recursions over the chunk
     float y[C];
-#pragma unroll
-    for (int j = C - 1; j >= 0; j--) {
-      float v = -f.R * x[j];
-#pragma unroll
-      for (int k = 0; k < 2; k++) {
-        s[k] = cfma(f.p[k], s[k], make_float2(x[j], 0));
-        v = fmaf(f.rho[k].x, s[k].x, fmaf(-f.rho[k].y, s[k].y, v));
-      }
-      y[j] = v;
-    }
-#pragma unroll
-    for (int j = 0; j < C; j++) {
-#pragma unroll
-      for (int k = 0; k < 2; k++) {
-        z[k] = cfma(f.p[k], z[k], make_float2(x[j], 0));
-        y[j] = fmaf(f.rho[k].x, z[k].x, fmaf(-f.rho[k].y, z[k].y, y[j]));
-      }
-    }
+    chunk_filter<C>(f, x, z, s, y);
     if (ROW) {
       if (live) {
         float *row = xs + l * pitch;
@@ -265,32 +218,6 @@ __global__ void __launch_bounds__(kMaxThreads, C <= 16 ? 2 : 1)
     __syncthreads(); // xs (ROW) and car are reused
   }
   if (ROW) __pipeline_wait_prior(0);
-}
-
-template <int C> chunkp<C> params(const ndf__iir &f) {
-  typedef std::complex<double> cd;
-  chunkp<C> q;
-  cd pf[2];
-  double dc = 0;
-  for (int k = 0; k < 2; k++) { // the poles as the kernel will use them
-    pf[k] = cd((float)f.pole[k][0], (float)f.pole[k][1]);
-    dc += (cd(f.res[k][0], f.res[k][1]) * (1.0 + pf[k]) / (1.0 - pf[k])).real();
-  }
-  double R = 0;
-  for (int k = 0; k < 2; k++) {
-    const cd rho = cd(f.res[k][0], f.res[k][1]) / dc, pC = std::pow(pf[k], C),
-             g = 1.0 / (1.0 - pf[k]);
-    R += rho.real();
-    q.p[k] = make_float2((float)pf[k].real(), (float)pf[k].imag());
-    q.rho[k] = make_float2((float)rho.real(), (float)rho.imag());
-    q.pC[k] = make_float2((float)pC.real(), (float)pC.imag());
-    q.g[k] = make_float2((float)g.real(), (float)g.imag());
-    cd pj = 1;
-    for (int j = 0; j < C; j++, pj *= pf[k])
-      q.pw[k][j] = make_float2((float)pj.real(), (float)pj.imag());
-  }
-  q.R = (float)R;
-  return q;
 }
 
 // The chunk length for lines of length L: short chunks keep more lines per block.
