@@ -233,15 +233,14 @@ static void large_cases(ndf_context *ctx, int cuda, uint64_t *r) {
 
 /* Long lines under Deriche: each shape of cuda_iir's chunked pass (8, 16 and 32 samples a
  * chunk; rows with and without float4 access; columns; up to 64 chunks a line) and its
- * unchunked fallback past 2048, out of place and in place; slices for iir_slice_kernel.cu. */
+ * unchunked fallback past 2048, out of place and in place. */
 static void long_cases(ndf_context *ctx, int cuda, uint64_t *r) {
   static const struct {
     int nd, inplace;
     int64_t shape[3];
   } longs[] = {{2, 0, {1, 300}},  {2, 0, {2, 301}},    {2, 0, {700, 3}},   {2, 0, {5, 2048}},
                {2, 0, {2049, 2}}, {3, 0, {3, 129, 5}}, {2, 1, {40, 1000}}, {3, 1, {9, 130, 64}},
-               /* the fused (y, x) pass over clusters of 2 to 16 CTAs: bands past the end,
-                * rows not a multiple of 4 (scalar loads), the longest rows, in place */
+               /* whole slices (rows not a multiple of 4, the longest rows, in place) */
                {3, 0, {3, 256, 256}}, {3, 1, {2, 256, 256}}, {2, 0, {300, 200}},
                {3, 0, {2, 130, 66}},  {2, 1, {37, 2048}},    {2, 0, {2000, 40}},
                {3, 0, {2, 512, 512}}, {2, 0, {1001, 301}}};

@@ -3,9 +3,7 @@
  * left alone (every method's DC gain is 1).
  *
  * Deriche (the parallel form) on lines up to 2048 long runs iir_chunk_kernel.cu: a line read
- * and written once, in place. When both of the two fastest axes are filtered so, one pass of
- * iir_slice_kernel.cu does both (a slice held by a thread-block cluster), unless the
- * environment has NDF_CUDA_IIR_SLICE=0 (for comparisons). Every other pass is iir_kernel.cu's (a thread per line, float64
+ * and written once, in place. Every other pass is iir_kernel.cu's (a thread per line, float64
  * state). When every pass may write its own input (chunked, or the cascade form), all of them
  * run in the output. Else, as cuda_sep, the passes alternate between the output and one
  * temporary so that the last lands in the output; iir_kernel.cu's parallel form reads a pass's
@@ -23,9 +21,6 @@
 typedef struct {
   float *tmp; /* full-size temporary, when some pass cannot write its own input */
 } state;
-
-static int axes_of(const ndf__iirp *q, const ndf_array *a, int *ax);
-static int fused(const ndf__iirp *q, const int64_t *shape, int nd, const int *ax, int np);
 
 static int applicable(const ndf__problem *pb, const ndf_context *ctx) {
   (void)pb;
@@ -45,10 +40,6 @@ static double cost(const ndf__problem *pb, const ndf_context *ctx) {
   const ndf__iirp *q = pb->params;
   const double N = (double)ndf_array_size(&pb->in);
   double t = 0;
-  int ax[NDF_MAX_DIMS];
-  const int np = axes_of(q, &pb->in, ax);
-  if (fused(q, pb->in.shape, pb->in.ndim, ax, np)) /* one pass's time less (measured: ...) */
-    t -= 6e-6 + N * 8 / 2e12;
   for (int d = 0; d < pb->in.ndim; d++) {
     if (!q->ax[d].K || pb->in.shape[d] == 1) continue;
     if (ndf__iir_chunks_fit(&q->ax[d], pb->in.shape[d])) {
@@ -68,16 +59,6 @@ static void free_state(void *v) {
   cudaDeviceSynchronize(); /* a one-shot call may still be running */
   cudaFree(s->tmp);
   free(s);
-}
-
-/* Whether the first two passes (axes ax[0] = nd - 1 and ax[1] = nd - 2) run as one. */
-static int fused(const ndf__iirp *q, const int64_t *shape, int nd, const int *ax, int np) {
-  if (np < 2 || ax[0] != nd - 1 || ax[1] != nd - 2) return 0;
-  const char *e = getenv("NDF_CUDA_IIR_SLICE");
-  if (e && !strcmp(e, "0")) return 0;
-  const ndf__iir *fy = &q->ax[nd - 2], *fx = &q->ax[nd - 1];
-  return ndf__iir_chunks_fit(fy, shape[nd - 2]) && ndf__iir_chunks_fit(fx, shape[nd - 1]) &&
-         ndf__iir_slice_fit(fy, fx, shape[nd - 2], shape[nd - 1]);
 }
 
 /* The filtered axes longer than 1, last first. */
@@ -116,18 +97,7 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
   const int inplace = all_in_place(q, in->shape, ax, np);
   int shift = 0;
   if (!inplace && src == dst && np % 2 == 1 && q->ax[ax[0]].form == NDF__IIR_PARALLEL) shift = 1;
-  int k0 = 0;
-  if (e == cudaSuccess && fused(q, in->shape, nd, ax, np)) { /* where pass 1 would write */
-    float *to = inplace || (np - 2 + shift) % 2 == 0 ? dst : s->tmp;
-    int64_t P = 1;
-    for (int d = 0; d < nd - 2; d++)
-      P *= in->shape[d];
-    e = (cudaError_t)ndf__launch_iir_slice(src, to, P, in->shape[nd - 2], in->shape[nd - 1],
-                                           &q->ax[nd - 2], &q->ax[nd - 1], st);
-    src = to;
-    k0 = 2;
-  }
-  for (int k = k0; k < np && e == cudaSuccess; k++) {
+  for (int k = 0; k < np && e == cudaSuccess; k++) {
     float *to = inplace || (np - 1 - k + shift) % 2 == 0 ? dst : s->tmp;
     const int a = ax[k];
     const ndf__iir *f = &q->ax[a];

@@ -1,6 +1,7 @@
-// iir_chunk.cuh - what the chunked recursive passes share (iir_chunk_kernel.cu, one axis;
-// iir_slice_kernel.cu, two): Deriche's filter as two first-order complex recursions in
-// float32, their parameters for chunks of C samples, and complex arithmetic on float2.
+// iir_chunk.cuh - the chunked recursive pass's pieces (iir_chunk_kernel.cu): Deriche's filter
+// as two first-order complex recursions in float32, their parameters for chunks of C samples,
+// a chunk's end states, its recursions, the chaining of a line's chunks, and complex
+// arithmetic on float2.
 #ifndef NDF_CUDA_IIR_CHUNK_CUH
 #define NDF_CUDA_IIR_CHUNK_CUH
 

@@ -63,11 +63,6 @@ int ndf__launch_iir(const float *src, float *dst, int64_t P, int64_t L, int64_t 
 int ndf__iir_chunks_fit(const struct ndf__iir *f, int64_t L);
 int ndf__launch_iir_chunks(const float *src, float *dst, int64_t P, int64_t L, int64_t Q,
                            const struct ndf__iir *f, void *stream);
-/* Both of the two fastest axes (y, x) of [P][Y][X] in one pass (iir_slice_kernel.cu): the
- * parallel form, a slice held by a thread-block cluster; fit says whether it can. */
-int ndf__iir_slice_fit(const struct ndf__iir *fy, const struct ndf__iir *fx, int64_t Y, int64_t X);
-int ndf__launch_iir_slice(const float *src, float *dst, int64_t P, int64_t Y, int64_t X,
-                          const struct ndf__iir *fy, const struct ndf__iir *fx, void *stream);
 
 /* ks (ks_kernel.cu): arrays as 3-D [z][y][x] (missing leading axes of length 1): input n,
  * output m, the input's offset in the output off; smap[a]: the sigma map of axis a (-1: none);
