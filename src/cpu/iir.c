@@ -24,9 +24,12 @@
 
 /* On x86-64 the line filter is built twice, for AVX2 with FMA and for the baseline, and the
  * loader picks one for the machine (GCC's target_clones, an ifunc): 4 float64 lanes per
- * instruction and fused multiply-adds instead of 2 lanes and separate ones, about 2.5x faster. */
+ * instruction and fused multiply-adds instead of 2 lanes and separate ones. The clone is
+ * x86-64-v3 (a feature level, picked on any CPU that has it), not "arch=haswell": GCC picks a
+ * clone named after a CPU only on that very CPU model, so until 2026-11-22 every other CPU ran
+ * the baseline clone. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define CLONES __attribute__((target_clones("arch=haswell", "default")))
+#define CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define CLONES
 #endif
