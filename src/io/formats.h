@@ -17,6 +17,7 @@
                                  size_t errlen);
 
 NDF__IO_FORMAT(npy)
+NDF__IO_FORMAT(nifti)
 NDF__IO_FORMAT(raw)
 
 #undef NDF__IO_FORMAT

@@ -24,6 +24,7 @@ static const struct {
   write_fn write;
 } formats[] = {
     {NDF_FORMAT_NPY, "npy", ".npy", ndf__npy_read, ndf__npy_write},
+    {NDF_FORMAT_NIFTI, "nifti", ".nii .nii.gz", ndf__nifti_read, ndf__nifti_write},
     {NDF_FORMAT_RAW, "raw", ".raw .bin", ndf__raw_read, ndf__raw_write},
 };
 enum { NFORMATS = sizeof formats / sizeof formats[0] };
