@@ -864,7 +864,9 @@ static void corrupt(uint64_t *r) {
     expect_error(in_dir("garbled.nii.gz"), NDF_EINVAL, NULL);
   }
   free(gzb);
-  /* a plain file named .nii.gz is read as it is (zlib passes it through) */
+  /* gzip data named .nii, and a plain file named .nii.gz (zlib passes it through) */
+  write_bytes(in_dir("gz_named.nii"), "\x1f\x8b\x08\x00\x00\x00\x00\x00", 8);
+  expect_error(in_dir("gz_named.nii"), NDF_EINVAL, "rename it .nii.gz");
   write_bytes(in_dir("plain.nii.gz"), file, sizeof file);
   if (ndf_image_read(in_dir("plain.nii.gz"), NULL, &img, err, sizeof err) == NDF_OK) {
     CHECK(!memcmp(img.a.data, vox, 480), "plain .nii.gz: data");

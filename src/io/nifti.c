@@ -217,6 +217,9 @@ static ndf_status read_header(znzFile f, const char *path, header *raw, int *ver
     nifti_swap_4bytes(1, &size);
     *swap = 1;
   }
+  if (size != 348 && size != 540 && raw->b[0] == 0x1f && raw->b[1] == 0x8b)
+    return ndf_io_error(err, errlen, NDF_EINVAL, path,
+                        "gzip-compressed data in a file not named .gz (rename it .nii.gz)");
   if (size != 348 && size != 540) {
     int32_t native;
     memcpy(&native, raw->b, 4);
