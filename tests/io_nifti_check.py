@@ -277,6 +277,19 @@ def scaled_and_singletons(tmp):
         fail("singleton axes", f"--info {d}")
     check_npy("singleton axes", src, img, tmp)
     check_nifti("singleton axes", src, img, tmp, ".nii")
+    # header extensions (skipped by the reader, not written), plain and gzip
+    for version, ext in ((1, ".nii"), (2, ".nii.gz")):
+        data = random_data(np.int16, (6, 5, 4))
+        img = (nib.Nifti1Image if version == 1 else nib.Nifti2Image)(data, np.diag([2, 2, 3, 1]))
+        img.header.extensions.append(nib.nifti1.Nifti1Extension("comment", b"x" * 300))
+        src = os.path.join(tmp, "ext" + ext)
+        nib.save(img, src)
+        img = nib.load(src)
+        what = f"extension v{version}{ext}"
+        if not img.header.extensions:
+            fail(what, "nibabel wrote no extension")
+        check_npy(what, src, img, tmp)
+        check_nifti(what, src, img, tmp, ext)
     # .npy (no NIfTI header) to NIfTI: voxel size 1 mm, orientation codes 0
     arr = random_data(np.uint16, (3, 4, 5))
     np.save(os.path.join(tmp, "plain.npy"), arr)
