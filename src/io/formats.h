@@ -18,6 +18,9 @@
 
 NDF__IO_FORMAT(npy)
 NDF__IO_FORMAT(raw)
+#ifdef NDF_HAVE_NIFTI
+NDF__IO_FORMAT(nifti)
+#endif
 
 #undef NDF__IO_FORMAT
 #endif

@@ -24,6 +24,9 @@ static const struct {
   write_fn write;
 } formats[] = {
     {NDF_FORMAT_NPY, "npy", ".npy", ndf__npy_read, ndf__npy_write},
+#ifdef NDF_HAVE_NIFTI
+    {NDF_FORMAT_NIFTI, "nifti", ".nii .nii.gz", ndf__nifti_read, ndf__nifti_write},
+#endif
     {NDF_FORMAT_RAW, "raw", ".raw .bin", ndf__raw_read, ndf__raw_write},
 };
 enum { NFORMATS = sizeof formats / sizeof formats[0] };

@@ -1,0 +1,380 @@
+#!/usr/bin/env python3
+"""io_nifti_check.py - src/io's NIfTI reader and writer against nibabel.
+
+nibabel writes random volumes (3-D and 4-D; uint8, uint16, int16, float32, float64 and the
+widened int8, int32, uint32, int64; qform and sform, zooms, mm/micron/meter units, intent,
+descrip; NIfTI-1 and NIfTI-2; .nii and .nii.gz; little- and big-endian; scaled int16), and
+the real NIfTI files found on this machine (nibabel's test data, nifticlib's example).
+io_convert ($IO_CONVERT) turns each into .npy (numpy compares the voxels: our arrays are
+nibabel's transposed, x fastest) and into .nii/.nii.gz (nibabel reads back the same data,
+dtype, affines and codes, zooms, units, intent and description). Corrupt input must fail
+with a message naming the file and leave no output.
+
+Exit 0 on success, 1 on a mismatch, 77 (skipped) without nibabel. NDF_TEST_SEED repeats a run.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+try:
+    import numpy as np
+    import nibabel as nib
+except ImportError as e:  # pragma: no cover
+    print(f"skipped: {e}")
+    sys.exit(77)
+
+IO_CONVERT = os.environ.get("IO_CONVERT")
+if not IO_CONVERT or not os.access(IO_CONVERT, os.X_OK):
+    print("IO_CONVERT must name the io_convert executable")
+    sys.exit(1)
+
+seed = int(os.environ.get("NDF_TEST_SEED", "0")) or int.from_bytes(os.urandom(6), "little")
+print(f"seed: NDF_TEST_SEED={seed}")
+rng = np.random.default_rng(seed)
+failures = []
+MM = {"meter": 1000.0, "mm": 1.0, "micron": 0.001, "unknown": 1.0}
+
+
+def fail(what, msg):
+    failures.append(f"{what}: {msg}")
+    print(f"FAIL {what}: {msg}")
+
+
+def convert(src, dst):
+    """io_convert src dst: (return code, stderr)."""
+    p = subprocess.run([IO_CONVERT, src, dst], capture_output=True, text=True)
+    return p.returncode, p.stderr.strip()
+
+
+def info(path):
+    p = subprocess.run([IO_CONVERT, "--info", path], capture_output=True, text=True)
+    if p.returncode:
+        return None
+    d = {}
+    for line in p.stdout.splitlines():
+        k, _, v = line.partition(" ")
+        d[k] = v.split()
+    return d
+
+
+def random_data(dtype, shape):
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        a = rng.standard_normal(shape) * 100
+    else:
+        lo, hi = np.iinfo(dt).min, np.iinfo(dt).max
+        if dt.itemsize == 8:  # 64-bit integers: within float64's exact range
+            lo, hi = max(lo, -(2**53)), min(hi, 2**53)
+        a = rng.integers(lo, hi, size=shape, endpoint=True, dtype=np.int64 if dt != np.uint64
+                         else np.uint64)
+    a = a.astype(dt)
+    a.flat[0] = 7  # never all zeros
+    return a
+
+
+def random_rotation():
+    q = rng.standard_normal(4)
+    q /= np.linalg.norm(q)
+    if q[0] < 0:
+        q = -q
+    w, x, y, z = q
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+
+
+def expected_array(img):
+    """What our reader makes of a file nibabel reads: x fastest becomes the last axis, trailing
+    singleton axes dropped, int8 -> int16, 32/64-bit integers -> float64."""
+    a = np.asanyarray(img.dataobj)
+    n = a.ndim
+    while n > 1 and a.shape[n - 1] == 1:
+        n -= 1
+    a = a.reshape(a.shape[:n], order="F").T
+    kind = {np.dtype(np.int8): np.int16, np.dtype(np.int32): np.float64,
+            np.dtype(np.uint32): np.float64, np.dtype(np.int64): np.float64,
+            np.dtype(np.uint64): np.float64}
+    dt = a.dtype.newbyteorder("=")
+    return a.astype(kind.get(dt, dt))
+
+
+def is_scaled(img):
+    """nibabel moves scl_slope/scl_inter from the header to the data proxy on loading."""
+    return (float(img.dataobj.slope), float(img.dataobj.inter)) != (1.0, 0.0)
+
+
+def check_npy(what, src, img, tmp, scaled=False):
+    out = os.path.join(tmp, "out.npy")
+    rc, err = convert(src, out)
+    if rc:
+        return fail(what, f"to .npy: {err}")
+    got, want = np.load(out), expected_array(img)
+    if got.shape != want.shape:
+        return fail(what, f".npy shape {got.shape}, nibabel's transposed {want.shape}")
+    if scaled:  # float32 (or float64): nibabel may scale in another precision
+        if got.dtype != np.float32 and got.dtype != np.float64:
+            return fail(what, f"scaled data read as {got.dtype}")
+        tol = np.finfo(got.dtype).eps * 4 * max(1.0, float(np.abs(want).max()))
+        if not np.allclose(got, want, rtol=0, atol=tol):
+            return fail(what, f"scaled voxels differ by up to {np.abs(got - want).max()}")
+    elif got.dtype != want.dtype or not np.array_equal(got, want, equal_nan=True):
+        return fail(what, f".npy {got.dtype} vs nibabel's {want.dtype}: voxels differ")
+    os.unlink(out)
+
+
+def check_spacing(what, src, img):
+    d = info(src)
+    if d is None:
+        return fail(what, "--info failed")
+    hdr = img.header
+    unit = MM.get(hdr.get_xyzt_units()[0], 1.0)
+    zooms = list(hdr.get_zooms())
+    n = len(d["shape"])
+    want = [z * unit if i < 3 else 0.0 for i, z in enumerate(zooms[:n])][::-1]
+    got = [float(s) for s in d["spacing"]]
+    if not np.allclose(got, want, rtol=1e-6, atol=0):
+        fail(what, f"spacing {got}, nibabel's zooms in mm {want}")
+
+
+def same_header(what, a, b, data_dtype=True):
+    ha, hb = a.header, b.header
+    if type(ha) is not type(hb):
+        fail(what, f"{type(hb).__name__} written for a {type(ha).__name__}")
+    for name, get in (("qform", lambda h: h.get_qform(coded=True)),
+                      ("sform", lambda h: h.get_sform(coded=True))):
+        (ma, ca), (mb, cb) = get(ha), get(hb)
+        if ca != cb or (ma is None) != (mb is None) or (
+                ma is not None and not np.allclose(ma, mb, rtol=1e-6, atol=1e-5)):
+            fail(what, f"{name} code {cb} {mb} vs {ca} {ma}")
+    if not np.array_equal(ha.get_zooms(), hb.get_zooms()):
+        fail(what, f"zooms {hb.get_zooms()} vs {ha.get_zooms()}")
+    for name in ("get_xyzt_units", "get_intent", "get_data_shape"):
+        if getattr(ha, name)() != getattr(hb, name)():
+            fail(what, f"{name}: {getattr(hb, name)()} vs {getattr(ha, name)()}")
+    for field in ("descrip", "aux_file", "qoffset_x", "quatern_b", "pixdim", "dim_info",
+                  "slice_code", "slice_start", "slice_end", "slice_duration", "toffset",
+                  "cal_min", "cal_max", "intent_p1", "intent_p2", "intent_p3", "intent_code"):
+        if not np.array_equal(ha[field], hb[field]):
+            fail(what, f"{field} {hb[field]} vs {ha[field]}")
+    if data_dtype and ha.get_data_dtype().newbyteorder("=") != hb.get_data_dtype().newbyteorder("="):
+        fail(what, f"data dtype {hb.get_data_dtype()} vs {ha.get_data_dtype()}")
+
+
+def check_nifti(what, src, img, tmp, ext, scaled=False):
+    out = os.path.join(tmp, "out" + ext)
+    rc, err = convert(src, out)
+    if rc:
+        return fail(what, f"to {ext}: {err}")
+    back = nib.load(out)
+    same_header(what + " -> " + ext, img, back, data_dtype=not scaled)
+    a, b = np.asanyarray(img.dataobj), np.asanyarray(back.dataobj)
+    if scaled:
+        if back.get_data_dtype() not in (np.float32, np.float64):
+            fail(what, f"scaled data written as {back.get_data_dtype()}")
+        if is_scaled(back):
+            fail(what, f"scl_slope/inter {back.dataobj.slope} {back.dataobj.inter} left set")
+        tol = np.finfo(b.dtype).eps * 4 * max(1.0, float(np.abs(a).max()))
+        ok = a.shape == b.shape and np.allclose(a, b, rtol=0, atol=tol)
+    else:
+        ok = a.shape == b.shape and a.dtype.newbyteorder("=") == b.dtype.newbyteorder("=") \
+            and np.array_equal(a, b, equal_nan=True)
+    if not ok:
+        fail(what, f"{ext} voxels differ ({b.dtype} {b.shape} vs {a.dtype} {a.shape})")
+    with open(out, "rb") as f:
+        magic = f.read(2)
+    gz = magic == b"\x1f\x8b"
+    if gz != ext.endswith(".gz"):
+        fail(what, f"{ext} written {'with' if gz else 'without'} gzip")
+    os.unlink(out)
+
+
+def synthetic(tmp):
+    dtypes = [np.uint8, np.uint16, np.int16, np.float32, np.float64, np.int8, np.int32,
+              np.uint32, np.int64]
+    units = ["mm", "micron", "meter", "mm"]
+    n = 0
+    for version in (1, 2):
+        for ext in (".nii", ".nii.gz"):
+            for dt in dtypes:
+                for nd in (3, 4):
+                    n += 1
+                    shape = tuple(int(s) for s in rng.integers(2, 9, size=nd))
+                    data = random_data(dt, shape)
+                    zooms = rng.uniform(0.3, 3.0, size=3)
+                    rot = random_rotation()
+                    qaff = np.eye(4)
+                    qaff[:3, :3] = rot * zooms
+                    qaff[:3, 3] = rng.uniform(-100, 100, size=3)
+                    saff = qaff.copy()
+                    saff[:3, :3] += rng.uniform(-0.2, 0.2, size=(3, 3))  # a shear: sform only
+                    saff[:3, 3] += rng.uniform(-5, 5, size=3)
+                    cls = nib.Nifti1Image if version == 1 else nib.Nifti2Image
+                    endian = ">" if n % 5 == 0 else "<"
+                    hdr = (nib.Nifti1Header if version == 1 else nib.Nifti2Header)(
+                        endianness=endian)
+                    img = cls(data, saff, header=hdr, dtype=dt)
+                    img.header.set_qform(qaff, code=1)
+                    img.header.set_sform(saff, code=int(rng.integers(2, 5)))
+                    unit = units[n % len(units)]
+                    img.header.set_xyzt_units(unit, "msec" if n % 2 else "sec")
+                    if nd == 4:
+                        img.header["pixdim"][4] = rng.uniform(0.5, 3)
+                    img.header.set_intent("t test", (float(rng.integers(5, 40)),), name="tstat")
+                    img.header["descrip"] = f"ndfilt check {n} {np.dtype(dt).name}".encode()
+                    img.header["aux_file"] = b"aux"
+                    img.header["cal_min"], img.header["cal_max"] = -1, 99
+                    img.header.set_dim_info(freq=0, phase=1, slice=2)
+                    img.header["slice_end"] = shape[2] - 1
+                    img.header["slice_duration"] = 0.05
+                    img.header["toffset"] = 0.5
+                    what = f"nibabel v{version}{ext} {np.dtype(dt).name} {shape} {unit}{endian}"
+                    src = os.path.join(tmp, "src" + ext)
+                    nib.save(img, src)
+                    img = nib.load(src)
+                    if img.header.endianness != endian:
+                        fail(what, f"nibabel wrote {img.header.endianness}, asked {endian}")
+                    check_npy(what, src, img, tmp)
+                    check_spacing(what, src, img)
+                    check_nifti(what, src, img, tmp, ext)
+                    check_nifti(what, src, img, tmp, ".nii.gz" if ext == ".nii" else ".nii")
+    return n
+
+
+def scaled_and_singletons(tmp):
+    # int16 with scl_slope/scl_inter, header and voxels written by nibabel's header object
+    raw = random_data(np.int16, (5, 6, 7))
+    for version in (1, 2):
+        hdr = nib.Nifti1Header() if version == 1 else nib.Nifti2Header()
+        hdr.set_data_shape(raw.shape)
+        hdr.set_data_dtype(np.int16)
+        hdr.set_slope_inter(0.5, -3.0)
+        hdr.set_zooms((1.5, 2.0, 2.5))
+        hsize = 352 if version == 1 else 544
+        hdr["vox_offset"] = hsize
+        src = os.path.join(tmp, f"scaled{version}.nii")
+        with open(src, "wb") as f:
+            hdr.write_to(f)
+            f.write(b"\0" * (hsize - f.tell()))
+            f.write(raw.tobytes(order="F"))
+        img = nib.load(src)
+        what = f"scaled int16 v{version}"
+        check_npy(what, src, img, tmp, scaled=True)
+        check_nifti(what, src, img, tmp, ".nii", scaled=True)
+        s_npy = os.path.join(tmp, "s.npy")
+        rc, err = convert(src, s_npy)
+        if rc or not np.array_equal(np.load(s_npy),
+                                    (raw.astype(np.float64) * 0.5 - 3).astype(np.float32).T):
+            fail(what, f"not raw * 0.5 - 3 in float32 {err}")
+    # trailing singleton axes: read as 3-D, written back as the 5-D file they were
+    data = random_data(np.float32, (4, 5, 6, 1, 1))
+    img = nib.Nifti1Image(data, np.diag([2, 3, 4, 1]))
+    src = os.path.join(tmp, "single.nii")
+    nib.save(img, src)
+    img = nib.load(src)
+    d = info(src)
+    if d is None or d["shape"] != ["6", "5", "4"]:
+        fail("singleton axes", f"--info {d}")
+    check_npy("singleton axes", src, img, tmp)
+    check_nifti("singleton axes", src, img, tmp, ".nii")
+    # header extensions (skipped by the reader, not written), plain and gzip
+    for version, ext in ((1, ".nii"), (2, ".nii.gz")):
+        data = random_data(np.int16, (6, 5, 4))
+        img = (nib.Nifti1Image if version == 1 else nib.Nifti2Image)(data, np.diag([2, 2, 3, 1]))
+        img.header.extensions.append(nib.nifti1.Nifti1Extension("comment", b"x" * 300))
+        src = os.path.join(tmp, "ext" + ext)
+        nib.save(img, src)
+        img = nib.load(src)
+        what = f"extension v{version}{ext}"
+        if not img.header.extensions:
+            fail(what, "nibabel wrote no extension")
+        check_npy(what, src, img, tmp)
+        check_nifti(what, src, img, tmp, ext)
+    # .npy (no NIfTI header) to NIfTI: voxel size 1 mm, orientation codes 0
+    arr = random_data(np.uint16, (3, 4, 5))
+    np.save(os.path.join(tmp, "plain.npy"), arr)
+    out = os.path.join(tmp, "from_npy.nii.gz")
+    rc, err = convert(os.path.join(tmp, "plain.npy"), out)
+    if rc:
+        return fail("npy -> nifti", err)
+    back = nib.load(out)
+    h = back.header
+    if not (np.array_equal(np.asanyarray(back.dataobj), arr.T) and h.get_data_dtype() == np.uint16
+            and h["qform_code"] == 0 and h["sform_code"] == 0 and h.get_zooms() == (1, 1, 1)
+            and h.get_xyzt_units()[0] == "mm" and isinstance(h, nib.Nifti1Header)):
+        fail("npy -> nifti", f"{h.get_data_dtype()} {h.get_zooms()} q{h['qform_code']} "
+             f"s{h['sform_code']} {type(h).__name__}")
+
+
+def bad_files(tmp):
+    data = random_data(np.float32, (8, 9, 10))
+    src = os.path.join(tmp, "good.nii")
+    nib.save(nib.Nifti1Image(data, np.eye(4)), src)
+    blob = open(src, "rb").read()
+    cases = {"cut.nii": blob[:1000], "short.nii": blob[:100], "magic.nii": blob[:344] + b"n+9\0"
+             + blob[348:], "dims.nii": blob[:40] + b"\x09\x00" + blob[42:]}
+    for name, b in cases.items():
+        path = os.path.join(tmp, name)
+        with open(path, "wb") as f:
+            f.write(b)
+        for out in ("o.nii", "o.nii.gz", "o.npy"):
+            target = os.path.join(tmp, out)
+            rc, err = convert(path, target)
+            if rc != 3 or path not in err:
+                fail(name, f"io_convert rc {rc}: '{err}'")
+            if os.path.exists(target):
+                fail(name, f"a failed io_convert left {out}")
+    leftovers = [f for f in os.listdir(tmp) if ".tmp" in f]
+    if leftovers:
+        fail("bad files", f"temporary files left: {leftovers}")
+
+
+def real_files(tmp):
+    data_dir = os.path.join(os.path.dirname(nib.__file__), "tests", "data")
+    files = [os.path.join(data_dir, f) for f in
+             ("anatomical.nii", "example4d.nii.gz", "example_nifti2.nii.gz", "standard.nii.gz",
+              "functional.nii", "reoriented_anat_moved.nii", "resampled_anat_moved.nii")]
+    files.append("/usr/share/doc/libnifti2-2/examples/ATestReferenceImageForReadingAndWriting.nii.gz")
+    done = 0
+    for src in files:
+        if not os.path.exists(src):
+            print(f"absent, skipped: {src}")
+            continue
+        img = nib.load(src)
+        what = os.path.basename(src)
+        shape = img.shape
+        n = len(shape)
+        while n > 1 and shape[n - 1] == 1:
+            n -= 1
+        if n > 4:  # ndfilt holds 4 axes: refused with a message, nothing written
+            for out in ("r.nii.gz", "r.npy"):
+                target = os.path.join(tmp, out)
+                rc, err = convert(src, target)
+                if rc != 3 or f"{n}-D" not in err or os.path.exists(target):
+                    fail(what, f"a {n}-D file: rc {rc}, '{err}'")
+            print(f"{what}: {n}-D, refused as expected")
+            done += 1
+            continue
+        scaled = is_scaled(img)
+        check_npy(what, src, img, tmp, scaled=scaled)
+        check_spacing(what, src, img)
+        check_nifti(what, src, img, tmp, ".nii.gz", scaled=scaled)
+        check_nifti(what, src, img, tmp, ".nii", scaled=scaled)
+        print(f"{what}: {img.header.__class__.__name__} {shape} {img.get_data_dtype()}"
+              f"{' scaled' if scaled else ''}: ok")
+        done += 1
+    return done
+
+
+def main():
+    with tempfile.TemporaryDirectory(prefix="ndf_nifti_check_") as tmp:
+        n = synthetic(tmp)
+        scaled_and_singletons(tmp)
+        bad_files(tmp)
+        real = real_files(tmp)
+    print(f"{n} nibabel-written files, {real} real files: {len(failures)} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
