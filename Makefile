@@ -51,6 +51,7 @@ test-fuzz:
 	@set -e; for f in fuzz/fuzz_*.c; do n=$$(basename $$f .c); fmt=$${n#fuzz_}; \
 	  mkdir -p $(FUZZ)/corpus-$$fmt; echo "fuzz: $$fmt ($(FUZZ_SECONDS) s)"; \
 	  $(FUZZ)/$$n -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -print_final_stats=0 \
+	    -artifact_prefix=$(FUZZ)/$$n- \
 	    $(FUZZ)/corpus-$$fmt fuzz/corpus/$$fmt 2>$(FUZZ)/$$n.log \
 	    || { tail -40 $(FUZZ)/$$n.log; exit 1; }; \
 	  grep -E "^#[0-9]+.*DONE|Done [0-9]+ runs" $(FUZZ)/$$n.log | tail -1; done

@@ -72,9 +72,9 @@ const char *ndf_mode_name(ndf_mode mode) {
 
 void ndf__contiguous_strides(ndf_array *a) {
   int64_t s = 1;
-  for (int d = a->ndim - 1; d >= 0; d--) {
+  for (int d = a->ndim - 1; d >= 0; d--) { /* no overflow: past INT64_MAX, the array is invalid */
     a->strides[d] = s;
-    s *= a->shape[d];
+    s = a->shape[d] > 0 && s <= INT64_MAX / a->shape[d] ? s * a->shape[d] : 0;
   }
 }
 

@@ -2,6 +2,7 @@
 #include "npy.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,7 +123,18 @@ ndf_status ndf_npy_read(const char *path, ndf_array *a, char *err, size_t errlen
     st = errf(err, errlen, NDF_EINVAL, path, "element count overflows");
     goto out;
   }
-  size_t bytes = (size_t)n * ndf_dtype_size(t);
+  const size_t es = ndf_dtype_size(t);
+  const long here = ftell(f);
+  struct stat sb;
+  if ((uint64_t)n > SIZE_MAX / es || here < 0 || fstat(fileno(f), &sb) != 0 ||
+      (uint64_t)n * es > (uint64_t)(sb.st_size - here)) {
+    snprintf(msg, sizeof msg,
+             "truncated data: the header's shape needs %.0f bytes, the file has %lld after it",
+             (double)n * (double)es, here < 0 ? 0LL : (long long)(sb.st_size - here));
+    st = errf(err, errlen, NDF_EINVAL, path, msg);
+    goto out;
+  }
+  size_t bytes = (size_t)n * es;
   data = malloc(bytes);
   if (!data) {
     st = errf(err, errlen, NDF_ENOMEM, path, "out of memory");
