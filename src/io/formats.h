@@ -18,6 +18,7 @@
 
 NDF__IO_FORMAT(npy)
 NDF__IO_FORMAT(raw)
+NDF__IO_FORMAT(fits)
 
 #undef NDF__IO_FORMAT
 #endif

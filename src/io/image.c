@@ -25,6 +25,8 @@ static const struct {
 } formats[] = {
     {NDF_FORMAT_NPY, "npy", ".npy", ndf__npy_read, ndf__npy_write},
     {NDF_FORMAT_RAW, "raw", ".raw .bin", ndf__raw_read, ndf__raw_write},
+    {NDF_FORMAT_FITS, "fits", ".fits .fit .fts .fits.gz .fit.gz .fts.gz .fz", ndf__fits_read,
+     ndf__fits_write},
 };
 enum { NFORMATS = sizeof formats / sizeof formats[0] };
 
@@ -40,6 +42,15 @@ ndf_format ndf_format_from_name(const char *path) {
       if (ends_with(path, p, k)) return formats[i].f;
       p += k + (p[k] == ' ');
     }
+  /* "file.fits[SCI]": cfitsio's HDU selection after a FITS name */
+  const char *b = strrchr(path, '[');
+  size_t n = strlen(path);
+  if (b && b > path && path[n - 1] == ']') {
+    char *base = strndup(path, (size_t)(b - path));
+    ndf_format f = base ? ndf_format_from_name(base) : NDF_FORMAT_AUTO;
+    free(base);
+    if (f == NDF_FORMAT_FITS) return f;
+  }
   return NDF_FORMAT_AUTO;
 }
 
