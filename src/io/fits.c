@@ -227,27 +227,37 @@ static double axis_spacing(fitsfile *f, int i) {
   return fabs(d) * mm;
 }
 
-/* Keywords the writer makes itself or that describe the stored layout, not the image. */
-static int structural(const card_t card) {
+/* 1 if name is prefix followed by digits only. */
+static int numbered(const char *name, const char *prefix) {
+  size_t k = strlen(prefix);
+  if (strncmp(name, prefix, k) || !name[k]) return 0;
+  for (const char *p = name + k; *p; p++)
+    if (*p < '0' || *p > '9') return 0;
+  return 1;
+}
+
+/* Keywords the writer makes itself or that describe the stored layout, not the image; and
+ * for a tile-compressed image, those of the compression and of its binary table. */
+static int structural(const char *name, const card_t card, int compressed) {
   static const char *const keys[] = {"SIMPLE",   "BITPIX",   "NAXIS",   "EXTEND",  "XTENSION",
                                      "PCOUNT",   "GCOUNT",   "GROUPS",  "INHERIT", "BSCALE",
                                      "BZERO",    "CHECKSUM", "DATASUM", "END",     "ZQUANTIZ",
                                      "ZDITHER0", "ZHECKSUM", "ZDATASUM"};
-  char name[9];
-  int k = 0;
-  while (k < 8 && card[k] && card[k] != ' ' && card[k] != '=') {
-    name[k] = card[k];
-    k++;
-  }
-  name[k] = 0;
-  if (!strncmp(name, "NAXIS", 5) && name[5]) {
-    for (int i = 5; name[i]; i++)
-      if (name[i] < '0' || name[i] > '9') return 0;
-    return 1;
-  }
+  static const char *const zkeys[] = {"ZIMAGE",   "ZCMPTYPE", "ZBITPIX",  "ZNAXIS",  "ZSIMPLE",
+                                      "ZTENSION", "ZEXTEND",  "ZBLOCKED", "ZPCOUNT", "ZGCOUNT",
+                                      "ZMASKCMP", "TFIELDS",  "THEAP"};
+  static const char *const zseries[] = {"ZNAXIS", "ZTILE", "ZNAME", "ZVAL",  "TTYPE", "TFORM",
+                                        "TUNIT",  "TSCAL", "TZERO", "TNULL", "TDIM",  "TDISP"};
+  if (numbered(name, "NAXIS")) return 1;
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
     if (!strcmp(name, keys[i])) return 1;
-  return 0;
+  if (!compressed) return 0;
+  for (size_t i = 0; i < sizeof zkeys / sizeof zkeys[0]; i++)
+    if (!strcmp(name, zkeys[i])) return 1;
+  for (size_t i = 0; i < sizeof zseries / sizeof zseries[0]; i++)
+    if (numbered(name, zseries[i])) return 1;
+  /* the name cfitsio gives a compressed HDU when the image had none */
+  return !strcmp(name, "EXTNAME") && strstr(card, "'COMPRESSED_IMAGE'");
 }
 
 static int is_key(const card_t card, const char *key) {
@@ -255,12 +265,14 @@ static int is_key(const card_t card, const char *key) {
   return !strncmp(card, key, k) && (card[k] == ' ' || card[k] == '=' || !card[k]);
 }
 
-/* The HDU's cards for the writer (the uncompressed image's header for a compressed one). */
-static ndf_status read_cards(fitsfile *f, fits_meta *m, int keep_blank, const char *path, char *err,
-                             size_t errlen) {
+/* The HDU's cards for the writer. A tile-compressed image's are read from its table's header
+ * less the compression's keywords (ZBLANK becoming BLANK), as cfitsio's
+ * fits_convert_hdr2str would, which fails on the compressed headers astropy writes. */
+static ndf_status read_cards(fitsfile *f, fits_meta *m, int keep_blank, int compressed,
+                             const char *path, char *err, size_t errlen) {
   char *hdr = NULL;
   int nkeys = 0, st = 0;
-  if (fits_convert_hdr2str(f, 0, NULL, 0, &hdr, &nkeys, &st)) {
+  if (fits_hdr2str(f, 0, NULL, 0, &hdr, &nkeys, &st)) {
     if (hdr) fits_free_memory(hdr, &(int){0});
     return fits_fail(err, errlen, NDF_EINVAL, path, "cannot read the header", st);
   }
@@ -273,8 +285,20 @@ static ndf_status read_cards(fitsfile *f, fits_meta *m, int keep_blank, const ch
     card_t c;
     memcpy(c, hdr + 80 * (size_t)i, 80);
     c[80] = 0;
-    if (is_key(c, "CHECKSUM") || is_key(c, "DATASUM")) m->checksum = 1;
-    if (structural(c) || (is_key(c, "BLANK") && !keep_blank)) continue;
+    char name[9];
+    int k = 0;
+    while (k < 8 && c[k] != ' ' && c[k] != '=') {
+      name[k] = c[k];
+      k++;
+    }
+    name[k] = 0;
+    if (!strcmp(name, "CHECKSUM") || !strcmp(name, "DATASUM") || !strcmp(name, "ZHECKSUM"))
+      m->checksum = 1;
+    if (compressed && !strcmp(name, "ZBLANK")) {
+      memcpy(c, "BLANK   ", 8);
+      strcpy(name, "BLANK");
+    }
+    if (structural(name, c, compressed) || (!strcmp(name, "BLANK") && !keep_blank)) continue;
     memcpy(m->cards[m->ncards++], c, sizeof c);
   }
   fits_free_memory(hdr, &st);
@@ -413,7 +437,7 @@ static ndf_status read_image(fitsfile *f, const char *path, ndf_image *img, char
   }
   m->type = eq;
   m->dtype = dt;
-  ndf_status s = read_cards(f, m, bitpix > 0 && !scaled, path, err, errlen);
+  ndf_status s = read_cards(f, m, bitpix > 0 && !scaled, compressed, path, err, errlen);
   if (s != NDF_OK) {
     free(data);
     meta_free(m);
@@ -536,21 +560,29 @@ static ndf_status write_fits(fitsfile *f, const wctx *c, LONGLONG *end, char *er
       if (!fits_read_record(f, i, card, &st) && !strncmp(card, "COMMENT ", 8))
         fits_delete_record(f, i, &st);
     }
+    /* a keyword cfitsio wrote already (EXTNAME of a compressed HDU) is replaced, once;
+     * repeated keywords of the file are all kept */
+    enum { MAXOWN = 64 };
+    char own[MAXOWN][9];
+    int nown = 0;
+    fits_get_hdrspace(f, &nk, &more, &st);
+    for (int i = 1; i <= nk && nown < MAXOWN && !st; i++) {
+      char card[FLEN_CARD];
+      fits_read_record(f, i, card, &st);
+      snprintf(own[nown++], 9, "%.*s", (int)strcspn(card, " ="), card);
+    }
     for (int i = 0; i < c->meta->ncards && !st; i++) {
       const char *card = c->meta->cards[i];
       if (is_key(card, "BLANK") && c->type != c->meta->type) continue;
-      /* a keyword cfitsio wrote already (EXTNAME of a compressed HDU) is replaced */
-      char key[9];
-      int k = 0;
-      while (k < 8 && card[k] && card[k] != ' ') {
-        key[k] = card[k];
-        k++;
-      }
-      key[k] = 0;
-      if (k && card[8] == '=' && card[9] == ' ')
-        fits_update_card(f, key, card, &st);
-      else
+      int j = 0;
+      while (j < nown && !(own[j][0] && is_key(card, own[j]) && card[8] == '='))
+        j++;
+      if (j < nown) {
+        fits_update_card(f, own[j], card, &st);
+        own[j][0] = 0;
+      } else {
         fits_write_record(f, card, &st);
+      }
     }
   } else {
     for (int i = 1; i <= nd && !st; i++) {
@@ -678,7 +710,8 @@ ndf_status ndf__fits_write(const char *path, const ndf_image *img, char *err, si
     return ndf_io_error(err, errlen, NDF_EINVAL, path,
                         "an HDU selection ([...]) names something to read; write a plain .fits "
                         "name");
-  if (ends_with(path, ".fz") && a->ndim > 3)
+  int fz = ends_with(path, ".fz");
+  if (fz && a->ndim > 3)
     return ndf_io_error(err, errlen, NDF_EUNSUPPORTED, path,
                         "tile compression (.fz) holds at most 3 axes, not %d; write .fits or "
                         ".fits.gz",
@@ -693,6 +726,8 @@ ndf_status ndf__fits_write(const char *path, const ndf_image *img, char *err, si
   if (img->format == NDF_FORMAT_FITS && img->meta) {
     c.meta = img->meta;
     if (c.meta->dtype == a->dtype && dtype_of(c.meta->type) == a->dtype) c.type = c.meta->type;
+    /* cfitsio compresses no 64-bit integers: their exact f64 values go instead */
+    if (fz && (c.type == LONGLONG_IMG || c.type == ULONGLONG_IMG)) c.type = DOUBLE_IMG;
   }
   void *buf = NULL;
   if (convert(a, c.type, &c.data, &buf) != NDF_OK)
