@@ -736,6 +736,78 @@ static void bad_files(void) {
     write_bytes(at("noend.fits"), blk, sizeof blk);
     expect_error("noend.fits", NDF_EINVAL, NULL);
   }
+  { /* a tile-compressed image with a tile of 0 rows (cfitsio 4.2 divides by it) */
+    ndf_image small;
+    ndf_image_init(&small);
+    small.a = ndf_array_contiguous(NDF_I16, 2, (int64_t[]){6, 7}, v);
+    CHECK(ndf_image_write(at("tiles.fits.fz"), &small, err, sizeof err) == NDF_OK, "%s", err);
+    size_t nz;
+    char *z = (char *)read_all(at("tiles.fits.fz"), &nz), *t = NULL;
+    for (size_t i = 0; z && i + 80 <= nz && !t; i += 80)
+      if (!strncmp(z + i, "ZTILE2  =", 9)) t = z + i;
+    CHECK(t != NULL, "no ZTILE2 card in tiles.fits.fz");
+    if (t) {
+      memcpy(t + 10, "                   0", 20);
+      write_bytes(at("tile0.fits"), z, nz);
+      expect_error("tile0.fits", NDF_EINVAL, "ZTILE2 = 0");
+      memcpy(t + 10, "                  99", 20);
+      write_bytes(at("tile99.fits"), z, nz);
+      expect_error("tile99.fits", NDF_EINVAL, "ZTILE2 = 99");
+      memcpy(t + 10, "                   1", 20);
+      char *bp = strstr(z, "ZVAL2   =                    2"); /* BYTEPIX of i16 */
+      CHECK(bp && strstr(z, "ZNAME2  = 'BYTEPIX"), "no BYTEPIX in tiles.fits.fz");
+      if (bp) {
+        bp[29] = '3';
+        write_bytes(at("bytepix3.fits"), z, nz);
+        expect_error("bytepix3.fits", NDF_EINVAL, "BYTEPIX = 3");
+        bp[29] = '2';
+      }
+      /* a long unquoted string where cfitsio reads an integer (its message overflows) */
+      char *zb = strstr(z, "ZBITPIX =");
+      CHECK(zb != NULL, "no ZBITPIX in tiles.fits.fz");
+      if (zb) {
+        char keep[80];
+        memcpy(keep, zb, 80);
+        memcpy(zb + 10, "'a long string that does not end in a quote", 44);
+        write_bytes(at("zbitpix.fits"), z, nz);
+        expect_error("zbitpix.fits", NDF_EINVAL, "ZBITPIX is not a number");
+        memcpy(zb, keep, 80);
+      }
+      char sel[600];
+      snprintf(sel, sizeof sel, "%s[1]", at("tile99.fits"));
+      err[0] = 0;
+      CHECK(ndf_image_read(sel, NULL, &small, err, sizeof err) == NDF_EINVAL &&
+                strstr(err, "ZTILE2 = 99"),
+            "%s: %s", sel, err);
+    }
+    free(z);
+  }
+  { /* an extension's required keywords out of place, or not integers */
+    fitsfile *f;
+    int st = 0;
+    unlink(at("ext.fits"));
+    fits_create_diskfile(&f, at("ext.fits"), &st);
+    fits_create_img(f, BYTE_IMG, 0, NULL, &st);
+    fits_create_img(f, SHORT_IMG, 2, (long[]){3, 2}, &st);
+    fits_write_img(f, TSHORT, 1, 6, v, &st);
+    fits_close_file(f, &st);
+    fits_check(st, "ext.fits");
+    size_t ne;
+    char *e = (char *)read_all(at("ext.fits"), &ne);
+    memcpy(e + 2880 + 80, "BITPIX  = (                  16", 32);
+    write_bytes(at("ext_bitpix.fits"), e, ne);
+    expect_error("ext_bitpix.fits", NDF_EINVAL, "card 2 should be BITPIX");
+    memcpy(e + 2880 + 80, "NAXIS   =                    2", 30);
+    write_bytes(at("ext_order.fits"), e, ne);
+    expect_error("ext_order.fits", NDF_EINVAL, "card 2 should be BITPIX");
+    memcpy(e + 2880 + 80, "BITPIX  =                   16", 30);
+    memcpy(e + 2880 + 240, "NAXIS1  =                    3END of the value", 46);
+    write_bytes(at("ext_naxis1.fits"), e, ne);
+    expect_error("ext_naxis1.fits", NDF_EINVAL, "card 4 should be NAXIS1");
+    free(e);
+  }
+  write_bytes(at("zip.fits"), "PK\x03\x04 not a zip file really, but zip's magic", 48);
+  expect_error("zip.fits", NDF_EUNSUPPORTED, "zip");
   expect_error("missing.fits", NDF_EIO, "No such file");
   mkdir(at("adir.fits"), 0700);
   expect_error("adir.fits", NDF_EIO, "directory");

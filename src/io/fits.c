@@ -85,35 +85,215 @@ static int close_fits(fitsfile *f) {
 
 /* ---- reading ---- */
 
-/* cfitsio decompresses a gzip or zip file into a buffer of the size the file claims (gzip's
- * trailer, zip's local header); deflate expands at most 1032 times, so a larger claim, or a
- * file too short to hold the claim, is corrupt. */
+/* cfitsio decompresses a gzip file into a buffer of the size its trailer claims; deflate
+ * expands at most 1032 times, so a larger claim, or a file too short to hold one, is
+ * corrupt. The other whole-file compressions cfitsio would undo (zip, compress, pack, LZH)
+ * are refused: their decoders and size guesses are more than ndfilt needs to trust. */
 static ndf_status check_compressed(const char *path, const char *name, char *err, size_t errlen) {
   FILE *f = fopen(name, "rb");
   if (!f) return NDF_OK; /* cfitsio says why */
   unsigned char b[4] = {0};
   long long size = -1;
-  int gz = 0, zip = 0;
+  int gz = 0, other = 0;
   if (fread(b, 1, 2, f) == 2) {
     gz = b[0] == 0x1f && b[1] == 0x8b;
-    zip = b[0] == 'P' && b[1] == 'K';
+    other = (b[0] == 'P' && b[1] == 'K') ||
+            (b[0] == 0x1f && (b[1] == 0x1e || b[1] == 0x9d || b[1] == 0xa0));
   }
-  if ((gz || zip) && fseeko(f, 0, SEEK_END) == 0) size = (long long)ftello(f);
-  int have = 0;
-  if (gz && size >= 18) have = fseeko(f, -4, SEEK_END) == 0 && fread(b, 1, 4, f) == 4;
-  if (zip && size >= 30) have = fseeko(f, 22, SEEK_SET) == 0 && fread(b, 1, 4, f) == 4;
+  if (gz && fseeko(f, 0, SEEK_END) == 0) size = (long long)ftello(f);
+  int have = gz && size >= 18 && fseeko(f, -4, SEEK_END) == 0 && fread(b, 1, 4, f) == 4;
   fclose(f);
-  if (!gz && !zip) return NDF_OK;
+  if (other)
+    return ndf_io_error(err, errlen, NDF_EUNSUPPORTED, path,
+                        "zip, compress or pack files are not read; decompress it, or gzip it");
+  if (!gz) return NDF_OK;
   if (!have)
-    return ndf_io_error(err, errlen, NDF_EINVAL, path, "truncated %s file (%lld bytes)",
-                        gz ? "gzip" : "zip", size);
+    return ndf_io_error(err, errlen, NDF_EINVAL, path, "truncated gzip file (%lld bytes)", size);
   unsigned long long claim = (unsigned long long)b[0] | (unsigned long long)b[1] << 8 |
                              (unsigned long long)b[2] << 16 | (unsigned long long)b[3] << 24;
   if (claim > 1032ull * (unsigned long long)size + 65536)
     return ndf_io_error(err, errlen, NDF_EINVAL, path,
-                        "corrupt %s file: it claims %llu bytes uncompressed from %lld bytes",
-                        gz ? "gzip" : "zip", claim, size);
+                        "corrupt gzip file: it claims %llu bytes uncompressed from %lld bytes",
+                        claim, size);
   return NDF_OK;
+}
+
+/* An integer card value as cfitsio reads one (a float is truncated); 0 if it is not a plain
+ * decimal number. */
+static int card_int(char *card, long long *v) {
+  char value[FLEN_VALUE], *end;
+  int st = 0;
+  if (fits_parse_value(card, value, NULL, &st) || !value[0]) return 0;
+  size_t k = strspn(value, "+-.0123456789EeDd");
+  if (!strpbrk(value, "0123456789") || value[k + strspn(value + k, " ")]) return 0;
+  *v = strtoll(value, &end, 10);
+  while (*end == ' ')
+    end++;
+  if (*end) {
+    for (char *p = value; *p; p++)
+      if (*p == 'D' || *p == 'd') *p = 'E';
+    double d = strtod(value, &end);
+    while (*end == ' ')
+      end++;
+    if (end == value || *end || !(fabs(d) < 9e18)) return 0;
+    *v = (long long)d;
+  }
+  return 1;
+}
+
+/* n if key is root followed by the number n, 1 <= n <= max; else 0. */
+static int indexed(const char *key, const char *root, int max) {
+  size_t k = strlen(root);
+  char *end;
+  if (strncmp(key, root, k) || key[k] < '1' || key[k] > '9') return 0;
+  long n = strtol(key + k, &end, 10);
+  return !*end && n <= max ? (int)n : 0;
+}
+
+/* The keyword the FITS standard requires at card pos (0-based) of a header, or NULL. */
+static const char *required_key(int hdu, int pos, long long naxis, int table, char buf[16]) {
+  if (pos == 0) return hdu ? "XTENSION" : "SIMPLE";
+  if (pos == 1) return "BITPIX";
+  if (pos == 2) return "NAXIS";
+  if (pos < 3 + naxis) {
+    snprintf(buf, 16, "NAXIS%d", pos - 2);
+    return buf;
+  }
+  if (!hdu) return NULL;
+  if (pos == 3 + naxis) return "PCOUNT";
+  if (pos == 4 + naxis) return "GCOUNT";
+  return table && pos == 5 + naxis ? "TFIELDS" : NULL;
+}
+
+/* 1 for a keyword whose value cfitsio reads as a number when it reads the header. */
+static int numeric_key(const char *key, int bintable) {
+  static const char *const keys[] = {"BLANK",   "BSCALE", "BZERO",  "EXTVER", "EXTLEVEL", "THEAP",
+                                     "ZBITPIX", "ZNAXIS", "ZBLANK", "ZSCALE", "ZZERO"};
+  static const char *const roots[] = {"ZNAXIS", "ZTILE", "ZVAL", "TSCAL", "TZERO", "TNULL"};
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+    if (!strcmp(key, keys[i])) return 1;
+  for (size_t i = 0; i < sizeof roots / sizeof roots[0]; i++)
+    if (indexed(key, roots[i], 999) && (bintable || strcmp(roots[i], "TNULL"))) return 1;
+  return 0;
+}
+
+/* cfitsio 4.2 trusts headers further than it checks them, as fuzzing found: on some corrupt
+ * required keywords it goes on with an uninitialised count; it divides by a tile-compressed
+ * image's ZTILEn (SIGFPE for 0) and sizes buffers by them; it picks its Rice decoder by
+ * BYTEPIX, reading out of bounds for other values than 1, 2, 4; its message on an integer
+ * keyword it cannot read overflows a buffer (a fortified abort). So before cfitsio reads
+ * the headers it will read, they are walked here, only to check those: the required
+ * keywords in their places with integer values (BITPIX one of the six, NAXIS up to 999,
+ * the others not negative), numbers where cfitsio reads numbers, 0 < ZTILEn <= ZNAXISn,
+ * BLOCKSIZE 16 or 32, BYTEPIX 1, 2 or 4. The walk
+ * stops where it cannot follow the file (cfitsio then says what is wrong), and after a
+ * primary HDU with data unless all (an HDU chosen by name). name: the file (plain or
+ * gzipped). */
+static ndf_status check_headers(const char *path, const char *name, int all, char *err,
+                                size_t errlen) {
+  enum { BLOCK = 2880, MAXDIM = 999, ZDIM = 6, ZPAR = 9 };
+  gzFile g = gzopen(name, "rb");
+  if (!g) return NDF_OK;
+  static long long naxes[MAXDIM + 1];
+  char blk[BLOCK];
+  ndf_status s = NDF_OK;
+  for (int hdu = 0; s == NDF_OK; hdu++) {
+    long long bitpix = 0, naxis = 0, pcount = 0, gcount = 1;
+    long long znaxis = 0, zn[ZDIM + 1] = {0}, zt[ZDIM + 1] = {0}, zval[ZPAR + 1] = {0};
+    int zimage = 0, groups = 0, tiled = 0, table = 0, bintable = 0, ended = 0;
+    const char *zname[ZPAR + 1] = {0};
+    memset(naxes, 0, sizeof naxes);
+    for (int pos = 0; !ended; pos++) {
+      if (pos % (BLOCK / 80) == 0 && gzread(g, blk, BLOCK) != BLOCK) goto done;
+      char card[FLEN_CARD], key[9], buf[16];
+      memcpy(card, blk + 80 * (pos % (BLOCK / 80)), 80);
+      card[80] = 0;
+      snprintf(key, sizeof key, "%.*s", (int)strcspn(card, " ="), card);
+      if (pos == 0 && hdu > 0 && strcmp(key, "XTENSION")) goto done; /* no more HDUs */
+      const char *want = required_key(hdu, pos, naxis, table, buf);
+      long long v = 0;
+      int n;
+      if (!hdu && !pos && strcmp(key, "SIMPLE")) {
+        s = ndf_io_error(err, errlen, NDF_EINVAL, path,
+                         "not a FITS file (it does not begin with SIMPLE = T)");
+        goto done;
+      }
+      if (want && (strcmp(key, want) || (pos && !card_int(card, &v)))) {
+        s = ndf_io_error(err, errlen, NDF_EINVAL, path,
+                         "corrupt header in HDU %d: card %d should be %s with an integer value",
+                         hdu, pos + 1, want);
+        goto done;
+      }
+      if (want && pos) {
+        int bad = pos == 1   ? v != 8 && v != 16 && v != 32 && v != 64 && v != -32 && v != -64
+                  : pos == 2 ? v < 0 || v > MAXDIM
+                             : v < 0;
+        if (bad) {
+          s = ndf_io_error(err, errlen, NDF_EINVAL, path, "corrupt header in HDU %d: %s = %lld",
+                           hdu, want, v);
+          goto done;
+        }
+        *(pos == 1                               ? &bitpix
+          : pos == 2                             ? &naxis
+          : (n = indexed(want, "NAXIS", MAXDIM)) ? &naxes[n]
+          : !strcmp(want, "PCOUNT")              ? &pcount
+          : !strcmp(want, "GCOUNT")              ? &gcount
+                                                 : &v) = v;
+      }
+      if (pos == 0 && hdu > 0) {
+        table = strstr(card, "TABLE") != NULL;
+        bintable = table && strstr(card, "'BINTABLE") != NULL;
+      }
+      if (numeric_key(key, bintable) && !card_int(card, &v)) {
+        const char *val = card + 10;
+        while (*val == ' ')
+          val++;
+        s = ndf_io_error(err, errlen, NDF_EINVAL, path,
+                         "corrupt header in HDU %d: %s is not a number: %.30s", hdu, key, val);
+        goto done;
+      }
+      ended = !strcmp(key, "END");
+      if (!strcmp(key, "ZIMAGE")) zimage = strchr(card + 9, 'T') != NULL;
+      if (!strcmp(key, "GROUPS")) groups = strchr(card + 9, 'T') != NULL;
+      if (!strcmp(key, "ZNAXIS")) card_int(card, &znaxis);
+      if ((n = indexed(key, "ZNAXIS", ZDIM))) card_int(card, &zn[n]);
+      if ((n = indexed(key, "ZTILE", ZDIM)) && card_int(card, &zt[n])) tiled |= 1 << n;
+      if ((n = indexed(key, "ZVAL", ZPAR))) card_int(card, &zval[n]);
+      if ((n = indexed(key, "ZNAME", ZPAR)))
+        zname[n] = strstr(card, "'BLOCKSIZE") ? "BLOCKSIZE"
+                   : strstr(card, "'BYTEPIX") ? "BYTEPIX"
+                                              : NULL;
+    }
+    for (int i = 1; hdu > 0 && zimage && i <= znaxis && i <= ZDIM && s == NDF_OK; i++) {
+      long long tile = tiled & 1 << i ? zt[i] : i == 1 ? zn[1] : 1;
+      if (zn[i] <= 0 || tile <= 0 || tile > zn[i])
+        s = ndf_io_error(err, errlen, NDF_EINVAL, path,
+                         "corrupt tile-compressed image in HDU %d: ZNAXIS%d = %lld, ZTILE%d = %lld",
+                         hdu, i, zn[i], i, tile);
+    }
+    for (int i = 1; hdu > 0 && zimage && i <= ZPAR && s == NDF_OK; i++) {
+      long long z = zval[i];
+      if (zname[i] && (zname[i][1] == 'L' ? z != 16 && z != 32 : z != 1 && z != 2 && z != 4))
+        s = ndf_io_error(err, errlen, NDF_EINVAL, path,
+                         "corrupt tile-compressed image in HDU %d: %s = %lld", hdu, zname[i], z);
+    }
+    /* cfitsio moves on only from an empty primary HDU, or to a chosen HDU */
+    if (hdu == 0 && naxis > 0 && !all) break;
+    /* the data unit's size, as cfitsio computes it, to the next header */
+    long long n = naxis > 0 ? 1 : 0;
+    for (int i = hdu == 0 && groups && naxes[1] == 0 ? 2 : 1; i <= naxis; i++) {
+      if (naxes[i] && n > (1ll << 50) / naxes[i]) goto done;
+      n *= naxes[i];
+    }
+    if (hdu > 0 || groups) n = (n + pcount) * gcount;
+    long long bytes = (long long)(llabs(bitpix) / 8) * n;
+    if (n > (1ll << 50) || bytes < 0 || bytes > (1ll << 53)) break;
+    bytes = (bytes + BLOCK - 1) / BLOCK * BLOCK;
+    if (bytes && gzseek(g, (z_off_t)bytes, SEEK_CUR) < 0) break;
+  }
+done:
+  gzclose(g);
+  return s;
 }
 
 /* Moves from an empty primary HDU to the first extension with image data (tile-compressed
@@ -143,6 +323,7 @@ static ndf_status open_image(const char *path, fitsfile **out, char *err, size_t
   if (stat(path, &sb) == 0) {
     if (S_ISDIR(sb.st_mode)) return ndf_io_error(err, errlen, NDF_EIO, path, "is a directory");
     ndf_status s = check_compressed(path, path, err, errlen);
+    if (s == NDF_OK) s = check_headers(path, path, 0, err, errlen);
     if (s != NDF_OK) return s;
     fits_open_diskfile(&f, path, READONLY, &st);
     int naxis = 0;
@@ -155,7 +336,11 @@ static ndf_status open_image(const char *path, fitsfile **out, char *err, size_t
   } else if (bracket && bracket > path) {
     char *base = strndup(path, (size_t)(bracket - path));
     if (!base) return ndf_io_error(err, errlen, NDF_ENOMEM, path, "out of memory");
-    ndf_status s = stat(base, &sb) == 0 ? check_compressed(path, base, err, errlen) : NDF_OK;
+    ndf_status s = NDF_OK;
+    if (stat(base, &sb) == 0) {
+      s = check_compressed(path, base, err, errlen);
+      if (s == NDF_OK) s = check_headers(path, base, 1, err, errlen);
+    }
     free(base);
     if (s != NDF_OK) return s;
     fits_open_image(&f, path, READONLY, &st);
