@@ -649,6 +649,12 @@ static void expect_error(const char *name, ndf_status want, const char *needle) 
 
 #define CARD(k, v) k "= " v
 
+/* Overwrites the 80-character card at p with text, padded with blanks. */
+static void set_card(char *p, const char *text) {
+  memset(p, ' ', 80);
+  memcpy(p, text, strlen(text));
+}
+
 static void bad_files(void) {
   /* a good file, cut at several points */
   int16_t v[3000];
@@ -794,14 +800,14 @@ static void bad_files(void) {
     fits_check(st, "ext.fits");
     size_t ne;
     char *e = (char *)read_all(at("ext.fits"), &ne);
-    memcpy(e + 2880 + 80, "BITPIX  = (                  16", 32);
+    set_card(e + 2880 + 80, "BITPIX  = (                  16");
     write_bytes(at("ext_bitpix.fits"), e, ne);
     expect_error("ext_bitpix.fits", NDF_EINVAL, "card 2 should be BITPIX");
-    memcpy(e + 2880 + 80, "NAXIS   =                    2", 30);
+    set_card(e + 2880 + 80, "NAXIS   =                    2");
     write_bytes(at("ext_order.fits"), e, ne);
     expect_error("ext_order.fits", NDF_EINVAL, "card 2 should be BITPIX");
-    memcpy(e + 2880 + 80, "BITPIX  =                   16", 30);
-    memcpy(e + 2880 + 240, "NAXIS1  =                    3END of the value", 46);
+    set_card(e + 2880 + 80, "BITPIX  =                   16");
+    set_card(e + 2880 + 240, "NAXIS1  =                    3END of the value");
     write_bytes(at("ext_naxis1.fits"), e, ne);
     expect_error("ext_naxis1.fits", NDF_EINVAL, "card 4 should be NAXIS1");
     free(e);
