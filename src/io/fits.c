@@ -181,20 +181,19 @@ static int numeric_key(const char *key, int bintable) {
  * required keywords it goes on with an uninitialised count; it divides by a tile-compressed
  * image's ZTILEn (SIGFPE for 0) and sizes buffers by them; it picks its Rice decoder by
  * BYTEPIX, reading out of bounds for other values than 1, 2, 4; its message on an integer
- * keyword it cannot read overflows a buffer (a fortified abort). So before cfitsio reads
- * the headers it will read, they are walked here, only to check those: the required
- * keywords in their places with integer values (BITPIX one of the six, NAXIS up to 999,
- * the others not negative), numbers where cfitsio reads numbers, 0 < ZTILEn <= ZNAXISn,
- * BLOCKSIZE 16 or 32, BYTEPIX 1, 2 or 4. The walk
- * stops where it cannot follow the file (cfitsio then says what is wrong), and after a
- * primary HDU with data unless all (an HDU chosen by name). name: the file (plain or
- * gzipped). */
+ * keyword it cannot read overflows a buffer (a fortified abort). So the headers cfitsio will
+ * read are walked here first, only to check those: the required keywords in their places
+ * with integer values (BITPIX one of the six, NAXIS up to 999, the others not negative),
+ * numbers where cfitsio reads numbers, 0 < ZTILEn <= ZNAXISn, BLOCKSIZE 16 or 32, BYTEPIX
+ * 1, 2 or 4. The walk stops where it cannot follow the file (cfitsio then says what is
+ * wrong), and after a primary HDU with data unless all (an HDU chosen by name). name: the
+ * file (plain or gzipped). */
 static ndf_status check_headers(const char *path, const char *name, int all, char *err,
                                 size_t errlen) {
   enum { BLOCK = 2880, MAXDIM = 999, ZDIM = 6, ZPAR = 9 };
   gzFile g = gzopen(name, "rb");
   if (!g) return NDF_OK;
-  static long long naxes[MAXDIM + 1];
+  long long naxes[MAXDIM + 1];
   char blk[BLOCK];
   ndf_status s = NDF_OK;
   for (int hdu = 0; s == NDF_OK; hdu++) {
@@ -233,12 +232,16 @@ static ndf_status check_headers(const char *path, const char *name, int all, cha
                            hdu, want, v);
           goto done;
         }
-        *(pos == 1                               ? &bitpix
-          : pos == 2                             ? &naxis
-          : (n = indexed(want, "NAXIS", MAXDIM)) ? &naxes[n]
-          : !strcmp(want, "PCOUNT")              ? &pcount
-          : !strcmp(want, "GCOUNT")              ? &gcount
-                                                 : &v) = v;
+        if (pos == 1)
+          bitpix = v;
+        else if (pos == 2)
+          naxis = v;
+        else if ((n = indexed(want, "NAXIS", MAXDIM)))
+          naxes[n] = v;
+        else if (!strcmp(want, "PCOUNT"))
+          pcount = v;
+        else if (!strcmp(want, "GCOUNT"))
+          gcount = v;
       }
       if (pos == 0 && hdu > 0) {
         table = strstr(card, "TABLE") != NULL;
@@ -293,6 +296,7 @@ static ndf_status check_headers(const char *path, const char *name, int all, cha
   }
 done:
   gzclose(g);
+  fits_clear_errmsg(); /* fits_parse_value's */
   return s;
 }
 
@@ -830,8 +834,7 @@ static ndf_status write_tmp(const char *tmp, void *ctx, char *err, size_t errlen
   if (s == NDF_OK && c->gz) {
     if (end <= 0 || (size_t)end > memsize)
       s = ndf_io_error(err, errlen, NDF_EIO, c->path,
-                       "cannot write (the file in memory has "
-                       "%zu bytes, its image ends at %lld)",
+                       "cannot write: the file in memory has %zu bytes, its image ends at %lld",
                        memsize, (long long)end);
     else
       s = write_gz(tmp, c->path, mem, (size_t)end, err, errlen);
