@@ -812,7 +812,10 @@ static void bad_files(void) {
     expect_error("ext_naxis1.fits", NDF_EINVAL, "card 4 should be NAXIS1");
     free(e);
   }
-  write_bytes(at("zip.fits"), "PK\x03\x04 not a zip file really, but zip's magic", 48);
+  {
+    static const char zip[] = "PK\x03\x04 not a zip file really, but zip's magic";
+    write_bytes(at("zip.fits"), zip, sizeof zip - 1);
+  }
   expect_error("zip.fits", NDF_EUNSUPPORTED, "zip");
   expect_error("missing.fits", NDF_EIO, "No such file");
   mkdir(at("adir.fits"), 0700);

@@ -26,8 +26,14 @@
  * |CDELTi * PCi_i|, in mm. A writer given an image from another format with known spacing
  * writes CDELTi and CUNITi = 'mm' for those axes.
  *
- * Writing: .fits, .fit, .fts; .gz gzipped; .fz tile-compressed losslessly (RICE for 8 to
- * 32-bit integers, GZIP_2 otherwise, no quantization of floats) in the first extension. */
+ * Writing: .fits, .fit, .fts; .gz gzipped (the file is made in memory, then compressed);
+ * .fz tile-compressed losslessly (RICE for 8 to 32-bit integers, GZIP_2 otherwise, floats not
+ * quantized) in the first extension, 1 to 3 axes only (cfitsio's limit), 64-bit integer
+ * types as their exact f64 (cfitsio compresses none).
+ *
+ * Hostile files: cfitsio 4.2 crashes on some corrupt headers, so before it reads a file the
+ * headers it will parse are checked here (check_headers), gzip's size claim too
+ * (check_compressed); zip, compress and pack files are refused. */
 #include <errno.h>
 #include <fitsio.h>
 #include <math.h>
@@ -151,12 +157,12 @@ static int indexed(const char *key, const char *root, int max) {
 }
 
 /* The keyword the FITS standard requires at card pos (0-based) of a header, or NULL. */
-static const char *required_key(int hdu, int pos, long long naxis, int table, char buf[16]) {
+static const char *required_key(int hdu, int pos, long long naxis, int table, char buf[24]) {
   if (pos == 0) return hdu ? "XTENSION" : "SIMPLE";
   if (pos == 1) return "BITPIX";
   if (pos == 2) return "NAXIS";
   if (pos < 3 + naxis) {
-    snprintf(buf, 16, "NAXIS%d", pos - 2);
+    snprintf(buf, 24, "NAXIS%d", pos - 2);
     return buf;
   }
   if (!hdu) return NULL;
@@ -204,7 +210,7 @@ static ndf_status check_headers(const char *path, const char *name, int all, cha
     memset(naxes, 0, sizeof naxes);
     for (int pos = 0; !ended; pos++) {
       if (pos % (BLOCK / 80) == 0 && gzread(g, blk, BLOCK) != BLOCK) goto done;
-      char card[FLEN_CARD], key[9], buf[16];
+      char card[FLEN_CARD], key[9], buf[24];
       memcpy(card, blk + 80 * (pos % (BLOCK / 80)), 80);
       card[80] = 0;
       snprintf(key, sizeof key, "%.*s", (int)strcspn(card, " ="), card);
