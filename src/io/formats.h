@@ -21,6 +21,9 @@ NDF__IO_FORMAT(raw)
 #ifdef NDF_HAVE_NIFTI
 NDF__IO_FORMAT(nifti)
 #endif
+#ifdef NDF_HAVE_FITS
+NDF__IO_FORMAT(fits)
+#endif
 
 #undef NDF__IO_FORMAT
 #endif

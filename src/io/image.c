@@ -28,6 +28,10 @@ static const struct {
     {NDF_FORMAT_NIFTI, "nifti", ".nii .nii.gz", ndf__nifti_read, ndf__nifti_write},
 #endif
     {NDF_FORMAT_RAW, "raw", ".raw .bin", ndf__raw_read, ndf__raw_write},
+#ifdef NDF_HAVE_FITS
+    {NDF_FORMAT_FITS, "fits", ".fits .fit .fts .fits.gz .fit.gz .fts.gz .fz", ndf__fits_read,
+     ndf__fits_write},
+#endif
 };
 enum { NFORMATS = sizeof formats / sizeof formats[0] };
 
@@ -43,6 +47,15 @@ ndf_format ndf_format_from_name(const char *path) {
       if (ends_with(path, p, k)) return formats[i].f;
       p += k + (p[k] == ' ');
     }
+  /* "file.fits[SCI]": cfitsio's HDU selection after a FITS name */
+  const char *b = strrchr(path, '[');
+  size_t n = strlen(path);
+  if (b && b > path && path[n - 1] == ']') {
+    char *base = strndup(path, (size_t)(b - path));
+    ndf_format f = base ? ndf_format_from_name(base) : NDF_FORMAT_AUTO;
+    free(base);
+    if (f == NDF_FORMAT_FITS) return f;
+  }
   return NDF_FORMAT_AUTO;
 }
 

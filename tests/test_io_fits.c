@@ -1,0 +1,920 @@
+/* test_io_fits.c - FITS through src/io: round trips of every dtype and shape (plain, gzipped,
+ * tile-compressed), the widened types written back, cards and spacing kept, HDU selection,
+ * images from other formats, and clear errors, with nothing left behind, on bad files.
+ * usage: test_io_fits PATH/TO/io_convert */
+#include <dirent.h>
+#include <fitsio.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "common.h"
+#include "io/image.h"
+
+static char dir[] = "/tmp/ndf_fits_XXXXXX";
+static const char *io_convert;
+
+static const char *at(const char *name) { /* a path in dir (4 rotating buffers) */
+  static char buf[4][512];
+  static int k;
+  k = (k + 1) % 4;
+  snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+  return buf[k];
+}
+
+static int exists(const char *path) {
+  struct stat sb;
+  return stat(path, &sb) == 0;
+}
+
+/* Files in dir whose name starts with prefix (temporaries left behind). */
+static int count_files(const char *prefix) {
+  DIR *d = opendir(dir);
+  int n = 0;
+  for (struct dirent *e; d && (e = readdir(d));)
+    n += !strncmp(e->d_name, prefix, strlen(prefix));
+  if (d) closedir(d);
+  return n;
+}
+
+static void write_bytes(const char *path, const void *b, size_t n) {
+  FILE *f = fopen(path, "wb");
+  if (!f || (n && fwrite(b, 1, n, f) != n)) abort();
+  fclose(f);
+}
+
+static unsigned char *read_all(const char *path, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  *n = (size_t)ftell(f);
+  fseek(f, 0, SEEK_SET);
+  unsigned char *b = malloc(*n + 1);
+  if (!b || fread(b, 1, *n, f) != *n) abort();
+  fclose(f);
+  return b;
+}
+
+/* Number of samples that differ (bit for bit) between two arrays of the same dtype and size;
+ * a's strides are honoured, b is contiguous. */
+static int64_t differ(const ndf_array *a, const ndf_array *b) {
+  int64_t n = ndf_array_size(a), bad = 0;
+  size_t es = ndf_dtype_size(a->dtype);
+  for (int64_t i = 0; i < n; i++)
+    bad += memcmp((const char *)a->data + ndf__offset(a, i) * (int64_t)es,
+                  (const char *)b->data + i * (int64_t)es, es) != 0;
+  return bad;
+}
+
+static int same_shape(const ndf_array *a, const ndf_array *b) {
+  if (a->dtype != b->dtype || a->ndim != b->ndim) return 0;
+  for (int d = 0; d < a->ndim; d++)
+    if (a->shape[d] != b->shape[d]) return 0;
+  return 1;
+}
+
+/* stdout and stderr to a file while the library reads bad input: it must print nothing. */
+static int saved_out = -1, saved_err = -1;
+static void quiet_begin(void) {
+  fflush(stdout);
+  fflush(stderr);
+  saved_out = dup(1);
+  saved_err = dup(2);
+  FILE *q = fopen(at("quiet.txt"), "w");
+  dup2(fileno(q), 1);
+  dup2(fileno(q), 2);
+  fclose(q);
+}
+static void quiet_end(void) {
+  fflush(stdout);
+  fflush(stderr);
+  dup2(saved_out, 1);
+  dup2(saved_err, 2);
+  close(saved_out);
+  close(saved_err);
+  size_t n = 0;
+  char *b = (char *)read_all(at("quiet.txt"), &n);
+  if (!b) return;
+  b[n] = 0;
+  /* the test's own FAIL lines pass through; anything else came from the library */
+  for (char *line = b, *next; *line; line = next) {
+    next = strchr(line, '\n');
+    next = next ? next + 1 : line + strlen(line);
+    if (!strncmp(line, "FAIL ", 5) || (line > b && line[-1] != '\n'))
+      fprintf(stderr, "%.*s", (int)(next - line), line);
+    else
+      CHECK(0, "the library printed on bad input: %.*s", (int)(next - line), line);
+  }
+  free(b);
+}
+
+/* ---- round trips ---- */
+
+static void round_trip(uint64_t *r, ndf_dtype t, int nd, const char *ext, int strided) {
+  int64_t shape[4];
+  for (int d = 0; d < nd; d++)
+    shape[d] = t_randint(r, 1, nd > 2 ? 6 : 17);
+  t_arr src;
+  t_arr_make(&src, r, t, nd, shape, strided, NULL);
+  t_fill_random(&src, r);
+  ndf_image img;
+  ndf_image_init(&img);
+  img.a = src.hview;
+  char name[64], err[512];
+  snprintf(name, sizeof name, "rt_%s_%d%s", ndf_dtype_name(t), nd, ext);
+  const char *path = at(name);
+  ndf_status st = ndf_image_write(path, &img, err, sizeof err);
+  CHECK(st == NDF_OK, "write %s: %s", name, err);
+  ndf_image back;
+  st = st == NDF_OK ? ndf_image_read(path, NULL, &back, err, sizeof err) : st;
+  CHECK(st == NDF_OK, "read %s: %s", name, err);
+  if (st == NDF_OK) {
+    CHECK(same_shape(&src.hview, &back.a), "%s: dtype %s ndim %d back", name,
+          ndf_dtype_name(back.a.dtype), back.a.ndim);
+    if (same_shape(&src.hview, &back.a)) {
+      int64_t bad = differ(&src.hview, &back.a);
+      CHECK(bad == 0, "%s: %lld samples differ", name, (long long)bad);
+    }
+    CHECK(back.format == NDF_FORMAT_FITS && back.channel_axis == -1 && back.meta, "%s: fields",
+          name);
+    /* the same-format writer again (with the reader's meta): still identical */
+    const char *again = at("again.fits");
+    CHECK(ndf_image_write(again, &back, err, sizeof err) == NDF_OK, "rewrite %s: %s", name, err);
+    ndf_image b2;
+    if (ndf_image_read(again, NULL, &b2, err, sizeof err) == NDF_OK) {
+      CHECK(same_shape(&back.a, &b2.a) && !differ(&back.a, &b2.a), "%s: rewrite differs", name);
+      ndf_image_free(&b2);
+    } else {
+      CHECK(0, "reread %s: %s", name, err);
+    }
+    ndf_image_free(&back);
+  }
+  t_arr_free(&src, NULL);
+}
+
+/* ---- files made with cfitsio itself ---- */
+
+static void fits_check(int st, const char *what) {
+  if (st) {
+    char text[FLEN_STATUS];
+    fits_get_errstatus(st, text);
+    fprintf(stderr, "cfitsio in the test (%s): %s\n", what, text);
+    abort();
+  }
+}
+
+/* A primary image of *_IMG type `type` with samples from the doubles v (converted by cfitsio),
+ * and optionally BSCALE/BZERO given explicitly (scale != 0) and BLANK. */
+static void make_fits(const char *path, int type, int nd, const long *naxes, const double *v,
+                      double scale, double zero, long long blank) {
+  fitsfile *f;
+  int st = 0;
+  unlink(path);
+  fits_create_diskfile(&f, path, &st);
+  fits_create_img(f, type, nd, (long *)naxes, &st);
+  if (scale != 0) {
+    fits_write_key_dbl(f, "BSCALE", scale, -17, NULL, &st);
+    fits_write_key_dbl(f, "BZERO", zero, -17, NULL, &st);
+    fits_set_bscale(f, scale, zero, &st);
+  }
+  if (blank) {
+    fits_write_key_lng(f, "BLANK", blank, NULL, &st);
+    fits_set_imgnull(f, blank, &st);
+  }
+  long n = 1;
+  for (int d = 0; d < nd; d++)
+    n *= naxes[d];
+  fits_write_img(f, TDOUBLE, 1, n, (void *)v, &st);
+  fits_close_file(f, &st);
+  fits_check(st, path);
+}
+
+/* BITPIX and BZERO of a file's primary HDU, through cfitsio. */
+static void stored_type(const char *path, int *bitpix, double *bzero) {
+  fitsfile *f;
+  int st = 0;
+  fits_open_diskfile(&f, path, READONLY, &st);
+  fits_read_key(f, TINT, "BITPIX", bitpix, NULL, &st);
+  *bzero = 0;
+  int s2 = 0;
+  fits_read_key(f, TDOUBLE, "BZERO", bzero, NULL, &s2);
+  fits_close_file(f, &st);
+  fits_clear_errmsg();
+  fits_check(st, path);
+}
+
+/* The first n samples of a file's primary image as doubles, through cfitsio. */
+static void read_values(const char *path, long n, double *v) {
+  fitsfile *f;
+  int st = 0;
+  fits_open_diskfile(&f, path, READONLY, &st);
+  fits_read_img(f, TDOUBLE, 1, n, NULL, v, NULL, &st);
+  fits_close_file(f, &st);
+  fits_check(st, path);
+}
+
+/* The widened types: exact on read, written back in their own type, rounded and clamped. */
+static void widened(uint64_t *r) {
+  static const struct {
+    int type, bitpix;
+    double lo, hi, bzero;
+    const char *name;
+  } cases[] = {{SBYTE_IMG, 8, -128, 127, -128, "i8"},
+               {LONG_IMG, 32, -2147483648.0, 2147483647.0, 0, "i32"},
+               {ULONG_IMG, 32, 0, 4294967295.0, 2147483648.0, "u32"},
+               {LONGLONG_IMG, 64, -9007199254740992.0, 9007199254740992.0, 0, "i64"}};
+  char err[512];
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    long naxes[3] = {5, 4, 3};
+    double v[60];
+    for (int i = 0; i < 60; i++)
+      v[i] = i == 0   ? cases[c].lo
+             : i == 1 ? cases[c].hi
+                      : (double)t_randint(r, (int64_t)cases[c].lo / 2, (int64_t)cases[c].hi / 2);
+    char name[32];
+    snprintf(name, sizeof name, "w_%s.fits", cases[c].name);
+    const char *path = at(name);
+    make_fits(path, cases[c].type, 3, naxes, v, 0, 0, 0);
+    ndf_image img;
+    if (ndf_image_read(path, NULL, &img, err, sizeof err) != NDF_OK) {
+      CHECK(0, "%s: %s", name, err);
+      continue;
+    }
+    ndf_dtype want = cases[c].type == SBYTE_IMG ? NDF_I16 : NDF_F64;
+    CHECK(img.a.dtype == want && img.a.ndim == 3 && img.a.shape[0] == 3 && img.a.shape[2] == 5,
+          "%s: read as %s", name, ndf_dtype_name(img.a.dtype));
+    int bad = 0;
+    for (int i = 0; i < 60 && img.a.dtype == want; i++)
+      bad += ndf__load(want, img.a.data, i) != v[i];
+    CHECK(bad == 0, "%s: %d samples not exact", name, bad);
+    /* back to its own type */
+    const char *out = at("w_out.fits");
+    CHECK(ndf_image_write(out, &img, err, sizeof err) == NDF_OK, "%s write: %s", name, err);
+    int bitpix = 0;
+    double bzero = 0;
+    stored_type(out, &bitpix, &bzero);
+    CHECK(bitpix == cases[c].bitpix && bzero == cases[c].bzero, "%s written as BITPIX %d BZERO %g",
+          name, bitpix, bzero);
+    /* rounding (half to even) and clamping of what a filter made of it; the file's values
+     * read back by cfitsio */
+    double top = cases[c].type == LONGLONG_IMG ? 9223372036854775807.0 : cases[c].hi,
+           bottom = cases[c].type == LONGLONG_IMG ? -9223372036854775808.0 : cases[c].lo;
+    double probe[6] = {2.5, -3.5, 1e30, -1e30, NAN, 7.49};
+    double expect[6] = {2, bottom < 0 ? -4 : 0, top, bottom, 0, 7};
+    for (int i = 0; i < 6; i++)
+      ndf__store(want, img.a.data, i, probe[i]); /* an i16 array clamps to its own range */
+    if (want == NDF_I16) expect[2] = 127, expect[3] = -128;
+    CHECK(ndf_image_write(out, &img, err, sizeof err) == NDF_OK, "%s write: %s", name, err);
+    double got[6];
+    read_values(out, 6, got);
+    for (int i = 0; i < 6; i++)
+      CHECK(got[i] == expect[i], "%s: %g written as %.17g, not %.17g", name, probe[i], got[i],
+            expect[i]);
+    /* an array of another dtype is written as that dtype */
+    ndf_image conv;
+    ndf_image_init(&conv);
+    float fv[60];
+    for (int i = 0; i < 60; i++)
+      fv[i] = (float)i - 0.25f;
+    conv.a = ndf_array_contiguous(NDF_F32, 3, img.a.shape, fv);
+    conv.format = NDF_FORMAT_FITS;
+    conv.meta = img.meta;
+    CHECK(ndf_image_write(out, &conv, err, sizeof err) == NDF_OK, "%s as f32: %s", name, err);
+    stored_type(out, &bitpix, &bzero);
+    CHECK(bitpix == -32, "%s: f32 array written as BITPIX %d", name, bitpix);
+    ndf_image_free(&img);
+  }
+
+  /* u64 and i64 within 2^53 read; beyond refused with a clear message */
+  long n4[1] = {4};
+  double big[4] = {0, 1, 9007199254740992.0, 12345};
+  make_fits(at("u64.fits"), ULONGLONG_IMG, 1, n4, big, 0, 0, 0);
+  ndf_image img;
+  if (ndf_image_read(at("u64.fits"), NULL, &img, err, sizeof err) == NDF_OK) {
+    CHECK(img.a.dtype == NDF_F64 && ((double *)img.a.data)[2] == big[2], "u64 read");
+    CHECK(ndf_image_write(at("u64_out.fits"), &img, err, sizeof err) == NDF_OK, "u64: %s", err);
+    int bitpix;
+    double bzero;
+    stored_type(at("u64_out.fits"), &bitpix, &bzero);
+    CHECK(bitpix == 64 && bzero == 9223372036854775808.0, "u64 written as %d %g", bitpix, bzero);
+    ndf_image_free(&img);
+  } else {
+    CHECK(0, "u64.fits: %s", err);
+  }
+  {
+    fitsfile *f;
+    int st = 0;
+    unlink(at("i64big.fits"));
+    long long w[2] = {1, (1ll << 53) + 1};
+    fits_create_diskfile(&f, at("i64big.fits"), &st);
+    fits_create_img(f, LONGLONG_IMG, 1, (long[]){2}, &st);
+    fits_write_img(f, TLONGLONG, 1, 2, w, &st);
+    fits_close_file(f, &st);
+    fits_check(st, "i64big");
+    ndf_status s = ndf_image_read(at("i64big.fits"), NULL, &img, err, sizeof err);
+    CHECK(s == NDF_EUNSUPPORTED && strstr(err, "2^53") && strstr(err, at("i64big.fits")),
+          "i64 beyond 2^53: %s", err);
+  }
+
+  /* scaled integers: physical values as f32 (8, 16 bits) or f64 (32), BLANK -> NaN; written
+   * back as that float type without scaling */
+  long n6[1] = {6};
+  double phys[6] = {1.5, 2.0, -7.25, 100.5, 0, 3.75}; /* multiples of 0.25 from 10 */
+  make_fits(at("scaled16.fits"), SHORT_IMG, 1, n6, phys, 0.25, 10, -32768);
+  if (ndf_image_read(at("scaled16.fits"), NULL, &img, err, sizeof err) == NDF_OK) {
+    CHECK(img.a.dtype == NDF_F32, "scaled 16-bit read as %s", ndf_dtype_name(img.a.dtype));
+    for (int i = 0; i < 6 && img.a.dtype == NDF_F32; i++)
+      CHECK(((float *)img.a.data)[i] == (float)phys[i], "scaled[%d] %g", i,
+            ((float *)img.a.data)[i]);
+    CHECK(ndf_image_write(at("scaled_out.fits"), &img, err, sizeof err) == NDF_OK, "%s", err);
+    int bitpix;
+    double bzero;
+    stored_type(at("scaled_out.fits"), &bitpix, &bzero);
+    CHECK(bitpix == -32 && bzero == 0, "scaled written as BITPIX %d BZERO %g", bitpix, bzero);
+    ndf_image_free(&img);
+  } else {
+    CHECK(0, "scaled16.fits: %s", err);
+  }
+  { /* BLANK of scaled data: NaN */
+    fitsfile *f;
+    int st = 0;
+    short raw[3] = {5, -32768, 7};
+    unlink(at("blank.fits"));
+    fits_create_diskfile(&f, at("blank.fits"), &st);
+    fits_create_img(f, SHORT_IMG, 1, (long[]){3}, &st);
+    fits_write_key_dbl(f, "BSCALE", 2, -17, NULL, &st);
+    fits_write_key_dbl(f, "BZERO", 1, -17, NULL, &st);
+    fits_write_key_lng(f, "BLANK", -32768, NULL, &st);
+    fits_set_bscale(f, 1, 0, &st); /* raw values */
+    fits_write_img(f, TSHORT, 1, 3, raw, &st);
+    fits_close_file(f, &st);
+    fits_check(st, "blank");
+    if (ndf_image_read(at("blank.fits"), NULL, &img, err, sizeof err) == NDF_OK) {
+      float *p = img.a.data;
+      CHECK(img.a.dtype == NDF_F32 && p[0] == 11 && isnan(p[1]) && p[2] == 15, "BLANK: %g %g %g",
+            p[0], p[1], p[2]);
+      ndf_image_free(&img);
+    } else {
+      CHECK(0, "blank.fits: %s", err);
+    }
+  }
+  /* an unscaled integer image keeps its BLANK values and card for its own type */
+  double iv[3] = {5, -99, 7};
+  make_fits(at("blank_i16.fits"), SHORT_IMG, 1, (long[]){3}, iv, 0, 0, -99);
+  if (ndf_image_read(at("blank_i16.fits"), NULL, &img, err, sizeof err) == NDF_OK) {
+    CHECK(img.a.dtype == NDF_I16 && ((int16_t *)img.a.data)[1] == -99, "unscaled BLANK value");
+    CHECK(ndf_image_write(at("blank_out.fits"), &img, err, sizeof err) == NDF_OK, "%s", err);
+    fitsfile *f;
+    int st = 0;
+    long long blank = 0;
+    fits_open_diskfile(&f, at("blank_out.fits"), READONLY, &st);
+    fits_read_key(f, TLONGLONG, "BLANK", &blank, NULL, &st);
+    fits_close_file(f, &st);
+    CHECK(st == 0 && blank == -99, "BLANK card not kept (status %d)", st);
+    fits_clear_errmsg();
+    ndf_image_free(&img);
+  } else {
+    CHECK(0, "blank_i16.fits: %s", err);
+  }
+}
+
+/* ---- cards and spacing ---- */
+
+static int structural_key(const char *card) {
+  static const char *keys[] = {"SIMPLE  ", "BITPIX  ", "NAXIS",    "EXTEND  ",
+                               "BSCALE  ", "BZERO   ", "CHECKSUM", "DATASUM ",
+                               "END     ", "XTENSION", "PCOUNT  ", "GCOUNT  "};
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+    if (!strncmp(card, keys[i], strlen(keys[i]))) return 1;
+  return 0;
+}
+
+/* The HDU's non-structural cards, concatenated (80 characters each). */
+static char *cards_of(const char *path, int hdu, int *n) {
+  fitsfile *f;
+  int st = 0, nk = 0, more = 0;
+  fits_open_diskfile(&f, path, READONLY, &st);
+  fits_movabs_hdu(f, hdu, NULL, &st);
+  fits_get_hdrspace(f, &nk, &more, &st);
+  char *all = calloc((size_t)nk + 1, 81);
+  *n = 0;
+  for (int i = 1; i <= nk && !st; i++) {
+    char card[FLEN_CARD];
+    fits_read_record(f, i, card, &st);
+    if (!structural_key(card)) snprintf(all + 80 * (*n)++, 81, "%-80s", card);
+  }
+  fits_close_file(f, &st);
+  fits_check(st, path);
+  return all;
+}
+
+static void cards_and_spacing(void) {
+  const char *path = at("cards.fits");
+  fitsfile *f;
+  int st = 0;
+  unlink(path);
+  fits_create_diskfile(&f, path, &st);
+  long naxes[3] = {6, 5, 4};
+  fits_create_img(f, FLOAT_IMG, 3, naxes, &st);
+  fits_write_key_str(f, "OBJECT", "M31", "target", &st);
+  fits_write_key_str(f, "DATE-OBS", "2021-03-04T05:06:07", NULL, &st);
+  fits_write_comment(f, "a comment card", &st);
+  fits_write_key_str(f, "CTYPE1", "RA---TAN", NULL, &st);
+  fits_write_key_str(f, "CUNIT1", "deg", NULL, &st);
+  fits_write_key_dbl(f, "CDELT1", -2.5e-4, -12, NULL, &st);
+  fits_write_key_str(f, "CUNIT2", "um", NULL, &st);
+  fits_write_key_dbl(f, "CD2_2", -250, -12, NULL, &st);
+  fits_write_key_str(f, "CUNIT3", "mm  ", NULL, &st);
+  fits_write_key_dbl(f, "CDELT3", 0.5, -12, NULL, &st);
+  fits_write_key_dbl(f, "PC3_3", 3, -12, NULL, &st);
+  fits_write_history(f, "made by test_io_fits", &st);
+  fits_write_key_longstr(f, "LONGSTR",
+                         "a string longer than one card can hold, so cfitsio "
+                         "continues it on the next card with CONTINUE",
+                         NULL, &st);
+  float v[120];
+  for (int i = 0; i < 120; i++)
+    v[i] = (float)i * 0.5f + 1;
+  fits_write_img(f, TFLOAT, 1, 120, v, &st);
+  fits_write_chksum(f, &st);
+  fits_close_file(f, &st);
+  fits_check(st, path);
+
+  char err[512];
+  ndf_image img;
+  if (ndf_image_read(path, NULL, &img, err, sizeof err) != NDF_OK) {
+    CHECK(0, "cards.fits: %s", err);
+    return;
+  }
+  /* axis 2 of the array is FITS axis 1 (degrees), 1 is axis 2 (um), 0 is axis 3 (mm) */
+  CHECK(img.spacing[2] == 0 && fabs(img.spacing[1] - 0.25) < 1e-12 &&
+            fabs(img.spacing[0] - 1.5) < 1e-12,
+        "spacing %g %g %g", img.spacing[0], img.spacing[1], img.spacing[2]);
+  const char *out = at("cards_out.fits");
+  CHECK(ndf_image_write(out, &img, err, sizeof err) == NDF_OK, "write: %s", err);
+  int n0, n1;
+  char *c0 = cards_of(path, 1, &n0), *c1 = cards_of(out, 1, &n1);
+  CHECK(n0 == n1 && !memcmp(c0, c1, (size_t)n0 * 80), "cards differ (%d vs %d):\n%s\n---\n%s", n0,
+        n1, c0, c1);
+  CHECK(n0 >= 12, "only %d cards", n0);
+  free(c0);
+  free(c1);
+  /* fresh, valid checksums */
+  int dataok = 0, hduok = 0;
+  fits_open_diskfile(&f, out, READONLY, &st);
+  fits_verify_chksum(f, &dataok, &hduok, &st);
+  fits_close_file(f, &st);
+  CHECK(st == 0 && dataok == 1 && hduok == 1, "checksum %d %d", dataok, hduok);
+  ndf_image back;
+  if (ndf_image_read(out, NULL, &back, err, sizeof err) == NDF_OK) {
+    CHECK(!memcmp(back.spacing, img.spacing, sizeof img.spacing), "spacing not kept");
+    ndf_image_free(&back);
+  }
+  /* through .fz and .gz: the same cards */
+  for (int k = 0; k < 2; k++) {
+    const char *z = at(k ? "cards.fits.gz" : "cards.fits.fz");
+    CHECK(ndf_image_write(z, &img, err, sizeof err) == NDF_OK, "write %s: %s", z, err);
+    if (ndf_image_read(z, NULL, &back, err, sizeof err) == NDF_OK) {
+      CHECK(same_shape(&img.a, &back.a) && !differ(&img.a, &back.a), "%s data", z);
+      CHECK(ndf_image_write(out, &back, err, sizeof err) == NDF_OK, "%s rewrite: %s", z, err);
+      c0 = cards_of(path, 1, &n0);
+      c1 = cards_of(out, 1, &n1);
+      CHECK(n0 == n1 && !memcmp(c0, c1, (size_t)n0 * 80), "%s: cards differ:\n%s\n---\n%s", z, c0,
+            c1);
+      free(c0);
+      free(c1);
+      ndf_image_free(&back);
+    } else {
+      CHECK(0, "%s: %s", z, err);
+    }
+  }
+  { /* the files are what they say: gzip magic, a compressed image extension */
+    size_t n;
+    unsigned char *b = read_all(at("cards.fits.gz"), &n);
+    CHECK(b && n > 2 && b[0] == 0x1f && b[1] == 0x8b, "cards.fits.gz is not gzipped");
+    free(b);
+    fits_open_diskfile(&f, at("cards.fits.fz"), READONLY, &st);
+    fits_movabs_hdu(f, 2, NULL, &st);
+    CHECK(st == 0 && fits_is_compressed_image(f, &st), "cards.fits.fz: no compressed image");
+    fits_close_file(f, &st);
+    fits_clear_errmsg();
+  }
+  ndf_image_free(&img);
+}
+
+/* ---- HDUs ---- */
+
+static void hdus(void) {
+  const char *path = at("multi.fits");
+  fitsfile *f;
+  int st = 0;
+  unlink(path);
+  fits_create_diskfile(&f, path, &st);
+  fits_create_img(f, BYTE_IMG, 0, NULL, &st); /* empty primary */
+  char *tt[1] = {"X"}, *tf[1] = {"J"};
+  fits_create_tbl(f, BINARY_TBL, 2, 1, tt, tf, NULL, "TAB", &st);
+  int col[2] = {1, 2};
+  fits_write_col(f, TINT, 1, 1, 1, 2, col, &st);
+  short a[6] = {1, 2, 3, 4, 5, 6}, b[4] = {-1, -2, -3, -4};
+  fits_create_img(f, SHORT_IMG, 2, (long[]){3, 2}, &st);
+  fits_write_key_str(f, "EXTNAME", "SCI", NULL, &st);
+  fits_write_img(f, TSHORT, 1, 6, a, &st);
+  fits_create_img(f, SHORT_IMG, 1, (long[]){4}, &st);
+  fits_write_key_str(f, "EXTNAME", "ERR", NULL, &st);
+  fits_write_img(f, TSHORT, 1, 4, b, &st);
+  fits_close_file(f, &st);
+  fits_check(st, path);
+  char err[512], name[600];
+  ndf_image img;
+  /* the first image extension, past the table */
+  if (ndf_image_read(path, NULL, &img, err, sizeof err) == NDF_OK) {
+    CHECK(img.a.ndim == 2 && img.a.shape[0] == 2 && img.a.shape[1] == 3 &&
+              ((int16_t *)img.a.data)[5] == 6,
+          "first image extension");
+    ndf_image_free(&img);
+  } else {
+    CHECK(0, "multi.fits: %s", err);
+  }
+  static const char *sel[] = {"[ERR]", "[3]", "[err]"};
+  for (int i = 0; i < 3; i++) {
+    snprintf(name, sizeof name, "%s%s", path, sel[i]);
+    CHECK(ndf_format_from_name(name) == NDF_FORMAT_FITS, "%s: format", name);
+    if (ndf_image_read(name, NULL, &img, err, sizeof err) == NDF_OK) {
+      CHECK(img.a.ndim == 1 && img.a.shape[0] == 4 && ((int16_t *)img.a.data)[3] == -4, "%s", name);
+      ndf_image_free(&img);
+    } else {
+      CHECK(0, "%s: %s", name, err);
+    }
+  }
+  static const char *bad[] = {"[TAB]", "[0]", "[7]", "[NOPE]"};
+  quiet_begin();
+  for (int i = 0; i < 4; i++) {
+    snprintf(name, sizeof name, "%s%s", path, bad[i]);
+    err[0] = 0;
+    ndf_status s = ndf_image_read(name, NULL, &img, err, sizeof err);
+    CHECK(s != NDF_OK && strstr(err, name), "%s: %s", name, err);
+  }
+  quiet_end();
+  /* the file named literally, brackets and all */
+  const char *lit = at("lit[1].fits");
+  rename(path, lit);
+  CHECK(ndf_image_read(lit, NULL, &img, err, sizeof err) == NDF_OK, "%s: %s", lit, err);
+  if (exists(lit) && img.a.data) ndf_image_free(&img);
+  /* writing to an HDU selection is refused */
+  snprintf(name, sizeof name, "%s[1]", at("w.fits"));
+  short s1 = 1;
+  ndf_image one;
+  ndf_image_init(&one);
+  one.a = ndf_array_contiguous(NDF_I16, 1, (int64_t[]){1}, &s1);
+  CHECK(ndf_image_write(name, &one, err, sizeof err) == NDF_EINVAL && !exists(name) &&
+            !exists(at("w.fits")),
+        "write to %s: %s", name, err);
+  CHECK(ndf_format_from_name("a.npy[1]") == NDF_FORMAT_AUTO, "a.npy[1] is no FITS name");
+  CHECK(ndf_format_from_name("a.FITS.GZ") == NDF_FORMAT_FITS, "a.FITS.GZ");
+  CHECK(ndf_format_from_name("a.fits.fz") == NDF_FORMAT_FITS, "a.fits.fz");
+  CHECK(ndf_format_from_name("a.fts") == NDF_FORMAT_FITS, "a.fts");
+}
+
+/* ---- other formats ---- */
+
+static void cross_format(uint64_t *r) {
+  char err[512];
+  int64_t shape[3] = {4, 7, 9};
+  t_arr src;
+  t_arr_make(&src, r, NDF_U16, 3, shape, 0, NULL);
+  t_fill_random(&src, r);
+  ndf_image img;
+  ndf_image_init(&img);
+  img.a = src.hview;
+  CHECK(ndf_image_write(at("x.npy"), &img, err, sizeof err) == NDF_OK, "npy: %s", err);
+  ndf_image n;
+  if (ndf_image_read(at("x.npy"), NULL, &n, err, sizeof err) != NDF_OK) {
+    CHECK(0, "x.npy: %s", err);
+    t_arr_free(&src, NULL);
+    return;
+  }
+  n.spacing[0] = 2.5; /* as a NIfTI reader would give: written as CDELT3 in mm */
+  n.spacing[2] = 0.125;
+  CHECK(ndf_image_write(at("x.fits"), &n, err, sizeof err) == NDF_OK, "npy -> fits: %s", err);
+  ndf_image back;
+  if (ndf_image_read(at("x.fits"), NULL, &back, err, sizeof err) == NDF_OK) {
+    CHECK(same_shape(&src.hview, &back.a) && !differ(&src.hview, &back.a), "npy -> fits data");
+    CHECK(back.spacing[0] == 2.5 && back.spacing[1] == 0 && back.spacing[2] == 0.125,
+          "spacing %g %g %g", back.spacing[0], back.spacing[1], back.spacing[2]);
+    /* and FITS meta is ignored by the npy writer; back to npy */
+    CHECK(ndf_image_write(at("y.npy"), &back, err, sizeof err) == NDF_OK, "fits -> npy: %s", err);
+    ndf_image_free(&back);
+  } else {
+    CHECK(0, "x.fits: %s", err);
+  }
+  /* another format's meta is never taken for FITS cards */
+  int not_fits_meta = 42;
+  n.format = NDF_FORMAT_NPY;
+  n.meta = &not_fits_meta;
+  n.meta_free = NULL;
+  CHECK(ndf_image_write(at("x2.fits"), &n, err, sizeof err) == NDF_OK, "foreign meta: %s", err);
+  n.meta = NULL;
+  ndf_image_free(&n);
+  t_arr_free(&src, NULL);
+}
+
+/* ---- bad files ---- */
+
+/* A FITS file of the given header cards (END added) followed by nbytes of data. */
+static void write_header(const char *path, const char *const *cards, int ncards, size_t nbytes) {
+  size_t hbytes = (size_t)((ncards + 1) * 80 + 2879) / 2880 * 2880;
+  size_t total = hbytes + (nbytes + 2879) / 2880 * 2880;
+  char *b = malloc(total);
+  memset(b, ' ', hbytes);
+  memset(b + hbytes, 0, total - hbytes);
+  for (int i = 0; i < ncards; i++)
+    memcpy(b + 80 * i, cards[i], strlen(cards[i]));
+  memcpy(b + 80 * ncards, "END", 3);
+  write_bytes(path, b, total);
+  free(b);
+}
+
+static void expect_error(const char *name, ndf_status want, const char *needle) {
+  const char *path = at(name);
+  char err[512] = "";
+  ndf_image img;
+  ndf_image_init(&img);
+  ndf_status st = ndf_image_read(path, NULL, &img, err, sizeof err);
+  CHECK(st != NDF_OK && (!want || st == want), "%s: status %s (%s)", name, ndf_status_str(st), err);
+  CHECK(strstr(err, path) && (!needle || strstr(err, needle)), "%s: message '%s' lacks '%s'", name,
+        err, needle ? needle : path);
+  if (st == NDF_OK) ndf_image_free(&img);
+}
+
+#define CARD(k, v) k "= " v
+
+/* Overwrites the 80-character card at p with text, padded with blanks. */
+static void set_card(char *p, const char *text) {
+  memset(p, ' ', 80);
+  memcpy(p, text, strlen(text));
+}
+
+static void bad_files(void) {
+  /* a good file, cut at several points */
+  int16_t v[3000];
+  for (int i = 0; i < 3000; i++)
+    v[i] = (int16_t)(i * 7 - 5000);
+  ndf_image img;
+  ndf_image_init(&img);
+  img.a = ndf_array_contiguous(NDF_I16, 2, (int64_t[]){60, 50}, v);
+  char err[512];
+  CHECK(ndf_image_write(at("good.fits"), &img, err, sizeof err) == NDF_OK, "good: %s", err);
+  img.a = ndf_array_contiguous(NDF_I16, 2, (int64_t[]){60, 50}, v);
+  CHECK(ndf_image_write(at("good.fits.gz"), &img, err, sizeof err) == NDF_OK, "good.gz: %s", err);
+  size_t n, ngz;
+  unsigned char *good = read_all(at("good.fits"), &n), *gz = read_all(at("good.fits.gz"), &ngz);
+  CHECK(good && n == 2880 * 4, "good.fits is %zu bytes", n);
+  quiet_begin();
+  size_t cuts[] = {0, 1, 8, 80, 2000, 2879, 2880, 2881, 5000, 8759, 8760};
+  for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
+    char name[64];
+    snprintf(name, sizeof name, "cut%zu.fits", cuts[i]);
+    write_bytes(at(name), good, cuts[i]);
+    expect_error(name, NDF_EINVAL, cuts[i] >= 2880 ? "truncated: " : NULL);
+  }
+  write_bytes(at("cutgz.fits.gz"), gz, ngz / 2);
+  expect_error("cutgz.fits.gz", NDF_EINVAL, NULL);
+  write_bytes(at("cutgz2.fits.gz"), gz, 10);
+  expect_error("cutgz2.fits.gz", NDF_EINVAL, "truncated gzip");
+  /* a gzip trailer claiming 4 GB: refused before cfitsio allocates it */
+  memset(gz + ngz - 4, 0xff, 4);
+  write_bytes(at("bomb.fits.gz"), gz, ngz);
+  expect_error("bomb.fits.gz", NDF_EINVAL, "claims 4294967295 bytes");
+  /* bad magic */
+  memcpy(good, "SIMPLX", 6);
+  write_bytes(at("magic.fits"), good, n);
+  expect_error("magic.fits", NDF_EINVAL, "not a FITS file");
+  write_bytes(at("text.fits"), "hello, world\n", 13);
+  expect_error("text.fits", NDF_EINVAL, NULL);
+  free(good);
+  free(gz);
+  /* bad header fields */
+  const char *simple = CARD("SIMPLE  ", "                   T"),
+             *b16 = CARD("BITPIX  ", "                  16"),
+             *n2 = CARD("NAXIS   ", "                   2"),
+             *x4 = CARD("NAXIS1  ", "                   4"),
+             *y3 = CARD("NAXIS2  ", "                   3");
+  write_header(at("bitpix.fits"),
+               (const char *[]){simple, CARD("BITPIX  ", "                  12"), n2, x4, y3}, 5,
+               24);
+  expect_error("bitpix.fits", NDF_EINVAL, NULL);
+  write_header(at("naxis_neg.fits"),
+               (const char *[]){simple, b16, CARD("NAXIS   ", "                  -1")}, 3, 0);
+  expect_error("naxis_neg.fits", NDF_EINVAL, NULL);
+  write_header(at("naxis1_0.fits"),
+               (const char *[]){simple, b16, n2, CARD("NAXIS1  ", "                   0"), y3}, 5,
+               0);
+  expect_error("naxis1_0.fits", NDF_EUNSUPPORTED, "empty image: NAXIS1 = 0");
+  write_header(at("naxis5.fits"),
+               (const char *[]){simple, b16, CARD("NAXIS   ", "                   5"), x4, y3,
+                                CARD("NAXIS3  ", "                   1"),
+                                CARD("NAXIS4  ", "                   1"),
+                                CARD("NAXIS5  ", "                   2")},
+               8, 96);
+  expect_error("naxis5.fits", NDF_EUNSUPPORTED, "at most 4");
+  write_header(at("huge.fits"),
+               (const char *[]){simple, b16, n2, CARD("NAXIS1  ", "          1000000000"),
+                                CARD("NAXIS2  ", "          1000000000")},
+               5, 24);
+  expect_error("huge.fits", NDF_EINVAL, "truncated: ");
+  write_header(at("overflow.fits"),
+               (const char *[]){simple, b16, CARD("NAXIS   ", "                   3"),
+                                CARD("NAXIS1  ", " 9000000000000000000"),
+                                CARD("NAXIS2  ", " 9000000000000000000"),
+                                CARD("NAXIS3  ", "                   2")},
+               6, 24);
+  expect_error("overflow.fits", 0, NULL);
+  write_header(at("empty.fits"),
+               (const char *[]){simple, b16, CARD("NAXIS   ", "                   0")}, 3, 0);
+  expect_error("empty.fits", NDF_EUNSUPPORTED, "no image");
+  write_header(at("nosimple.fits"), (const char *[]){b16, n2, x4, y3}, 4, 24);
+  expect_error("nosimple.fits", NDF_EINVAL, NULL);
+  { /* no END card at all */
+    char blk[2880];
+    memset(blk, ' ', sizeof blk);
+    memcpy(blk, simple, strlen(simple));
+    write_bytes(at("noend.fits"), blk, sizeof blk);
+    expect_error("noend.fits", NDF_EINVAL, NULL);
+  }
+  { /* a tile-compressed image with a tile of 0 rows (cfitsio 4.2 divides by it) */
+    ndf_image small;
+    ndf_image_init(&small);
+    small.a = ndf_array_contiguous(NDF_I16, 2, (int64_t[]){6, 7}, v);
+    CHECK(ndf_image_write(at("tiles.fits.fz"), &small, err, sizeof err) == NDF_OK, "%s", err);
+    size_t nz;
+    char *z = (char *)read_all(at("tiles.fits.fz"), &nz), *t = NULL;
+    for (size_t i = 0; z && i + 80 <= nz && !t; i += 80)
+      if (!strncmp(z + i, "ZTILE2  =", 9)) t = z + i;
+    CHECK(t != NULL, "no ZTILE2 card in tiles.fits.fz");
+    if (t) {
+      memcpy(t + 10, "                   0", 20);
+      write_bytes(at("tile0.fits"), z, nz);
+      expect_error("tile0.fits", NDF_EINVAL, "ZTILE2 = 0");
+      memcpy(t + 10, "                  99", 20);
+      write_bytes(at("tile99.fits"), z, nz);
+      expect_error("tile99.fits", NDF_EINVAL, "ZTILE2 = 99");
+      memcpy(t + 10, "                   1", 20);
+      char *bp = strstr(z, "ZVAL2   =                    2"); /* BYTEPIX of i16 */
+      CHECK(bp && strstr(z, "ZNAME2  = 'BYTEPIX"), "no BYTEPIX in tiles.fits.fz");
+      if (bp) {
+        bp[29] = '3';
+        write_bytes(at("bytepix3.fits"), z, nz);
+        expect_error("bytepix3.fits", NDF_EINVAL, "BYTEPIX = 3");
+        bp[29] = '2';
+      }
+      /* a long unquoted string where cfitsio reads an integer (its message overflows) */
+      char *zb = strstr(z, "ZBITPIX =");
+      CHECK(zb != NULL, "no ZBITPIX in tiles.fits.fz");
+      if (zb) {
+        char keep[80];
+        memcpy(keep, zb, 80);
+        memcpy(zb + 10, "'a long string that does not end in a quote", 44);
+        write_bytes(at("zbitpix.fits"), z, nz);
+        expect_error("zbitpix.fits", NDF_EINVAL, "ZBITPIX is not a number");
+        memcpy(zb, keep, 80);
+      }
+      char sel[600];
+      snprintf(sel, sizeof sel, "%s[1]", at("tile99.fits"));
+      err[0] = 0;
+      CHECK(ndf_image_read(sel, NULL, &small, err, sizeof err) == NDF_EINVAL &&
+                strstr(err, "ZTILE2 = 99"),
+            "%s: %s", sel, err);
+    }
+    free(z);
+  }
+  { /* an extension's required keywords out of place, or not integers */
+    fitsfile *f;
+    int st = 0;
+    unlink(at("ext.fits"));
+    fits_create_diskfile(&f, at("ext.fits"), &st);
+    fits_create_img(f, BYTE_IMG, 0, NULL, &st);
+    fits_create_img(f, SHORT_IMG, 2, (long[]){3, 2}, &st);
+    fits_write_img(f, TSHORT, 1, 6, v, &st);
+    fits_close_file(f, &st);
+    fits_check(st, "ext.fits");
+    size_t ne;
+    char *e = (char *)read_all(at("ext.fits"), &ne);
+    set_card(e + 2880 + 80, "BITPIX  = (                  16");
+    write_bytes(at("ext_bitpix.fits"), e, ne);
+    expect_error("ext_bitpix.fits", NDF_EINVAL, "card 2 should be BITPIX");
+    set_card(e + 2880 + 80, "NAXIS   =                    2");
+    write_bytes(at("ext_order.fits"), e, ne);
+    expect_error("ext_order.fits", NDF_EINVAL, "card 2 should be BITPIX");
+    set_card(e + 2880 + 80, "BITPIX  =                   16");
+    set_card(e + 2880 + 240, "NAXIS1  =                    3END of the value");
+    write_bytes(at("ext_naxis1.fits"), e, ne);
+    expect_error("ext_naxis1.fits", NDF_EINVAL, "card 4 should be NAXIS1");
+    free(e);
+  }
+  {
+    static const char zip[] = "PK\x03\x04 not a zip file really, but zip's magic";
+    write_bytes(at("zip.fits"), zip, sizeof zip - 1);
+  }
+  expect_error("zip.fits", NDF_EUNSUPPORTED, "zip");
+  expect_error("missing.fits", NDF_EIO, "No such file");
+  mkdir(at("adir.fits"), 0700);
+  expect_error("adir.fits", NDF_EIO, "directory");
+  quiet_end();
+}
+
+/* ---- failed writes ---- */
+
+/* Writes img to path in a child whose files may not grow past limit bytes; its status. */
+static int write_limited(const char *path, const ndf_image *img, long limit) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    struct rlimit rl = {(rlim_t)limit, (rlim_t)limit};
+    signal(SIGXFSZ, SIG_IGN);
+    setrlimit(RLIMIT_FSIZE, &rl);
+    char err[512];
+    _exit(ndf_image_write(path, img, err, sizeof err) == NDF_OK ? 0 : 3);
+  }
+  int s = 0;
+  waitpid(pid, &s, 0);
+  return WIFEXITED(s) ? WEXITSTATUS(s) : -1;
+}
+
+static void failed_writes(uint64_t *r) {
+  char err[512];
+  int64_t shape[2] = {100, 100};
+  t_arr src;
+  t_arr_make(&src, r, NDF_F64, 2, shape, 0, NULL);
+  t_fill_random(&src, r);
+  ndf_image img;
+  ndf_image_init(&img);
+  img.a = src.hview;
+  quiet_begin();
+  CHECK(ndf_image_write("/nonexistent/dir/y.fits", &img, err, sizeof err) == NDF_EIO &&
+            strstr(err, "/nonexistent/dir/y.fits"),
+        "write to a missing directory: %s", err);
+  /* a write that fails part way (the file may not grow past 10 000 bytes) */
+  static const char *names[] = {"big.fits", "big.fits.gz", "big.fits.fz"};
+  for (int i = 0; i < 3; i++) {
+    CHECK(write_limited(at(names[i]), &img, 10000) == 3, "%s: limited write succeeded", names[i]);
+    CHECK(!exists(at(names[i])), "%s left after a failed write", names[i]);
+  }
+  CHECK(count_files(".big") == 0, "temporary files left behind");
+  /* an existing file survives a failed write */
+  write_bytes(at("keep.fits"), "keep", 4);
+  CHECK(write_limited(at("keep.fits"), &img, 10000) == 3, "keep: limited write succeeded");
+  size_t n = 0;
+  unsigned char *b = read_all(at("keep.fits"), &n);
+  CHECK(b && n == 4 && !memcmp(b, "keep", 4), "existing file clobbered");
+  free(b);
+  ndf_image four = img; /* tile compression takes 3 axes at most */
+  four.a = ndf_array_contiguous(NDF_F64, 4, (int64_t[]){2, 5, 10, 100}, img.a.data);
+  CHECK(ndf_image_write(at("four.fits.fz"), &four, err, sizeof err) == NDF_EUNSUPPORTED &&
+            strstr(err, "at most 3 axes") && !exists(at("four.fits.fz")),
+        "4-d .fz: %s", err);
+  ndf_image bad = img;
+  bad.a.dtype = (ndf_dtype)0;
+  CHECK(ndf_image_write(at("bad.fits"), &bad, err, sizeof err) != NDF_OK && !exists(at("bad.fits")),
+        "invalid array written");
+  quiet_end();
+  /* io_convert: a corrupt input, and a write that fails part way, leave no output */
+  CHECK(ndf_image_write(at("in.npy"), &img, err, sizeof err) == NDF_OK, "in.npy: %s", err);
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' 2>%s", io_convert, at("magic.fits"), at("o1.fits"),
+           at("ic.err"));
+  int s = system(cmd);
+  CHECK(WIFEXITED(s) && WEXITSTATUS(s) == 3 && !exists(at("o1.fits")),
+        "io_convert of a bad file: exit %d", WEXITSTATUS(s));
+  snprintf(cmd, sizeof cmd, "trap '' XFSZ; ulimit -f 16; exec '%s' '%s' '%s' 2>%s", io_convert,
+           at("in.npy"), at("o2.fits"), at("ic.err"));
+  s = system(cmd);
+  CHECK(WIFEXITED(s) && WEXITSTATUS(s) == 3 && !exists(at("o2.fits")) && !count_files(".o2"),
+        "io_convert with a failing write: exit %d", WEXITSTATUS(s));
+  t_arr_free(&src, NULL);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: test_io_fits PATH/TO/io_convert\n");
+    return 2;
+  }
+  io_convert = argv[1];
+  if (!mkdtemp(dir)) return 1;
+  uint64_t r = t_seed();
+  for (ndf_dtype t = NDF_U8; t <= NDF_F64; t++)
+    for (int nd = 1; nd <= 4; nd++) {
+      round_trip(&r, t, nd, ".fits", nd == 3);
+      round_trip(&r, t, nd, nd == 2 || nd == 3 ? ".fits.fz" : ".fits.gz", 0);
+    }
+  widened(&r);
+  cards_and_spacing();
+  hdus();
+  cross_format(&r);
+  bad_files();
+  failed_writes(&r);
+  printf("fits checks: %d failures\n", t_failures);
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  if (system(cmd) != 0) return 1;
+  return t_failures ? 1 : 0;
+}
