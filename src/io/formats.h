@@ -18,6 +18,8 @@
 
 NDF__IO_FORMAT(npy)
 NDF__IO_FORMAT(raw)
+NDF__IO_FORMAT(tiff)
+NDF__IO_FORMAT(png)
 
 #undef NDF__IO_FORMAT
 #endif

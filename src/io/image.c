@@ -25,6 +25,8 @@ static const struct {
 } formats[] = {
     {NDF_FORMAT_NPY, "npy", ".npy", ndf__npy_read, ndf__npy_write},
     {NDF_FORMAT_RAW, "raw", ".raw .bin", ndf__raw_read, ndf__raw_write},
+    {NDF_FORMAT_TIFF, "tiff", ".tif .tiff", ndf__tiff_read, ndf__tiff_write},
+    {NDF_FORMAT_PNG, "png", ".png", ndf__png_read, ndf__png_write},
 };
 enum { NFORMATS = sizeof formats / sizeof formats[0] };
 
