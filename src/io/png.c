@@ -18,17 +18,25 @@ typedef struct png_txt {
   char *key, *text, *lang, *lang_key;
 } png_txt;
 
+/* The colour chunks, kept as they are: libpng, left to parse them, would also report the gamma
+ * an sRGB chunk implies as a gAMA chunk, and a copy would gain chunks. */
+static const png_byte colour_chunks[] = "gAMA\0cHRM\0sRGB\0iCCP";
+enum { NCOLOUR = 4 };
+
+typedef struct png_raw {
+  png_byte name[5];
+  png_byte *data;
+  size_t size;
+} png_raw;
+
 /* What a PNG writer takes from a file read before. */
 typedef struct png_meta {
   int bit_depth, color_type; /* the file's, before palettes and small depths were expanded */
   int channels;              /* the array's */
   int has_phys, phys_unit;
   png_uint_32 xppm, yppm;
-  int has_gama, has_srgb, srgb_intent, has_chrm;
-  png_fixed_point gama, chrm[8];
-  char *iccp_name;
-  unsigned char *iccp;
-  png_uint_32 iccp_len;
+  int nraw;
+  png_raw *raw; /* the colour chunks */
   int ntext;
   png_txt *text;
 } png_meta;
@@ -43,8 +51,9 @@ static void meta_free(void *p) {
     free(m->text[i].lang_key);
   }
   free(m->text);
-  free(m->iccp_name);
-  free(m->iccp);
+  for (int i = 0; i < m->nraw; i++)
+    free(m->raw[i].data);
+  free(m->raw);
   free(m);
 }
 
@@ -104,21 +113,18 @@ static ndf_status keep_meta(prd *r, int depth, int ctype, int channels) {
   png_structp png = r->png;
   png_infop info = r->info;
   m->has_phys = png_get_pHYs(png, info, &m->xppm, &m->yppm, &m->phys_unit) != 0;
-  m->has_gama = png_get_gAMA_fixed(png, info, &m->gama) != 0;
-  m->has_srgb = png_get_sRGB(png, info, &m->srgb_intent) != 0;
-  png_fixed_point *c = m->chrm;
-  m->has_chrm =
-      png_get_cHRM_fixed(png, info, &c[0], &c[1], &c[2], &c[3], &c[4], &c[5], &c[6], &c[7]) != 0;
-  png_charp name;
-  int comp;
-  png_bytep prof;
-  png_uint_32 len;
-  if (png_get_iCCP(png, info, &name, &comp, &prof, &len) && len) {
-    m->iccp_name = strdup(name);
-    m->iccp = malloc(len);
-    if (!m->iccp_name || !m->iccp) return NDF_ENOMEM;
-    memcpy(m->iccp, prof, len);
-    m->iccp_len = len;
+  png_unknown_chunkp u;
+  int nu = png_get_unknown_chunks(png, info, &u);
+  if (nu > 0) {
+    m->raw = calloc((size_t)nu, sizeof *m->raw);
+    if (!m->raw) return NDF_ENOMEM;
+    for (int i = 0; i < nu; i++) {
+      png_raw *k = &m->raw[m->nraw++];
+      memcpy(k->name, u[i].name, 5);
+      k->size = u[i].size;
+      if (k->size && !(k->data = malloc(k->size))) return NDF_ENOMEM;
+      if (k->size) memcpy(k->data, u[i].data, k->size);
+    }
   }
   png_textp t;
   int n = png_get_text(png, info, &t, NULL);
@@ -150,6 +156,7 @@ static ndf_status decode(prd *r, ndf_image *img, char *err, size_t errlen) {
   png_set_read_fn(png, r, read_fn);
   png_set_sig_bytes(png, 8);
   png_set_user_limits(png, PNG_MAX_SIDE, PNG_MAX_SIDE); /* our own ceiling below */
+  png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_ALWAYS, colour_chunks, NCOLOUR);
   png_read_info(png, info);
   png_uint_32 w, h;
   int depth, ctype, interlace;
@@ -264,7 +271,8 @@ typedef struct pwr {
   png_structp png;
   png_infop info;
   unsigned char *row;
-  png_textp text; /* what png_set_text copies from */
+  png_textp text;         /* what png_set_text copies from */
+  png_unknown_chunkp raw; /* and png_set_unknown_chunks */
 } pwr;
 
 static void set_meta(pwr *w) {
@@ -273,14 +281,23 @@ static void set_meta(pwr *w) {
   png_infop info = w->info;
   if (w->has_phys) png_set_pHYs(png, info, w->xppm, w->yppm, w->phys_unit);
   if (!m) return;
-  if (m->has_gama) png_set_gAMA_fixed(png, info, m->gama);
-  if (m->has_chrm)
-    png_set_cHRM_fixed(png, info, m->chrm[0], m->chrm[1], m->chrm[2], m->chrm[3], m->chrm[4],
-                       m->chrm[5], m->chrm[6], m->chrm[7]);
-  if (m->has_srgb) png_set_sRGB(png, info, m->srgb_intent);
-  /* a profile is for gray or for colour: kept while the image stays what it was */
-  if (m->iccp && (m->channels >= 3) == (w->C >= 3))
-    png_set_iCCP(png, info, m->iccp_name, PNG_COMPRESSION_TYPE_BASE, m->iccp, m->iccp_len);
+  if (m->nraw > 0) {
+    png_unknown_chunkp u = w->raw = calloc((size_t)m->nraw, sizeof *u);
+    if (!u) png_error(png, "out of memory");
+    int n = 0;
+    for (int i = 0; i < m->nraw; i++) {
+      /* a profile is for gray or for colour: kept while the image stays what it was */
+      if (!memcmp(m->raw[i].name, "iCCP", 4) && (m->channels >= 3) != (w->C >= 3)) continue;
+      memcpy(u[n].name, m->raw[i].name, 5);
+      u[n].data = m->raw[i].data;
+      u[n].size = m->raw[i].size;
+      u[n++].location = PNG_HAVE_IHDR; /* before PLTE and IDAT, where they belong */
+    }
+    png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_ALWAYS, colour_chunks, NCOLOUR);
+    png_set_unknown_chunks(png, info, u, n);
+    for (int i = 0; i < n; i++) /* libpng sets the place from its state; say it again */
+      png_set_unknown_chunk_location(png, info, i, PNG_HAVE_IHDR);
+  }
   if (m->ntext > 0) {
     png_textp t = w->text = calloc((size_t)m->ntext, sizeof *t);
     if (!t) png_error(png, "out of memory");
@@ -339,7 +356,9 @@ static ndf_status write_tmp(const char *tmp, void *ctx, char *err, size_t errlen
     st = ndf_io_error(err, errlen, NDF_EIO, w->path, "write failed: %s", strerror(errno));
   free(w->row);
   free(w->text);
+  free(w->raw);
   w->text = NULL;
+  w->raw = NULL;
   return st;
 }
 
