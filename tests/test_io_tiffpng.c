@@ -1151,6 +1151,13 @@ static void png_errors(uint64_t *r) {
     spill(P(path, patches[i].name), c, n);
     expect_fail(path, NDF_EINVAL, patches[i].needle);
   }
+  { /* a text chunk claiming 2 GB in a small file: refused without allocating it (fuzz find) */
+    static const unsigned char big[12] = {0x7f, 0xff, 0, 0, 't', 'E', 'X', 't', 'k', 0, 'v', 'v'};
+    memcpy(c, b, 33);
+    memcpy(c + 33, big, sizeof big);
+    spill(P(path, "hugetext.png"), c, 33 + sizeof big);
+    expect_fail(path, NDF_EINVAL, "truncated");
+  }
   memcpy(c, b, n);
   c[n - 12 - 1] ^= 0x55; /* the last IDAT's CRC */
   spill(P(path, "crc.png"), c, n);

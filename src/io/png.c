@@ -84,12 +84,28 @@ typedef struct prd {
   msgbuf b; /* first: libpng's error pointer */
   const char *path;
   FILE *f;
+  size_t alloc_max; /* the largest block libpng may take */
   uint64_t fsize, pos;
   png_structp png;
   png_infop info;
   unsigned char *data, *buf;
   png_meta *meta;
 } prd;
+
+/* libpng's allocations, bounded: a chunk's length over libpng's limit is only a warning to it, so
+ * a 100-byte file could have it allocate 2 GB for a text chunk. A chunk refused here is skipped.
+ * Until the image's size is checked, 16 MB; then enough for its rows. */
+enum { CHUNK_MAX = 16 << 20 };
+
+static png_voidp bounded_malloc(png_structp png, png_alloc_size_t n) {
+  prd *r = png_get_mem_ptr(png);
+  return n <= r->alloc_max ? malloc(n) : NULL;
+}
+
+static void plain_free(png_structp png, png_voidp p) {
+  (void)png;
+  free(p);
+}
 
 /* libpng's input, so that a short file says where it ends. */
 static void read_fn(png_structp png, png_bytep out, size_t n) {
@@ -183,6 +199,7 @@ static ndf_status decode(prd *r, ndf_image *img, char *err, size_t errlen) {
   if ((uint64_t)w * h * C > MAX_SAMPLES)
     return ndf_io_error(err, errlen, NDF_EUNSUPPORTED, r->path,
                         "%ux%u pixels with %d channels is more than 2^31 samples", w, h, C);
+  if (r->alloc_max < 2 * rowbytes + 4096) r->alloc_max = 2 * rowbytes + 4096; /* libpng's rows */
   size_t plane = (size_t)w * h;
   r->data = malloc(plane * C * es);
   /* gray: straight into the array; colour: interleaved rows (the whole image if interlaced) */
@@ -243,7 +260,9 @@ ndf_status ndf__png_read(const char *path, const ndf_read_opts *o, ndf_image *im
     st = ndf_io_error(err, errlen, NDF_EINVAL, path,
                       "truncated: %zu bytes, less than a PNG signature", got);
   } else {
-    r.png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &r.b, on_error, on_warning);
+    r.alloc_max = CHUNK_MAX;
+    r.png = png_create_read_struct_2(PNG_LIBPNG_VER_STRING, &r.b, on_error, on_warning, &r,
+                                     bounded_malloc, plain_free);
     r.info = r.png ? png_create_info_struct(r.png) : NULL;
     st = r.info ? decode(&r, img, err, errlen)
                 : ndf_io_error(err, errlen, NDF_ENOMEM, path, "out of memory");
