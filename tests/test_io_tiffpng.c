@@ -491,6 +491,84 @@ static void tiff_round_trips(uint64_t *r) {
     }
 }
 
+/* A JPEG-compressed YCbCr file (read as RGB, within JPEG's error), and a stack whose thumbnail
+ * page (a reduced-resolution copy) is left out. */
+static void tiff_special(uint64_t *r) {
+  char path[256], out[256], err[512];
+  enum { W = 32, H = 16 };
+  unsigned char rgb[H][W][3];
+  for (int y = 0; y < H; y++)
+    for (int x = 0; x < W; x++)
+      for (int c = 0; c < 3; c++)
+        rgb[y][x][c] = (unsigned char)(20 + 3 * x + 2 * y + 30 * c); /* smooth, below 256 */
+  if (TIFFIsCODECConfigured(COMPRESSION_JPEG)) {
+    TIFF *tif = TIFFOpen(P(path, "jpeg.tif"), "w");
+    TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, W);
+    TIFFSetField(tif, TIFFTAG_IMAGELENGTH, H);
+    TIFFSetField(tif, TIFFTAG_BITSPERSAMPLE, 8);
+    TIFFSetField(tif, TIFFTAG_SAMPLESPERPIXEL, 3);
+    TIFFSetField(tif, TIFFTAG_COMPRESSION, COMPRESSION_JPEG);
+    TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_YCBCR);
+    TIFFSetField(tif, TIFFTAG_JPEGCOLORMODE, JPEGCOLORMODE_RGB);
+    TIFFSetField(tif, TIFFTAG_JPEGQUALITY, 95);
+    TIFFSetField(tif, TIFFTAG_ROWSPERSTRIP, 16);
+    for (int y = 0; y < H; y++)
+      TIFFWriteScanline(tif, rgb[y], (uint32_t)y, 0);
+    TIFFClose(tif);
+    ndf_image img, back;
+    if (ndf_image_read(path, NULL, &img, err, sizeof err) != NDF_OK) {
+      CHECK(0, "jpeg: %s", err);
+    } else {
+      int worst = 0;
+      if (img.a.ndim == 3 && img.a.shape[0] == 3 && img.a.shape[1] == H && img.a.shape[2] == W &&
+          img.a.dtype == NDF_U8)
+        for (int c = 0; c < 3; c++)
+          for (int y = 0; y < H; y++)
+            for (int x = 0; x < W; x++) {
+              int d = abs(((uint8_t *)img.a.data)[(c * H + y) * W + x] - rgb[y][x][c]);
+              worst = d > worst ? d : worst;
+            }
+      else
+        worst = 999;
+      CHECK(worst <= 12 && img.channel_axis == 0, "jpeg: shape or samples off by %d", worst);
+      if (write_read(P(out, "jpeg_back.tif"), &img, &back)) {
+        CHECK(same(&back.a, &img.a), "jpeg: the copy differs");
+        CHECK(tiff_field16(out, TIFFTAG_COMPRESSION) == COMPRESSION_NONE &&
+                  tiff_field16(out, TIFFTAG_PHOTOMETRIC) == PHOTOMETRIC_RGB,
+              "jpeg: the copy is not uncompressed RGB");
+        ndf_image_free(&back);
+      }
+      ndf_image_free(&img);
+    }
+  }
+  /* two pages and a thumbnail between them */
+  TIFF *tif = TIFFOpen(P(path, "thumb.tif"), "w");
+  uint8_t px[2][H * W], small[8 * 4] = {9};
+  for (int p = 0; p < 3; p++) {
+    int thumb = p == 1;
+    if (!thumb)
+      for (int i = 0; i < H * W; i++)
+        px[p / 2][i] = (uint8_t)t_randint(r, 0, 255);
+    TIFFSetField(tif, TIFFTAG_SUBFILETYPE, thumb ? FILETYPE_REDUCEDIMAGE : 0);
+    TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, thumb ? 8 : W);
+    TIFFSetField(tif, TIFFTAG_IMAGELENGTH, thumb ? 4 : H);
+    TIFFSetField(tif, TIFFTAG_BITSPERSAMPLE, 8);
+    TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_MINISBLACK);
+    TIFFWriteEncodedStrip(tif, 0, thumb ? small : px[p / 2], thumb ? 32 : H * W);
+    TIFFWriteDirectory(tif);
+  }
+  TIFFClose(tif);
+  ndf_image img;
+  if (ndf_image_read(path, NULL, &img, err, sizeof err) != NDF_OK) {
+    CHECK(0, "thumbnail: %s", err);
+    return;
+  }
+  CHECK(img.a.ndim == 3 && img.a.shape[0] == 2 && img.a.shape[1] == H && img.a.shape[2] == W &&
+            !memcmp(img.a.data, px, sizeof px),
+        "thumbnail: the stack is not the two full pages");
+  ndf_image_free(&img);
+}
+
 /* Tags a file carries to a same-format copy, and the voxel sizes they give. */
 static void tiff_metadata(uint64_t *r) {
   static const struct {
@@ -1206,6 +1284,7 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "tiff")) {
     tiff_round_trips(&r);
     tiff_files(&r);
+    tiff_special(&r);
     tiff_metadata(&r);
     int64_t s2[2] = {t_randint(&r, 1, 30), t_randint(&r, 1, 30)};
     int64_t s4[4] = {3, 2, t_randint(&r, 1, 30), t_randint(&r, 1, 30)};

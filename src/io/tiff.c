@@ -126,7 +126,8 @@ static uint16_t float_to_half(float f) {
   memcpy(&u, &f, 4);
   uint16_t s = (uint16_t)(u >> 16 & 0x8000);
   uint32_t a = u & 0x7fffffff;
-  if (a > 0x7f800000) return s | 0x7e00;  /* NaN */
+  if (a > 0x7f800000) /* NaN: its payload's top bits, as a half read in left them */
+    return s | 0x7c00 | (a >> 13 & 0x3ff ? (uint16_t)(a >> 13 & 0x3ff) : 0x200);
   if (a >= 0x477ff000) return s | 0x7c00; /* 65520 and up round to infinity */
   if (a < 0x38800000)                     /* below 2^-14: a subnormal or zero, exact scaling */
     return s | (uint16_t)nearbyintf(fabsf(f) * 16777216.0f);
@@ -139,6 +140,7 @@ static uint16_t float_to_half(float f) {
 
 /* How a page's samples become the array's: the file's type, and the dtype it is held in. */
 typedef enum kind {
+  K_NONE = -1,
   K_BITS,
   K_PALETTE,
   K_U8,
@@ -252,15 +254,15 @@ static ndf_status describe(TIFF *tif, page *pg, char *why, size_t n) {
             : b == 8                   ? K_U8
             : b == 16                  ? K_U16
             : b == 32                  ? K_U32
-                                       : (kind)-1;
+                                       : K_NONE;
   } else if (pg->format == SAMPLEFORMAT_INT) {
     if (b == 64) {
       snprintf(why, n, "64-bit integer samples have no exact type here (u8, u16, i16, f32, f64)");
       return NDF_EUNSUPPORTED;
     }
-    pg->k = b == 8 ? K_I8 : b == 16 ? K_I16 : b == 32 ? K_I32 : (kind)-1;
+    pg->k = b == 8 ? K_I8 : b == 16 ? K_I16 : b == 32 ? K_I32 : K_NONE;
   } else if (pg->format == SAMPLEFORMAT_IEEEFP) {
-    pg->k = b == 16 ? K_F16 : b == 32 ? K_F32 : b == 64 ? K_F64 : (kind)-1;
+    pg->k = b == 16 ? K_F16 : b == 32 ? K_F32 : b == 64 ? K_F64 : K_NONE;
   } else if (pg->format == SAMPLEFORMAT_COMPLEXINT || pg->format == SAMPLEFORMAT_COMPLEXIEEEFP) {
     snprintf(why, n, "complex samples are not supported");
     return NDF_EUNSUPPORTED;
@@ -268,7 +270,7 @@ static ndf_status describe(TIFF *tif, page *pg, char *why, size_t n) {
     snprintf(why, n, "unknown SampleFormat %u", pg->format);
     return NDF_EINVAL;
   }
-  if ((int)pg->k < 0) {
+  if (pg->k == K_NONE) {
     static const char *fmt[] = {"", "unsigned integer", "signed integer", "floating-point"};
     snprintf(why, n, "%u-bit %s samples are not supported", b, fmt[pg->format]);
     return NDF_EUNSUPPORTED;
@@ -343,21 +345,21 @@ static double max_ratio(uint16_t c) {
 /* Checks that the current page's data lies within the file and could decode to its size. */
 static ndf_status check_data(TIFF *tif, const page *pg, int64_t pageno, uint64_t fsize, char *why,
                              size_t n) {
-  uint32_t need, have = pg->tw ? TIFFNumberOfTiles(tif) : TIFFNumberOfStrips(tif);
-  uint64_t planes = pg->planar == PLANARCONFIG_SEPARATE ? pg->spp : 1;
+  uint32_t have = pg->tw ? TIFFNumberOfTiles(tif) : TIFFNumberOfStrips(tif), rps = 0;
+  double planes = pg->planar == PLANARCONFIG_SEPARATE ? pg->spp : 1, needd;
   if (pg->tw) {
-    need = (uint32_t)(((uint64_t)(pg->w - 1) / pg->tw + 1) * ((pg->h - 1) / pg->th + 1) * planes);
+    needd = ((pg->w - 1) / pg->tw + 1.0) * ((pg->h - 1) / pg->th + 1.0) * planes;
   } else {
-    uint32_t rps = 0;
     TIFFGetFieldDefaulted(tif, TIFFTAG_ROWSPERSTRIP, &rps);
     if (!rps || rps > pg->h) rps = pg->h;
-    need = (uint32_t)(((pg->h - 1) / rps + 1) * planes);
+    needd = ((pg->h - 1) / rps + 1.0) * planes;
   }
-  if (have < need) {
-    snprintf(why, n, "page %lld has %u %s, its size needs %u", (long long)pageno, have,
-             pg->tw ? "tiles" : "strips", need);
+  if (have < needd) {
+    snprintf(why, n, "page %lld has %u %s, its size needs %.0f", (long long)pageno, have,
+             pg->tw ? "tiles" : "strips", needd);
     return NDF_EINVAL;
   }
+  uint32_t need = (uint32_t)needd;
   uint64_t raw = 0, decoded = 0;
   for (uint32_t i = 0; i < need; i++) {
     uint64_t off = TIFFGetStrileOffset(tif, i), bc = TIFFGetStrileByteCount(tif, i);
@@ -441,6 +443,7 @@ static void unpack(kind k, unsigned bits, const unsigned char *row, uint32_t n, 
   case K_F16: UNPACK(uint16_t, float, half_to_float);
   case K_F32: UNPACK(float, float, AS_IS);
   case K_F64: UNPACK(double, double, AS_IS);
+  case K_NONE: break;
   }
 #undef UNPACK
 #undef AS_IS
@@ -634,14 +637,15 @@ static ndf_status read_all(rd *r, const ndf_read_opts *o, ndf_image *img, char *
       r->cap = cap;
     }
     st = describe(r->tif, &pg, why, sizeof why);
-    if (st != NDF_OK)
+    /* reduced-resolution copies (thumbnails) and transparency masks are not pages of the stack */
+    int use = !pages || !(pg.subfile & (FILETYPE_REDUCEDIMAGE | FILETYPE_MASK));
+    if (st != NDF_OK && use)
       return ndf_io_error(err, errlen, st, r->path, "page %lld: %s", (long long)pages + 1, why);
     uint64_t end = ifd_end(r->tif);
     if (end > fsize)
       return ndf_io_error(err, errlen, NDF_EINVAL, r->path,
                           "truncated: page %lld's directory ends at byte %llu, the file has %llu",
                           (long long)pages + 1, (unsigned long long)end, (unsigned long long)fsize);
-    int use = !pages || !(pg.subfile & FILETYPE_REDUCEDIMAGE);
     if (use && pages &&
         (pg.w != first.w || pg.h != first.h || pg.channels != first.channels || pg.k != first.k ||
          pg.bits != first.bits || (pg.photometric != first.photometric && pg.k != K_PALETTE)))
