@@ -94,7 +94,7 @@ typedef struct prd {
 
 /* libpng's allocations, bounded: a chunk's length over libpng's limit is only a warning to it, so
  * a 100-byte file could have it allocate 2 GB for a text chunk. A chunk refused here is skipped.
- * Until the image's size is checked, 16 MB; then enough for its rows. */
+ * 16 MB, and once the image's size is checked, enough for two of its rows. */
 enum { CHUNK_MAX = 16 << 20 };
 
 static png_voidp bounded_malloc(png_structp png, png_alloc_size_t n) {
@@ -164,9 +164,12 @@ static ndf_status keep_meta(prd *r, int depth, int ctype, int channels) {
 /* The decoding; libpng's errors come back to its setjmp. Everything it changes lives in *r (not
  * in locals of this function), so nothing is lost on the way back. */
 static ndf_status decode(prd *r, ndf_image *img, char *err, size_t errlen) {
-  if (setjmp(png_jmpbuf(r->png)))
+  if (setjmp(png_jmpbuf(r->png))) {
+    if (strstr(r->b.msg, "ut of memory"))
+      return ndf_io_error(err, errlen, NDF_ENOMEM, r->path, "out of memory");
     return ndf_io_error(err, errlen, NDF_EINVAL, r->path, "%s%s",
                         strncmp(r->b.msg, "truncated", 9) ? "corrupt: " : "", r->b.msg);
+  }
   png_structp png = r->png;
   png_infop info = r->info;
   png_set_read_fn(png, r, read_fn);
@@ -188,6 +191,8 @@ static ndf_status decode(prd *r, ndf_image *img, char *err, size_t errlen) {
                         "corrupt or truncated: %ux%u pixels need %llu bytes of image data, more "
                         "than a %llu-byte file can hold",
                         w, h, (unsigned long long)raw, (unsigned long long)r->fsize);
+  /* libpng's row buffers come with png_read_update_info: at most 4 channels of 2 bytes */
+  if (r->alloc_max < 16 * (size_t)w + 4096) r->alloc_max = 16 * (size_t)w + 4096;
   png_set_expand(png); /* palette -> RGB(A), 1/2/4-bit gray -> 8 bits, tRNS -> alpha */
   if (depth == 16 && little_endian()) png_set_swap(png);
   int passes = png_set_interlace_handling(png);
@@ -199,7 +204,6 @@ static ndf_status decode(prd *r, ndf_image *img, char *err, size_t errlen) {
   if ((uint64_t)w * h * C > MAX_SAMPLES)
     return ndf_io_error(err, errlen, NDF_EUNSUPPORTED, r->path,
                         "%ux%u pixels with %d channels is more than 2^31 samples", w, h, C);
-  if (r->alloc_max < 2 * rowbytes + 4096) r->alloc_max = 2 * rowbytes + 4096; /* libpng's rows */
   size_t plane = (size_t)w * h;
   r->data = malloc(plane * C * es);
   /* gray: straight into the array; colour: interleaved rows (the whole image if interlaced) */
@@ -332,11 +336,28 @@ static void set_meta(pwr *w) {
   }
 }
 
+/* libpng's output, so that a failed write says why. */
+static void write_fn(png_structp png, png_bytep data, size_t n) {
+  pwr *w = png_get_io_ptr(png);
+  if (fwrite(data, 1, n, w->f) != n) {
+    snprintf(w->b.msg, sizeof w->b.msg, "%s", strerror(errno));
+    png_error(png, w->b.msg);
+  }
+}
+
+static void flush_fn(png_structp png) {
+  pwr *w = png_get_io_ptr(png);
+  if (fflush(w->f) != 0) {
+    snprintf(w->b.msg, sizeof w->b.msg, "%s", strerror(errno));
+    png_error(png, w->b.msg);
+  }
+}
+
 static ndf_status encode(pwr *w, char *err, size_t errlen) {
   if (setjmp(png_jmpbuf(w->png)))
     return ndf_io_error(err, errlen, NDF_EIO, w->path, "write failed: %s", w->b.msg);
   png_structp png = w->png;
-  png_init_io(png, w->f);
+  png_set_write_fn(png, w, write_fn, flush_fn);
   png_set_user_limits(png, PNG_MAX_SIDE, PNG_MAX_SIDE);
   png_set_benign_errors(png, 1); /* a kept chunk libpng finds unfit is dropped, not fatal */
   png_set_IHDR(png, w->info, w->w, w->h, w->depth, w->ctype, PNG_INTERLACE_NONE,
@@ -399,11 +420,13 @@ ndf_status ndf__png_write(const char *path, const ndf_image *img, char *err, siz
   } else if (a->ndim == 3 && img->channel_axis == 0 && a->shape[0] >= 2 && a->shape[0] <= 4) {
     w.C = (int)a->shape[0];
   } else {
+    char ax[32] = "no channel axis";
+    if (img->channel_axis >= 0) snprintf(ax, sizeof ax, "channel axis %d", img->channel_axis);
     return ndf_io_error(err, errlen, NDF_EUNSUPPORTED, path,
-                        "PNG holds a 2-D gray image (h, w) or a colour one with 2, 3 or 4 channels "
-                        "first (c, h, w) and channel axis 0; this array has %d axes and %s",
-                        a->ndim,
-                        img->channel_axis < 0 ? "no channel axis" : "another channel layout");
+                        "PNG holds a gray image (h, w) or a colour one with 2, 3 or 4 channels "
+                        "first (c, h, w), channel axis 0; this array has %d axes (the first of "
+                        "%lld) and %s",
+                        a->ndim, (long long)a->shape[0], ax);
   }
   int64_t H = a->shape[a->ndim - 2], W = a->shape[a->ndim - 1];
   if (H > PNG_MAX_SIDE || W > PNG_MAX_SIDE)
