@@ -748,6 +748,32 @@ static void tiff_errors(uint64_t *r) {
     free(b);
   }
 
+  { /* a deflate strip of a few bytes claiming 3.6 GB of samples: refused before allocating */
+    TIFF *tif = TIFFOpen(P(path, "huge.tif"), "w");
+    unsigned char px[256] = {0};
+    TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, 16);
+    TIFFSetField(tif, TIFFTAG_IMAGELENGTH, 16);
+    TIFFSetField(tif, TIFFTAG_BITSPERSAMPLE, 8);
+    TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_MINISBLACK);
+    TIFFSetField(tif, TIFFTAG_COMPRESSION, COMPRESSION_ADOBE_DEFLATE);
+    TIFFSetField(tif, TIFFTAG_ROWSPERSTRIP, 0xffffffffu); /* one strip, whatever the height */
+    TIFFWriteEncodedStrip(tif, 0, px, sizeof px);
+    TIFFClose(tif);
+    b = slurp(path, &n);
+    size_t w = ifd_entry(b, TIFFTAG_IMAGEWIDTH), h = ifd_entry(b, TIFFTAG_IMAGELENGTH);
+    if (w && h) {
+      for (int k = 0; k < 2; k++) {
+        unsigned char *e = b + (k ? h : w);
+        e[2] = 4; /* LONG */
+        put32(e + 4, 1);
+        put32(e + 8, 60000);
+      }
+      spill(path, b, n);
+      expect_fail(path, NDF_EINVAL, "more than the codec can pack");
+    }
+    free(b);
+  }
+
   /* valid files ndfilt cannot hold */
   static const struct {
     const char *name;

@@ -328,17 +328,18 @@ static uint64_t strile_bytes(TIFF *tif, const page *pg, uint32_t i) {
   return rows * row;
 }
 
-/* The most bytes of samples a codec may make of one byte: deflate's limit is 1032, LZW's about
- * 1400 (12-bit codes of strings up to 4096 bytes), PackBits' 64. Others (JPEG, LZMA, ZSTD, fax)
- * get a generous bound: it is only there to refuse absurd sizes before allocating. */
-static double max_ratio(uint16_t c) {
+/* The most bytes of samples a codec can make of raw bytes: deflate packs at most 1032 into one,
+ * LZW about 1400 (12-bit codes of strings up to 4096 bytes), PackBits 64. The others (ZSTD, LZMA,
+ * JBIG, WebP, fax, JPEG) have no such limit worth trusting: up to 64 MB for any size, and past it
+ * 65536 to one. It only refuses absurd sizes before allocating. */
+static double max_decoded(uint16_t c, double raw) {
   switch (c) {
-  case COMPRESSION_NONE: return 1;
-  case COMPRESSION_PACKBITS: return 64;
+  case COMPRESSION_NONE: return raw;
+  case COMPRESSION_PACKBITS: return 64 * raw + 65536;
   case COMPRESSION_ADOBE_DEFLATE:
-  case COMPRESSION_DEFLATE: return 1100;
-  case COMPRESSION_LZW: return 2048;
-  default: return 65536;
+  case COMPRESSION_DEFLATE: return 1100 * raw + 65536;
+  case COMPRESSION_LZW: return 2048 * raw + 65536;
+  default: return fmax(65536 * raw, 64.0 * (1 << 20));
   }
 }
 
@@ -380,7 +381,7 @@ static ndf_status check_data(TIFF *tif, const page *pg, int64_t pageno, uint64_t
     decoded += want;
   }
   if (pg->compression != COMPRESSION_NONE &&
-      (double)decoded > max_ratio(pg->compression) * (double)raw + 65536) {
+      (double)decoded > max_decoded(pg->compression, (double)raw)) {
     char name[32];
     snprintf(why, n,
              "page %lld claims %llu bytes of samples from %llu bytes of %s data, more than the "
