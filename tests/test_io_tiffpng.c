@@ -647,6 +647,19 @@ static void tiff_metadata(uint64_t *r) {
       TIFFClose(tif);
       ndf_image_free(&back);
     }
+    if (cases[i].sx > 0) { /* a new voxel size: in the file's unit (ImageJ's where it has one) */
+      img.spacing[2] *= 3;
+      img.spacing[1] *= 0.5;
+      snprintf(name, sizeof name, "meta%zu_resized.tif", i);
+      if (write_read(P(out, name), &img, &back)) {
+        for (int k = 1; k < 3; k++)
+          CHECK(close_rel(back.spacing[k], img.spacing[k], 1e-6), "meta %zu: new spacing %d: %g", i,
+                k, back.spacing[k]);
+        CHECK(tiff_field16(out, TIFFTAG_RESOLUTIONUNIT) == cases[i].unit,
+              "meta %zu: the new resolution's unit changed", i);
+        ndf_image_free(&back);
+      }
+    }
     ndf_image_free(&img);
   }
 }

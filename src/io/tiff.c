@@ -939,7 +939,12 @@ ndf_status ndf__tiff_write(const char *path, const ndf_image *img, char *err, si
       w.predictor = m->predictor;
   }
 
-  /* Resolution: the file's where the voxel size is still what it gave, else from the spacing. */
+  w.layout_ok = m && !m->separate && m->ndim == nd;
+  for (int d = 0; w.layout_ok && d < nd; d++)
+    w.layout_ok = m->shape[d] == a->shape[d];
+
+  /* Resolution: the file's where the voxel size is still what it gave, else from the spacing (in
+   * ImageJ's unit where its description goes along, which readers take it in). */
   double sy = img->spacing[nd - 2], sx = img->spacing[nd - 1];
   if (m && m->has_res && close_to(res_mm(m->xres, m->unit, m->imagej_mm), sx) &&
       close_to(res_mm(m->yres, m->unit, m->imagej_mm), sy)) {
@@ -948,14 +953,14 @@ ndf_status ndf__tiff_write(const char *path, const ndf_image *img, char *err, si
     w.yres = m->yres;
     w.unit = m->unit;
   } else if (sx > 0 && sy > 0) {
+    int imagej = m && m->imagej_mm > 0 && m->unit == RESUNIT_NONE && w.layout_ok;
     w.has_res = 1;
-    w.unit = m && m->unit == RESUNIT_INCH ? RESUNIT_INCH : RESUNIT_CENTIMETER;
-    double per = w.unit == RESUNIT_INCH ? 25.4 : 10;
+    w.unit = imagej                         ? RESUNIT_NONE
+             : m && m->unit == RESUNIT_INCH ? RESUNIT_INCH
+                                            : RESUNIT_CENTIMETER;
+    double per = imagej ? m->imagej_mm : w.unit == RESUNIT_INCH ? 25.4 : 10;
     w.xres = (float)(per / sx);
     w.yres = (float)(per / sy);
   }
-  w.layout_ok = m && !m->separate && m->ndim == nd;
-  for (int d = 0; w.layout_ok && d < nd; d++)
-    w.layout_ok = m->shape[d] == a->shape[d];
   return ndf_io_write_via_temp(path, write_tmp, &w, err, errlen);
 }
