@@ -24,6 +24,12 @@ NDF__IO_FORMAT(nifti)
 #ifdef NDF_HAVE_FITS
 NDF__IO_FORMAT(fits)
 #endif
+#ifdef NDF_HAVE_TIFF
+NDF__IO_FORMAT(tiff)
+#endif
+#ifdef NDF_HAVE_PNG
+NDF__IO_FORMAT(png)
+#endif
 
 #undef NDF__IO_FORMAT
 #endif

@@ -32,6 +32,12 @@ static const struct {
     {NDF_FORMAT_FITS, "fits", ".fits .fit .fts .fits.gz .fit.gz .fts.gz .fz", ndf__fits_read,
      ndf__fits_write},
 #endif
+#ifdef NDF_HAVE_TIFF
+    {NDF_FORMAT_TIFF, "tiff", ".tif .tiff", ndf__tiff_read, ndf__tiff_write},
+#endif
+#ifdef NDF_HAVE_PNG
+    {NDF_FORMAT_PNG, "png", ".png", ndf__png_read, ndf__png_write},
+#endif
 };
 enum { NFORMATS = sizeof formats / sizeof formats[0] };
 

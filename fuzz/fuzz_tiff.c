@@ -1,0 +1,6 @@
+/* fuzz_tiff.c - libFuzzer harness for the TIFF reader. */
+#include "fuzz_common.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  return ndf_fuzz_read(data, size, ".tif");
+}

@@ -1,0 +1,279 @@
+#!/usr/bin/env python3
+"""io_tiff_check.py - src/io's TIFF reader and writer against tifffile, through io_convert.
+
+tifffile writes files (random data of every sample type it has, gray and RGB(A), single pages and
+stacks, strips and tiles, contiguous and planar samples, both byte orders, uncompressed, deflate
+with and without a predictor, and LZMA, with resolution and a description). io_convert turns each
+into .npy, compared with the data tifffile wrote, and into .tif, which tifffile must read back
+with the same data, sample type, resolution, description and (deflate, none) compression. The real
+TIFF files this machine has (scikit-image's data, Python's test images) go through the same. Exit
+0 on pass, 1 on failure, 77 when tifffile is missing.
+
+Environment: IO_CONVERT (the io_convert tool), NDF_TEST_SEED (repeat a run)."""
+import glob
+import os
+import subprocess
+import sys
+import tempfile
+
+try:
+    import numpy as np
+    import tifffile
+except ImportError as e:
+    print(f"skipped: {e}")
+    sys.exit(77)
+
+IO = os.environ.get("IO_CONVERT")
+failures = []
+
+
+def fail(msg):
+    failures.append(msg)
+    print("FAIL", msg)
+
+
+def run(*args):
+    return subprocess.run([IO, *args], capture_output=True, text=True)
+
+
+def convert(src, dst):
+    r = run(src, dst)
+    if r.returncode != 0:
+        fail(f"io_convert {src} {dst}: exit {r.returncode}: {r.stderr.strip()}")
+        return False
+    return True
+
+
+def info(path):
+    r = run("--info", path)
+    if r.returncode != 0:
+        fail(f"io_convert --info {path}: {r.stderr.strip()}")
+        return None
+    out = {}
+    for line in r.stdout.splitlines():
+        k, _, v = line.partition(" ")
+        out[k] = v.split()
+    return out
+
+
+# the dtype src/io holds each file type in (image.h: kept, or widened exactly)
+HELD = {"uint8": "uint8", "uint16": "uint16", "int16": "int16", "float32": "float32",
+        "float64": "float64", "int8": "int16", "uint32": "float64", "int32": "float64",
+        "float16": "float32", "bool": "uint8"}
+
+
+def canonical(path):
+    """The file's data as src/io lays it out: samples (colour) first, then pages, rows, columns."""
+    with tifffile.TiffFile(path) as t:
+        s = t.series[0]
+        a = s.asarray()
+        axes = s.axes
+    if "S" in axes and a.shape[axes.index("S")] > 1:
+        a = np.moveaxis(a, axes.index("S"), 0)
+    return a
+
+
+def tags(path):
+    """What the writer must keep: resolution, its unit, description, compression, predictor."""
+    with tifffile.TiffFile(path) as t:
+        p = t.pages[0]
+        g = p.tags
+
+        def val(name):
+            return g[name].value if name in g else None
+
+        res = tuple(None if val(k) is None else val(k)[0] / val(k)[1]
+                    for k in ("XResolution", "YResolution"))
+        unit = val("ResolutionUnit")
+        return {"res": res, "unit": (2 if unit is None else int(unit)) if res[0] else None,
+                "description": p.description, "compression": int(p.compression),
+                "predictor": int(p.predictor), "bits": p.bitspersample,
+                "format": int(p.sampleformat), "pages": len(t.pages),
+                "samples": 3 if int(p.photometric) == 3 else p.samplesperpixel,
+                "separate": int(p.planarconfig) == 2 and p.samplesperpixel > 1}
+
+
+def spacing_of(tg):
+    """Spacing in mm from the resolution (image.h: 25.4/xres for inch, 10/xres for cm)."""
+    if tg["res"][0] is None:
+        return 0.0, 0.0
+    per = {2: 25.4, 3: 10.0}.get(tg["unit"], 0.0)
+    return per / tg["res"][1], per / tg["res"][0]  # y, x
+
+
+def check_file(path, label, expect=None, back_compression=None, imagej_z=None):
+    """path read through io_convert (.npy and --info), and copied to .tif (read by tifffile)."""
+    want = canonical(path) if expect is None else expect
+    tg = tags(path)
+    tmp = os.path.join(work, label)
+    if not convert(path, tmp + ".npy"):
+        return
+    got = np.load(tmp + ".npy")
+    held = HELD[str(want.dtype)]
+    if got.dtype != held or got.shape != want.shape:
+        fail(f"{label}: .npy is {got.dtype} {got.shape}, expected {held} {want.shape}")
+    elif not np.array_equal(got, want.astype(held)):
+        fail(f"{label}: .npy data differ ({np.sum(got != want.astype(held))} samples)")
+    inf = info(path)
+    if inf:
+        sp = [float(v) for v in inf["spacing"]]
+        sy, sx = spacing_of(tg)
+        if imagej_z is not None:
+            sy, sx = imagej_z[1], imagej_z[2]
+        if not (np.isclose(sp[-1], sx, rtol=1e-6) and np.isclose(sp[-2], sy, rtol=1e-6)):
+            fail(f"{label}: spacing {sp}, expected y {sy} x {sx} from {tg['res']} unit {tg['unit']}")
+        if imagej_z is not None and not np.isclose(sp[-3], imagej_z[0], rtol=1e-6):
+            fail(f"{label}: page spacing {sp[-3]}, expected {imagej_z[0]} (ImageJ)")
+        if int(inf["channel_axis"][0]) != (0 if tg["samples"] > 1 else -1):
+            fail(f"{label}: channel_axis {inf['channel_axis']}")
+    if not convert(path, tmp + "_back.tif"):
+        return
+    back = canonical(tmp + "_back.tif")
+    if back.dtype != want.dtype or back.shape != want.shape or not np.array_equal(back, want):
+        fail(f"{label}: tifffile reads the copy as {back.dtype} {back.shape}, wrote {want.dtype} "
+             f"{want.shape}, or the data differ")
+    tb = tags(tmp + "_back.tif")
+    # a description spelling out the layout (ImageJ, tifffile's shape) goes with planar samples,
+    # which the copy interleaves
+    layout = (tg["description"] or "").startswith(("ImageJ=", '{"shape":', "shape=("))
+    if layout and tg["separate"]:
+        tg["description"] = ""
+    for k in ("unit", "description", "bits", "format", "pages"):
+        if tb[k] != tg[k]:
+            fail(f"{label}: the copy's {k} is {tb[k]!r}, the file's {tg[k]!r}")
+    # libtiff holds a resolution as a float: the copy's rational is within float precision
+    if (tb["res"][0] is None) != (tg["res"][0] is None) or (
+            tg["res"][0] is not None and not np.allclose(tb["res"], tg["res"], rtol=1e-6)):
+        fail(f"{label}: the copy's resolution is {tb['res']}, the file's {tg['res']}")
+    wc = back_compression if back_compression is not None else (
+        tg["compression"] if tg["compression"] in (1, 5, 8, 32946) else 1)
+    if tb["compression"] != wc:
+        fail(f"{label}: the copy's compression is {tb['compression']}, expected {wc}")
+    if wc != 1 and tb["predictor"] != tg["predictor"]:
+        fail(f"{label}: the copy's predictor is {tb['predictor']}, the file's {tg['predictor']}")
+
+
+def random_data(rng, dtype, shape):
+    dt = np.dtype(dtype)
+    if dt == bool:
+        return rng.integers(0, 2, shape).astype(bool)
+    if dt.kind in "ui":
+        i = np.iinfo(dt)
+        return rng.integers(i.min, i.max, shape, dtype=dt, endpoint=True)
+    a = rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 4, shape)
+    return a.astype(dt)
+
+
+def synthetic(rng):
+    n = 0
+    dtypes = ["uint8", "uint16", "int16", "float32", "float64", "int8", "uint32", "int32",
+              "float16", "bool"]
+    layouts = ["gray", "stack", "rgb", "rgb_planar", "rgba", "rgb_stack", "rgb_planar_stack"]
+    for dtype in dtypes:
+        for layout in layouts:
+            if dtype == "bool" and layout != "gray" and layout != "stack":
+                continue
+            # sides of 1 are left to the C tests: tifffile takes a trailing 1 for samples
+            h, w, p = (int(v) for v in rng.integers(2, 40, 3))
+            p = max(p % 5, 2)
+            c = 4 if layout == "rgba" else 3
+            paged = "stack" in layout
+            ours = [c] if layout not in ("gray", "stack") else []
+            ours += [p] if paged else []
+            ours += [h, w]
+            data = random_data(rng, dtype, ours)  # src/io's layout: (c, p, h, w)
+            kw = {"photometric": "minisblack", "metadata": None}
+            if layout in ("rgb", "rgba", "rgb_stack"):
+                arr = np.moveaxis(data, 0, -1)  # (p, h, w, c)
+                kw["photometric"] = "rgb"
+                if layout == "rgba":
+                    kw["extrasamples"] = ["unassalpha"]
+            elif layout in ("rgb_planar", "rgb_planar_stack"):
+                arr = np.moveaxis(data, 0, 1) if paged else data  # (p, c, h, w)
+                kw.update(photometric="rgb", planarconfig="separate")
+            else:
+                arr = data
+            variant = int(rng.integers(0, 4)) if dtype != "bool" else 0  # bilevel: uncompressed
+            if variant == 1:
+                kw["compression"] = "zlib"
+            elif variant == 2 and np.dtype(dtype).kind in "ui" and dtype != "bool":
+                kw.update(compression="zlib", predictor=True)
+            elif variant == 3:
+                kw["compression"] = "lzma"
+            if dtype != "bool" and rng.integers(0, 2):
+                kw["tile"] = (16, 16)
+            else:
+                kw["rowsperstrip"] = int(rng.integers(1, h + 1))
+            if rng.integers(0, 2):
+                kw["byteorder"] = ">"
+            unit = int(rng.integers(1, 4))
+            kw["resolution"] = (float(rng.integers(1, 5000)) / 7, float(rng.integers(1, 5000)) / 3)
+            kw["resolutionunit"] = {1: "NONE", 2: "INCH", 3: "CENTIMETER"}[unit]
+            if rng.integers(0, 2):
+                kw["description"] = f"random {dtype} {layout}, seed {seed}"
+                kw.pop("metadata")
+            label = f"{dtype}_{layout}_{variant}"
+            path = os.path.join(work, label + ".tif")
+            tifffile.imwrite(path, arr, **kw)
+            check_file(path, label, expect=data)
+            n += 1
+            # .npy (no metadata) to TIFF: the array's own dtype, no resolution
+            if layout in ("gray", "stack") and dtype in ("uint8", "uint16", "int16", "float32",
+                                                          "float64"):
+                np.save(os.path.join(work, label + "_x.npy"), data)
+                if convert(os.path.join(work, label + "_x.npy"), os.path.join(work, label + "_x.tif")):
+                    got = canonical(os.path.join(work, label + "_x.tif"))
+                    if got.dtype != data.dtype or not np.array_equal(got, data):
+                        fail(f"{label}: .npy to .tif: tifffile reads {got.dtype} {got.shape}")
+    return n
+
+
+def imagej(rng):
+    """An ImageJ hyperstack header: micron units, z spacing, written back as it was."""
+    data = random_data(rng, "uint16", (6, 20, 24))
+    path = os.path.join(work, "imagej.tif")
+    tifffile.imwrite(path, data, imagej=True, resolution=(1 / 0.25, 1 / 0.5),
+                     metadata={"spacing": 1.5, "unit": "um"})
+    check_file(path, "imagej", expect=data, imagej_z=(1.5e-3, 0.5e-3, 0.25e-3))
+
+
+def real_files():
+    found = sorted(set(glob.glob("/usr/lib/python3/dist-packages/skimage/data/*.tif") +
+                       glob.glob("/usr/lib/python3/dist-packages/skimage/data/*.tiff") +
+                       glob.glob("/usr/share/**/*.tif", recursive=True)[:20] +
+                       glob.glob("/usr/lib/python3*/test/**/*.tif*", recursive=True)[:2] +
+                       glob.glob("/root/.pyenv/versions/*/lib/python*/test/**/*.tiff",
+                                 recursive=True)[:2]))
+    n = 0
+    for path in found:
+        label = "real_" + os.path.basename(path).replace(".", "_")
+        try:
+            canonical(path)
+        except Exception as e:  # not a file tifffile reads either
+            print(f"note: {path}: tifffile cannot read it ({e}); skipped")
+            continue
+        r = run("--info", path)
+        if r.returncode != 0:
+            fail(f"{path}: io_convert cannot read it: {r.stderr.strip()}")
+            continue
+        check_file(path, label)
+        n += 1
+        print(f"real file {path}: {r.stdout.split(chr(10))[2]}")
+    return n
+
+
+if __name__ == "__main__":
+    if not IO:
+        print("IO_CONVERT is not set")
+        sys.exit(1)
+    seed = int(os.environ.get("NDF_TEST_SEED", np.random.SeedSequence().entropy % 2**63))
+    print(f"seed: NDF_TEST_SEED={seed}")
+    rng = np.random.default_rng(seed)
+    with tempfile.TemporaryDirectory(prefix="ndf_tiff_check_") as work:
+        n = synthetic(rng)
+        imagej(rng)
+        m = real_files()
+        if m == 0:
+            print("note: no real TIFF files found on this machine")
+        print(f"{n} tifffile files, 1 ImageJ stack, {m} real files: {len(failures)} failures")
+    sys.exit(1 if failures else 0)
