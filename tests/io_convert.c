@@ -18,8 +18,7 @@ int main(int argc, char **argv) {
       fprintf(stderr, "%s\n", err);
       return 3;
     }
-    printf("format %s\ndtype %s\nshape", ndf_format_name(img.format),
-           ndf_dtype_name(img.a.dtype));
+    printf("format %s\ndtype %s\nshape", ndf_format_name(img.format), ndf_dtype_name(img.a.dtype));
     for (int d = 0; d < img.a.ndim; d++)
       printf(" %lld", (long long)img.a.shape[d]);
     printf("\nchannel_axis %d\nspacing", img.channel_axis);

@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "cli.h"
-#include "io/npy.h"
+#include "io/image.h"
 #include "kernels.h"
 #include "phantom.h"
 
@@ -88,26 +88,33 @@ typedef struct {
   int64_t n, c;
 } volumes;
 
-/* Central z-slices of the phantom, the smoothed volume and the gradient
- * magnitude side by side as an 8-bit PGM; the last panel is scaled to its
- * own maximum. */
-static int fill_pgm(void *ctx, void *file) {
-  const volumes *v = ctx;
-  const int64_t n = v->n, off = (n / 2) * n * n;
-  const float *panel[3] = {v->vol + off, v->smooth + off, v->gradmag + off};
-  float gmax = 1e-30f;
-  for (int64_t i = 0; i < n * n; i++)
-    gmax = panel[2][i] > gmax ? panel[2][i] : gmax;
-  FILE *f = file;
-  fprintf(f, "P5\n%lld %lld\n255\n", (long long)(3 * n), (long long)n);
-  for (int64_t y = 0; y < n; y++)
-    for (int k = 0; k < 3; k++)
-      for (int64_t x = 0; x < n; x++) {
-        float s = panel[k][y * n + x];
-        int g = (int)(k == 2 ? 255.f * s / gmax : 255.f * (s + 0.1f) / 1.2f);
-        fputc(g < 0 ? 0 : g > 255 ? 255 : g, f);
-      }
-  return 0;
+/* The central z-slices of the phantom and of each result side by side, as an 8-bit gray
+ * image of shape (n, 5 n + 8) (2-voxel gaps): phantom | smoothed | gradient magnitude |
+ * Laplacian | quadrature magnitude (the crop, centred). Each panel is scaled to its own range.
+ * Returns NULL if out of memory. */
+static uint8_t *montage(const volumes *v, int64_t *h, int64_t *w) {
+  const int64_t n = v->n, c = v->c, gap = 2;
+  *h = n;
+  *w = 5 * n + 4 * gap;
+  uint8_t *m = calloc((size_t)(*h * *w), 1);
+  if (!m) return NULL;
+  const float *panel[5] = {v->vol + (n / 2) * n * n, v->smooth + (n / 2) * n * n,
+                           v->gradmag + (n / 2) * n * n, v->laplace + (n / 2) * n * n,
+                           v->quadmag + (c / 2) * c * c};
+  for (int k = 0; k < 5; k++) {
+    const int64_t e = k == 4 ? c : n, o = (n - e) / 2; /* the panel's extent and offset */
+    float lo = panel[k][0], hi = panel[k][0];
+    for (int64_t i = 0; i < e * e; i++) {
+      lo = panel[k][i] < lo ? panel[k][i] : lo;
+      hi = panel[k][i] > hi ? panel[k][i] : hi;
+    }
+    const float scale = hi > lo ? 255.f / (hi - lo) : 0.f;
+    for (int64_t y = 0; y < e; y++)
+      for (int64_t x = 0; x < e; x++)
+        m[(y + o) * *w + k * (n + gap) + x + o] =
+            (uint8_t)lrintf((panel[k][y * e + x] - lo) * scale);
+  }
+  return m;
 }
 
 /* g = c^2 (first) or g += c^2; the last call also takes the square root. */
@@ -374,9 +381,10 @@ int ndf_cli_demo(ndf_context *ctx, int argc, char **argv) {
              "bank of `--kernel quadrature`, all with mode nearest, and a kernel superposition\n"
              "of the central slice (sigma 0.3 to 3 growing with depth), on the chosen device (and\n"
              "on the CPU as well when that is a GPU), prints a table of timings and writes\n"
-             "phantom.npy, smoothed.npy, gradmag.npy, laplace.npy, quadmag.npy (the bank's\n"
-             "direction 0 magnitude sqrt(even^2 + odd^2) on the crop) and slices.pgm (central\n"
-             "slice: before | smoothed | gradient magnitude) to DIR (default demo-out).\n",
+             "phantom, smoothed, gradmag, laplace and quadmag (the bank's direction 0\n"
+             "magnitude sqrt(even^2 + odd^2) on the crop) as .nii.gz, and montage.png (the\n"
+             "central slice of each, side by side) to DIR (default demo-out).\n\n"
+             "examples:\n  ndfilt demo\n  ndfilt --device cpu demo --size 128 --out /tmp/demo\n",
              BANK_CROP);
       return NDF_EXIT_OK;
     }
@@ -457,32 +465,164 @@ int ndf_cli_demo(ndf_context *ctx, int argc, char **argv) {
       printf("max |gpu - cpu|: smoothed %.3g, gradient magnitude %.3g, laplacian %.3g, "
              "quadrature magnitude %.3g\n",
              diff[0], diff[1], diff[2], diff[3]);
-    /* the files and their buffers */
-    static const char *names[5] = {"phantom.npy", "smoothed.npy", "gradmag.npy", "laplace.npy",
-                                   "quadmag.npy"};
+    /* the files (NIfTI, 1 mm voxels) and their buffers, then the montage */
+    static const char *names[5] = {"phantom.nii.gz", "smoothed.nii.gz", "gradmag.nii.gz",
+                                   "laplace.nii.gz", "quadmag.nii.gz"};
     static const int which[5] = {0, 1, 2, 4, 6};
-    char path[4096], err[512];
+    char path[4096], err[1024];
     const int64_t shape[3] = {n, n, n}, cshape[3] = {c, c, c};
     ndf_status st = NDF_OK;
+    ndf_image img;
+    ndf_image_init(&img);
+    for (int d = 0; d < 3; d++)
+      img.spacing[d] = 1.0;
     for (int k = 0; k < 5 && st == NDF_OK; k++) {
-      ndf_array a = ndf_array_contiguous(NDF_F32, 3, k < 4 ? shape : cshape, buf[which[k]]);
+      img.a = ndf_array_contiguous(NDF_F32, 3, k < 4 ? shape : cshape, buf[which[k]]);
       snprintf(path, sizeof path, "%s/%s", dir, names[k]);
-      st = ndf_npy_write(path, &a, err, sizeof err);
+      st = ndf_image_write(path, &img, err, sizeof err);
     }
-    snprintf(path, sizeof path, "%s/slices.pgm", dir);
-    if (st == NDF_OK) st = ndf_write_atomic(path, fill_pgm, &v, err, sizeof err);
+    int64_t mshape[2];
+    uint8_t *m = st == NDF_OK ? montage(&v, &mshape[0], &mshape[1]) : NULL;
+    if (st == NDF_OK && !m) {
+      snprintf(err, sizeof err, "out of memory");
+      st = NDF_ENOMEM;
+    }
+    if (st == NDF_OK) {
+      img.a = ndf_array_contiguous(NDF_U8, 2, mshape, m);
+      img.spacing[0] = img.spacing[1] = 0;
+      snprintf(path, sizeof path, "%s/montage.png", dir);
+      st = ndf_image_write(path, &img, err, sizeof err);
+    }
+    free(m);
     if (st != NDF_OK) {
       fprintf(stderr, "ndfilt demo: %s\n", err);
       rc = NDF_EXIT_IO;
     } else {
-      printf("wrote %s/phantom.npy, %s/smoothed.npy (Gaussian, sigma 2), %s/gradmag.npy "
-             "(Gaussian gradient magnitude, sigma 1.5), %s/laplace.npy (Laplacian), "
-             "%s/quadmag.npy (quadrature direction 0 magnitude, central %lld^3), "
-             "%s/slices.pgm\n",
-             dir, dir, dir, dir, dir, (long long)c, dir);
+      printf("wrote %s/: phantom.nii.gz, smoothed.nii.gz (Gaussian, sigma 2), gradmag.nii.gz "
+             "(Gaussian gradient magnitude, sigma 1.5), laplace.nii.gz (Laplacian), "
+             "quadmag.nii.gz (quadrature direction 0 magnitude, central %lld^3), montage.png "
+             "(central slices: phantom | smoothed | gradient magnitude | Laplacian | "
+             "quadrature)\n",
+             dir, (long long)c);
     }
   }
   for (int k = 0; k < 7; k++)
     free(buf[k]);
   return rc;
+}
+
+/* ------------------------------------------------------------------ bench */
+
+int ndf_cli_bench(ndf_context *ctx, int argc, char **argv) {
+  int64_t shape[3] = {256, 256, 256};
+  double sigma = 4.5;
+  const int cuda = ndf_context_place(ctx).kind == NDF_PLACE_CUDA;
+  int reps = cuda ? 15 : 3;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    char *end = NULL;
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      printf("usage: ndfilt bench [--shape Z,Y,X] [--sigma S] [--repeat N]\n\n"
+             "Times the Gaussian filter's methods (fir, and the recursive iir_deriche, iir_vyv,\n"
+             "iir_alvarez) and the 3^3 Laplacian on a noisy phantom of the given shape (default\n"
+             "256,256,256; float32, mode nearest, sigma default 4.5) held on the device: the\n"
+             "median of N runs (default 15 on a GPU, 3 on the CPU) after a warm-up, wall clock\n"
+             "around each run and its synchronisation. bench/ has the peers' comparisons.\n\n"
+             "examples:\n  ndfilt bench\n  ndfilt --device cpu --threads 8 bench --sigma 16\n");
+      return NDF_EXIT_OK;
+    }
+    if (!v) {
+      fprintf(stderr, "ndfilt bench: option %s needs a value\n", a);
+      return NDF_EXIT_USAGE;
+    }
+    i++;
+    if (!strcmp(a, "--shape")) {
+      long long z, y, x;
+      int k = 0;
+      if (sscanf(v, "%lld,%lld,%lld%n", &z, &y, &x, &k) != 3 || v[k] || z < 1 || y < 1 || x < 1)
+        end = (char *)v;
+      shape[0] = z, shape[1] = y, shape[2] = x;
+    } else if (!strcmp(a, "--sigma")) {
+      sigma = strtod(v, &end);
+      end = *end || !(sigma > 0) ? (char *)v : NULL;
+    } else if (!strcmp(a, "--repeat")) {
+      reps = (int)strtol(v, &end, 10);
+      end = *end || reps < 1 || reps > 15 ? (char *)v : NULL;
+    } else {
+      fprintf(stderr, "ndfilt bench: unknown option %s (see ndfilt bench --help)\n", a);
+      return NDF_EXIT_USAGE;
+    }
+    if (end) {
+      fprintf(stderr, "ndfilt bench: bad %s '%s' (see ndfilt bench --help)\n", a, v);
+      return NDF_EXIT_USAGE;
+    }
+  }
+  const int64_t count = shape[0] * shape[1] * shape[2];
+  float *host = malloc((size_t)count * sizeof *host);
+  if (!host) {
+    fprintf(stderr, "ndfilt bench: out of memory\n");
+    return NDF_EXIT_FAIL;
+  }
+  ndf_phantom3d(host, shape[0], shape[1], shape[2], 0.05, 7);
+  printf("ndfilt %s bench: %lld x %lld x %lld float32 on %s, %d CPU threads\n",
+         ndf_version_string(), (long long)shape[0], (long long)shape[1], (long long)shape[2],
+         ndf_context_device_name(ctx), ndf_context_threads(ctx));
+  ndf_array h = ndf_array_contiguous(NDF_F32, 3, shape, host), a, b;
+  a.data = b.data = NULL;
+  ndf_status st = ndf_array_alloc(ctx, &a, NDF_F32, 3, shape);
+  if (st == NDF_OK) st = ndf_array_alloc(ctx, &b, NDF_F32, 3, shape);
+  if (st == NDF_OK) st = ndf_array_copy(ctx, &a, &h);
+  static const char *methods[4] = {"fir", "iir_deriche", "iir_vyv", "iir_alvarez"};
+  static char ops[4][48];
+  row rows[8];
+  int nrows = 0;
+  const double mvox = (double)count / 1e6;
+  for (int m = 0; m < 4 && st == NDF_OK; m++) {
+    ndf_gaussian_opts o;
+    memset(&o, 0, sizeof o);
+    o.struct_size = sizeof o;
+    o.method = methods[m];
+    for (int d = 0; d < 3; d++) {
+      o.sigma[d] = sigma;
+      o.mode[d] = NDF_MODE_NEAREST;
+    }
+    ndf_plan *p = NULL;
+    double sec;
+    st = ndf_plan_gaussian(&p, ctx, &a, &b, &o);
+    if (st == NDF_OK) st = time_plan(ctx, p, &a, &b, reps, &sec);
+    if (st == NDF_OK) {
+      snprintf(ops[m], sizeof ops[m], "%s, sigma %g", methods[m], sigma);
+      rows[nrows++] = make_row(ops[m], ndf_plan_solver(p), ctx, "", sec, mvox);
+    }
+    ndf_plan_destroy(p);
+  }
+  ndf_cli_kernel k;
+  char err[256];
+  memset(&k, 0, sizeof k);
+  if (st == NDF_OK) st = ndf_cli_kernel_named("laplace", 3, &k, err, sizeof err);
+  if (st == NDF_OK) {
+    ndf_correlate_opts o;
+    memset(&o, 0, sizeof o);
+    o.struct_size = sizeof o;
+    for (int d = 0; d < 3; d++)
+      o.mode[d] = NDF_MODE_NEAREST;
+    ndf_plan *p = NULL;
+    double sec;
+    st = ndf_plan_convolve(&p, ctx, &a, &b, k.w, k.shape, &o);
+    if (st == NDF_OK) st = time_plan(ctx, p, &a, &b, reps, &sec);
+    if (st == NDF_OK)
+      rows[nrows++] = make_row("laplace 3^3", ndf_plan_solver(p), ctx, "", sec, mvox);
+    ndf_plan_destroy(p);
+  }
+  ndf_cli_kernel_free(&k);
+  ndf_array_free(ctx, &a);
+  ndf_array_free(ctx, &b);
+  free(host);
+  if (st != NDF_OK) {
+    fprintf(stderr, "ndfilt bench: %s: %s\n", ndf_status_str(st), ndf_context_message(ctx));
+    return NDF_EXIT_FAIL;
+  }
+  print_table(rows, nrows);
+  printf("(median of %d runs after a warm-up)\n", reps);
+  return NDF_EXIT_OK;
 }

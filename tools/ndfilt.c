@@ -343,8 +343,8 @@ static int parse_weights(const char *s, double **w, int64_t *n) {
 typedef struct {
   const char *method;
   double cval;
-  ndf_dtype dtype;              /* 0: the input's (a raw input's type, with --shape) */
-  int nshape;                   /* > 0: the input is raw, of this shape */
+  ndf_dtype dtype; /* 0: the input's (a raw input's type, with --shape) */
+  int nshape;      /* > 0: the input is raw, of this shape */
   int64_t shape[NDF_MAX_DIMS];
 } common_opts;
 
@@ -517,8 +517,8 @@ static int filter_to_shape(ndf_context *ctx, ndf_image *in, int ndim, const int6
         fprintf(stderr, "ndfilt: %s\n", err);
         rc = NDF_EXIT_IO;
       } else if (verbose) {
-        fprintf(stderr, "ndfilt: wrote %s (%s) in %.1f ms\n", out_path,
-                ndf_dtype_name(out.a.dtype), 1e3 * (now_s() - t0));
+        fprintf(stderr, "ndfilt: wrote %s (%s) in %.1f ms\n", out_path, ndf_dtype_name(out.a.dtype),
+                1e3 * (now_s() - t0));
       }
     }
   }
@@ -730,7 +730,8 @@ static int cmd_sepconv(ndf_context *ctx, int argc, char **argv) {
   }
   /* The axes the lists count: a colour axis is never filtered. */
   const int lead = lead_axes(&img);
-  const ndf_array in = ndf_array_contiguous(img.a.dtype, img.a.ndim - lead, img.a.shape + lead, NULL);
+  const ndf_array in =
+      ndf_array_contiguous(img.a.dtype, img.a.ndim - lead, img.a.shape + lead, NULL);
   const char *of = naxes ? "--axes" : in_path; /* what per-axis lists count */
   if (naxes == 0)
     for (int d = 0; d < in.ndim; d++)
@@ -810,8 +811,7 @@ static int item_length(const char *s, int64_t k, void *dst) {
  * leaves alone the axes that are not lengths (time, in a 4-D NIfTI image), as fslmaths does.
  * Returns the exit code, having said what is wrong. */
 static int sigmas_in_voxels(const char *opt, const length *l, int64_t n, int nd,
-                            const double *spacing, double scale, const char *path,
-                            double *sigma) {
+                            const double *spacing, double scale, const char *path, double *sigma) {
   int any = 0;
   for (int d = 0; d < nd; d++)
     any |= spacing[d] > 0;
@@ -824,8 +824,8 @@ static int sigmas_in_voxels(const char *opt, const length *l, int64_t n, int nd,
     } else if (n == 1 && any) {
       sigma[d] = 0;
     } else {
-      return usage_error("%s: %s has no voxel size along axis %d: give %s in voxels", opt, path,
-                         d, opt);
+      return usage_error("%s: %s has no voxel size along axis %d: give %s in voxels", opt, path, d,
+                         opt);
     }
   }
   return NDF_EXIT_OK;
@@ -887,9 +887,9 @@ static int cmd_gauss(ndf_context *ctx, int argc, char **argv) {
   if (rc == NDF_EXIT_OK && nradius) rc = check_count("--radius", nradius, nd, in_path);
   if (rc == NDF_EXIT_OK && nmode) rc = check_count("--mode", nmode, nd, in_path);
   if (rc == NDF_EXIT_OK) /* FWHM = 2 sqrt(2 ln 2) sigma */
-    rc = sigmas_in_voxels(sopt, slen, nsigma, nd, img.spacing + lead,
-                          strcmp(sopt, "--fwhm") ? 1.0 : 1.0 / sqrt(8.0 * log(2.0)), in_path,
-                          sigma);
+    rc =
+        sigmas_in_voxels(sopt, slen, nsigma, nd, img.spacing + lead,
+                         strcmp(sopt, "--fwhm") ? 1.0 : 1.0 / sqrt(8.0 * log(2.0)), in_path, sigma);
   if (rc != NDF_EXIT_OK) {
     ndf_image_free(&img);
     return rc;
@@ -1036,7 +1036,8 @@ static int cmd_conv(ndf_context *ctx, int argc, char **argv, int convolve) {
   int rc = read_input(in_path, &co, &img);
   if (rc != NDF_EXIT_OK) return rc;
   const int lead = lead_axes(&img); /* a colour axis is not filtered */
-  const ndf_array in = ndf_array_contiguous(img.a.dtype, img.a.ndim - lead, img.a.shape + lead, NULL);
+  const ndf_array in =
+      ndf_array_contiguous(img.a.dtype, img.a.ndim - lead, img.a.shape + lead, NULL);
   const int nd = in.ndim;
   conv_args c;
   memset(&c, 0, sizeof c);
@@ -1191,9 +1192,10 @@ int main(int argc, char **argv) {
   const char *cmd = argv[i];
   const int conv = !strcmp(cmd, "conv") || !strcmp(cmd, "convolve"),
             corr = !strcmp(cmd, "correlate");
-  int known = !strcmp(cmd, "info") || !strcmp(cmd, "demo") || !strcmp(cmd, "correlate1d") ||
-              !strcmp(cmd, "convolve1d") || !strcmp(cmd, "sepconv") || !strcmp(cmd, "gauss") ||
-              !strcmp(cmd, "ks") || conv || corr;
+  int known = !strcmp(cmd, "info") || !strcmp(cmd, "demo") || !strcmp(cmd, "bench") ||
+              !strcmp(cmd, "correlate1d") || !strcmp(cmd, "convolve1d") ||
+              !strcmp(cmd, "sepconv") || !strcmp(cmd, "gauss") || !strcmp(cmd, "ks") || conv ||
+              corr;
   if (!known) return usage_error("unknown command '%s'", cmd);
 
   ndf_context *ctx;
@@ -1211,6 +1213,8 @@ int main(int argc, char **argv) {
     rc = cmd_info(ctx, argc - i, argv + i);
   else if (!strcmp(cmd, "demo"))
     rc = ndf_cli_demo(ctx, argc - i, argv + i);
+  else if (!strcmp(cmd, "bench"))
+    rc = ndf_cli_bench(ctx, argc - i, argv + i);
   else if (!strcmp(cmd, "sepconv"))
     rc = cmd_sepconv(ctx, argc - i, argv + i);
   else if (!strcmp(cmd, "gauss"))

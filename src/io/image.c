@@ -164,8 +164,8 @@ ndf_status ndf_io_write_via_temp(const char *path,
            (int)(strlen(path) - dirlen - strlen(ext)), path + dirlen, ext);
   int fd = mkstemps(tmp, (int)strlen(ext));
   if (fd < 0) {
-    ndf_status s = ndf_io_error(err, errlen, NDF_EIO, path, "cannot create a file there: %s",
-                                strerror(errno));
+    ndf_status s =
+        ndf_io_error(err, errlen, NDF_EIO, path, "cannot create a file there: %s", strerror(errno));
     free(tmp);
     return s;
   }

@@ -29,7 +29,7 @@ typedef enum ndf_format {
   NDF_FORMAT_NIFTI,    /* .nii, .nii.gz (NIfTI-1 and NIfTI-2) */
   NDF_FORMAT_TIFF,     /* .tif, .tiff (one page or a stack of pages) */
   NDF_FORMAT_PNG,      /* .png */
-  NDF_FORMAT_FITS,     /* .fits, .fit, .fts (optionally .gz when reading) */
+  NDF_FORMAT_FITS,     /* .fits, .fit, .fts, also .gz, and tile-compressed .fz; file.fits[HDU] */
   NDF_FORMAT_RAW       /* .raw, .bin, or any name with explicit shape and dtype */
 } ndf_format;
 
@@ -52,11 +52,11 @@ typedef struct ndf_image {
 /* For reading: the format (AUTO: from the name), and for raw files their layout. */
 typedef struct ndf_read_opts {
   ndf_format format;
-  int ndim;                      /* raw: number of axes, 1..NDF_MAX_DIMS */
-  int64_t shape[NDF_MAX_DIMS];   /* raw: the shape, slowest axis first */
-  ndf_dtype dtype;               /* raw: sample type (little-endian) */
-  int64_t offset;                /* raw: bytes to skip at the start */
-  double spacing[NDF_MAX_DIMS];  /* raw: voxel size in mm, 0 if unknown */
+  int ndim;                     /* raw: number of axes, 1..NDF_MAX_DIMS */
+  int64_t shape[NDF_MAX_DIMS];  /* raw: the shape, slowest axis first */
+  ndf_dtype dtype;              /* raw: sample type (little-endian) */
+  int64_t offset;               /* raw: bytes to skip at the start */
+  double spacing[NDF_MAX_DIMS]; /* raw: voxel size in mm, 0 if unknown */
 } ndf_read_opts;
 
 /* The format a file name implies, or AUTO if none does. */

@@ -28,7 +28,8 @@ ndf_status ndf__raw_read(const char *path, const ndf_read_opts *o, ndf_image *im
   }
   void *data = st == NDF_OK ? malloc(bytes) : NULL;
   if (st == NDF_OK && !data) st = ndf_io_error(err, errlen, NDF_ENOMEM, path, "out of memory");
-  if (st == NDF_OK && (fseeko(f, (off_t)o->offset, SEEK_SET) != 0 || fread(data, 1, bytes, f) != bytes))
+  if (st == NDF_OK &&
+      (fseeko(f, (off_t)o->offset, SEEK_SET) != 0 || fread(data, 1, bytes, f) != bytes))
     st = ndf_io_error(err, errlen, NDF_EIO, path, "read failed");
   fclose(f);
   if (st != NDF_OK) {
