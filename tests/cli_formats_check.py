@@ -272,10 +272,15 @@ def failure_checks(tmp, rng):
 
 def main():
     rng = np.random.default_rng(int.from_bytes(os.urandom(4), "little"))
+    info = run("info").stdout
+    built = next((l.split()[1:] for l in info.splitlines() if l.startswith("formats:")), [])
     ran = 0
     with tempfile.TemporaryDirectory() as tmp:
         for name, fn, mod in (("nifti", nifti_checks, "nibabel"), ("tiff", tiff_checks, "tifffile"),
                               ("fits", fits_checks, "astropy"), ("png", png_checks, None)):
+            if name not in built:
+                print(f"skip {name}: not built in (its library was missing at build time)")
+                continue
             if mod:
                 try:
                     __import__(mod)
@@ -286,11 +291,12 @@ def main():
             fn(tmp, rng)
             ran += 1
             print(f"{name}: {'ok' if len(FAIL) == before else 'FAILED'}")
-        failure_checks(tmp, rng)
-        try:
-            progress_check(tmp, rng)
-        except ImportError:
-            pass
+        if {"nifti", "tiff", "png", "fits"} <= set(built):
+            failure_checks(tmp, rng)
+            try:
+                progress_check(tmp, rng)
+            except ImportError:
+                pass
     for f in FAIL:
         print("FAIL", f, file=sys.stderr)
     if not ran:

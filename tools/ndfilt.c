@@ -602,6 +602,10 @@ static int cmd_info(ndf_context *ctx, int argc, char **argv) {
   printf("ndfilt %s\n", ndf_version_string());
   printf("device:      %s\n", ndf_context_device_name(ctx));
   printf("cpu threads: %d\n", ndf_context_threads(ctx));
+  printf("formats:    ");
+  for (ndf_format f = NDF_FORMAT_NPY; f <= NDF_FORMAT_RAW; f++)
+    if (ndf_format_built_in(f)) printf(" %s", ndf_format_name(f));
+  printf("\n");
   printf("solvers:\n");
   const char *op;
   for (int i = 0; ndf_solver_name(i, &op); i++)

@@ -71,6 +71,12 @@ const char *ndf_format_name(ndf_format f) {
   return "auto";
 }
 
+int ndf_format_built_in(ndf_format f) {
+  for (int i = 0; i < NFORMATS; i++)
+    if (formats[i].f == f) return 1;
+  return 0;
+}
+
 ndf_status ndf_io_error(char *err, size_t errlen, ndf_status s, const char *path, const char *fmt,
                         ...) {
   if (err && errlen) {

@@ -62,6 +62,8 @@ typedef struct ndf_read_opts {
 /* The format a file name implies, or AUTO if none does. */
 ndf_format ndf_format_from_name(const char *path);
 const char *ndf_format_name(ndf_format f);
+/* 1 if this build reads and writes f (a format is left out where its library was missing). */
+int ndf_format_built_in(ndf_format f);
 
 /* Reads path (o NULL: format from the name) into img. On failure img is untouched and
  * err holds a message naming the file: NDF_EIO (cannot open or read), NDF_EINVAL
