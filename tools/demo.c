@@ -466,8 +466,11 @@ int ndf_cli_demo(ndf_context *ctx, int argc, char **argv) {
              "quadrature magnitude %.3g\n",
              diff[0], diff[1], diff[2], diff[3]);
     /* the files (NIfTI, 1 mm voxels) and their buffers, then the montage */
-    static const char *names[5] = {"phantom.nii.gz", "smoothed.nii.gz", "gradmag.nii.gz",
-                                   "laplace.nii.gz", "quadmag.nii.gz"};
+    static const char *names[5] = {"phantom", "smoothed", "gradmag", "laplace", "quadmag"};
+    /* NIfTI and PNG where this build has them (a build without their libraries: .npy, and
+     * the montage as .npy too) */
+    const char *ext = ndf_format_built_in(NDF_FORMAT_NIFTI) ? ".nii.gz" : ".npy",
+               *mext = ndf_format_built_in(NDF_FORMAT_PNG) ? ".png" : ".npy";
     static const int which[5] = {0, 1, 2, 4, 6};
     char path[4096], err[1024];
     const int64_t shape[3] = {n, n, n}, cshape[3] = {c, c, c};
@@ -478,7 +481,7 @@ int ndf_cli_demo(ndf_context *ctx, int argc, char **argv) {
       img.spacing[d] = 1.0;
     for (int k = 0; k < 5 && st == NDF_OK; k++) {
       img.a = ndf_array_contiguous(NDF_F32, 3, k < 4 ? shape : cshape, buf[which[k]]);
-      snprintf(path, sizeof path, "%s/%s", dir, names[k]);
+      snprintf(path, sizeof path, "%s/%s%s", dir, names[k], ext);
       st = ndf_image_write(path, &img, err, sizeof err);
     }
     int64_t mshape[2];
@@ -490,7 +493,7 @@ int ndf_cli_demo(ndf_context *ctx, int argc, char **argv) {
     if (st == NDF_OK) {
       img.a = ndf_array_contiguous(NDF_U8, 2, mshape, m);
       img.spacing[0] = img.spacing[1] = 0;
-      snprintf(path, sizeof path, "%s/montage.png", dir);
+      snprintf(path, sizeof path, "%s/montage%s", dir, mext);
       st = ndf_image_write(path, &img, err, sizeof err);
     }
     free(m);
@@ -498,12 +501,11 @@ int ndf_cli_demo(ndf_context *ctx, int argc, char **argv) {
       fprintf(stderr, "ndfilt demo: %s\n", err);
       rc = NDF_EXIT_IO;
     } else {
-      printf("wrote %s/: phantom.nii.gz, smoothed.nii.gz (Gaussian, sigma 2), gradmag.nii.gz "
-             "(Gaussian gradient magnitude, sigma 1.5), laplace.nii.gz (Laplacian), "
-             "quadmag.nii.gz (quadrature direction 0 magnitude, central %lld^3), montage.png "
-             "(central slices: phantom | smoothed | gradient magnitude | Laplacian | "
-             "quadrature)\n",
-             dir, (long long)c);
+      printf("wrote %s/: phantom%s, smoothed%s (Gaussian, sigma 2), gradmag%s (Gaussian "
+             "gradient magnitude, sigma 1.5), laplace%s (Laplacian), quadmag%s (quadrature "
+             "direction 0 magnitude, central %lld^3), montage%s (central slices: phantom | "
+             "smoothed | gradient magnitude | Laplacian | quadrature)\n",
+             dir, ext, ext, ext, ext, ext, (long long)c, mext);
     }
   }
   for (int k = 0; k < 7; k++)
