@@ -260,6 +260,21 @@ def failure_checks(tmp, rng):
         p = run("gauss", src, out, "--sigma", "1", expect=3)
         check(src in p.stderr, f"{name}: the message does not name the file: {p.stderr!r}")
         check(not os.path.exists(out), f"{name}: output written after a failure")
+    # raw samples with --shape and --dtype: the filter as scipy's; a size that does not match
+    # the file is refused
+    vol = rng.integers(0, 65535, (6, 7, 9)).astype("<u2")
+    raw = os.path.join(tmp, "vol.raw")
+    vol.tofile(raw)
+    out = os.path.join(tmp, "vol_s.raw")
+    run("gauss", raw, out, "--shape", "6,7,9", "--dtype", "u16", "--sigma", "1")
+    if os.path.exists(out):
+        got = np.fromfile(out, "<u2").reshape(vol.shape).astype(np.float64)
+        check(np.abs(got - np.clip(np.rint(gauss_ref(vol, 1)), 0, 65535)).max() <= 1,
+              "raw u16 volume: not within 1 of scipy rounded")
+    p = run("gauss", raw, os.path.join(tmp, "never.raw"), "--shape", "6,7,10", "--dtype", "u16",
+            "--sigma", "1", expect=3)
+    check(raw in p.stderr and "bytes" in p.stderr, f"raw size mismatch message: {p.stderr!r}")
+    check(not os.path.exists(os.path.join(tmp, "never.raw")), "raw: output after a failure")
     # bad arguments: exit 2, nothing written
     out = os.path.join(tmp, "never.npy")
     run("gauss", good, out, "--sigma", "2mm", expect=2)  # no voxel size in a .npy
