@@ -45,6 +45,30 @@ static ndf_status time_plan(ndf_context *ctx, ndf_plan *p, const ndf_array *in, 
   return NDF_OK;
 }
 
+/* Correlation options: mode nearest on every axis, the rest defaults. */
+static ndf_correlate_opts nearest(void) {
+  ndf_correlate_opts o;
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  for (int d = 0; d < NDF_MAX_DIMS; d++)
+    o.mode[d] = NDF_MODE_NEAREST;
+  return o;
+}
+
+/* The median seconds of `reps` runs of the convolution of a with kernel k into b (mode
+ * nearest), and the solver's name (a static string). */
+static ndf_status time_convolve(ndf_context *ctx, const ndf_array *a, ndf_array *b,
+                                const ndf_cli_kernel *k, int reps, double *sec,
+                                const char **solver) {
+  const ndf_correlate_opts o = nearest();
+  ndf_plan *p = NULL;
+  ndf_status st = ndf_plan_convolve(&p, ctx, a, b, k->w, k->shape, &o);
+  if (st == NDF_OK) st = time_plan(ctx, p, a, b, reps, sec);
+  if (st == NDF_OK) *solver = ndf_plan_solver(p);
+  ndf_plan_destroy(p);
+  return st;
+}
+
 typedef struct {
   const char *op, *solver, *note; /* static strings */
   char device[64];                /* copied: the context may be gone when printed */
@@ -165,19 +189,12 @@ static ndf_status run_kernels(ndf_context *ctx, const volumes *v, const ndf_arra
     ndf_cli_kernel_free(&lap);
     return st;
   }
-  ndf_correlate_opts o;
-  memset(&o, 0, sizeof o);
-  o.struct_size = sizeof o;
-  for (int d = 0; d < 3; d++)
-    o.mode[d] = NDF_MODE_NEAREST;
-  ndf_plan *p = NULL;
+  const char *solver;
   double sec;
-  st = ndf_plan_convolve(&p, ctx, a, b, lap.w, lap.shape, &o);
-  if (st == NDF_OK) st = time_plan(ctx, p, a, b, reps, &sec);
+  st = time_convolve(ctx, a, b, &lap, reps, &sec, &solver);
   if (st == NDF_OK)
-    rows[(*nrows)++] = make_row("laplacian, 3^3 kernel", ndf_plan_solver(p), ctx,
-                                cuda ? "device arrays" : "", sec, (double)(n * n * n) / 1e6);
-  ndf_plan_destroy(p);
+    rows[(*nrows)++] = make_row("laplacian, 3^3 kernel", solver, ctx, cuda ? "device arrays" : "",
+                                sec, (double)(n * n * n) / 1e6);
   ndf_array host_lap = ndf_array_contiguous(NDF_F32, 3, shape, v->laplace);
   if (st == NDF_OK) st = ndf_array_copy(ctx, &host_lap, b);
 
@@ -194,7 +211,7 @@ static ndf_status run_kernels(ndf_context *ctx, const volumes *v, const ndf_arra
     outs[f] = ndf_array_contiguous(NDF_F32, 3, cshape, (float *)out.data + f * ccount);
     outs[f].place = out.place;
   }
-  const char *solver = "";
+  const ndf_correlate_opts o = nearest();
   if (st == NDF_OK) st = time_bank(ctx, &in, outs, &quad, &o, reps, &sec, &solver);
   if (st == NDF_OK) {
     static const char *notes[2][2] = {
@@ -603,18 +620,10 @@ int ndf_cli_bench(ndf_context *ctx, int argc, char **argv) {
   memset(&k, 0, sizeof k);
   if (st == NDF_OK) st = ndf_cli_kernel_named("laplace", 3, &k, err, sizeof err);
   if (st == NDF_OK) {
-    ndf_correlate_opts o;
-    memset(&o, 0, sizeof o);
-    o.struct_size = sizeof o;
-    for (int d = 0; d < 3; d++)
-      o.mode[d] = NDF_MODE_NEAREST;
-    ndf_plan *p = NULL;
+    const char *solver;
     double sec;
-    st = ndf_plan_convolve(&p, ctx, &a, &b, k.w, k.shape, &o);
-    if (st == NDF_OK) st = time_plan(ctx, p, &a, &b, reps, &sec);
-    if (st == NDF_OK)
-      rows[nrows++] = make_row("laplace 3^3", ndf_plan_solver(p), ctx, "", sec, mvox);
-    ndf_plan_destroy(p);
+    st = time_convolve(ctx, &a, &b, &k, reps, &sec, &solver);
+    if (st == NDF_OK) rows[nrows++] = make_row("laplace 3^3", solver, ctx, "", sec, mvox);
   }
   ndf_cli_kernel_free(&k);
   ndf_array_free(ctx, &a);
