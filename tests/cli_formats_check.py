@@ -118,6 +118,29 @@ def nifti_checks(tmp, rng):
         check(np.abs(got.astype(np.float64) - want).max() <= 1,
               "int16 volume: not within 1 of scipy rounded")
 
+    # conv (the Laplacian) and ks (a sigma map, itself a NIfTI file) on a NIfTI volume: conv
+    # as scipy's laplace; ks the same as on the .npy copies of the same arrays.
+    vol = rng.standard_normal((12, 11, 9)).astype(np.float32)  # nibabel: x, y, z
+    nsrc = os.path.join(tmp, "v.nii.gz")
+    nib.save(nib.Nifti1Image(vol, np.diag([1.5, 1.5, 2.0, 1])), nsrc)
+    out = os.path.join(tmp, "v_lap.nii.gz")
+    run("conv", nsrc, out, "--kernel", "laplace")
+    if os.path.exists(out):
+        close("nifti conv --kernel laplace", nib.load(out).get_fdata(),
+              ndimage.laplace(vol.astype(np.float64), mode="nearest"), 1e-5)
+    smap = (rng.random(vol.shape) * 1.5).astype(np.float32)
+    msrc = os.path.join(tmp, "s.nii.gz")
+    nib.save(nib.Nifti1Image(smap, np.diag([1.5, 1.5, 2.0, 1])), msrc)
+    np.save(os.path.join(tmp, "v.npy"), np.ascontiguousarray(vol.transpose()))
+    np.save(os.path.join(tmp, "s.npy"), np.ascontiguousarray(smap.transpose()))
+    ko = os.path.join(tmp, "v_ks.nii.gz")
+    run("ks", nsrc, ko, "--sigma-map", msrc, "--normalize")
+    run("ks", os.path.join(tmp, "v.npy"), os.path.join(tmp, "v_ks.npy"), "--sigma-map",
+        os.path.join(tmp, "s.npy"), "--normalize")
+    if os.path.exists(ko) and os.path.exists(os.path.join(tmp, "v_ks.npy")):
+        close("nifti ks --sigma-map s.nii.gz (against the .npy run)", nib.load(ko).get_fdata(),
+              np.load(os.path.join(tmp, "v_ks.npy")).transpose(), 1e-6)
+
     # Real MRI volumes that ship with nibabel.
     ddir = os.path.join(os.path.dirname(nib.__file__), "tests", "data")
     for name in ("anatomical.nii", "example4d.nii.gz", "functional.nii"):
