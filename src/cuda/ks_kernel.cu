@@ -153,6 +153,7 @@ __global__ void __launch_bounds__(TX *BY)
     __syncthreads();
   }
   const int rz = g.smap[0] < 0 ? 0 : V == NDF__KS_SHUFFLE ? min(rb[0], RM) : RM;
+  const bool iso = g.smap[1] == g.smap[2]; // one sigma map along y and x: the same weights
   const int ry = V == NDF__KS_SHUFFLE ? min(rb[1], RM) : RM;
   for (int dz = -rz; dz <= rz; dz++) {
     const int64_t oz = t.z + g.off[0] + dz;
@@ -174,7 +175,7 @@ __global__ void __launch_bounds__(TX *BY)
 #pragma unroll
       for (int d = 0; d <= RM; d++) {
         kx[d] = p.w(2, d);
-        ky[d] = p.w(1, d);
+        ky[d] = iso ? kx[d] : p.w(1, d);
       }
       if constexpr (V == NDF__KS_GLOBAL_ATOMIC) {
         if (wz == 0.f) continue;
@@ -305,6 +306,7 @@ __global__ void __launch_bounds__(TX *BY)
           rt0 = max(rt0, rad[g.smap[0] * g.n[0] * g.n[1] * g.n[2] +
                              (t.z * g.n[1] + t.y0 + ty + k * BY) * g.n[2] + x + i]);
   const int rz = g.smap[0] < 0 ? 0 : RM;
+  const bool iso = g.smap[1] == g.smap[2]; // one sigma map along y and x: the same weights
   for (int dz = -rz; dz <= rz; dz++) {
     const int64_t oz = t.z + g.off[0] + dz;
     if (!__syncthreads_or(abs(dz) <= rt0) || oz < 0 || oz >= g.m[0]) continue;
@@ -326,7 +328,7 @@ __global__ void __launch_bounds__(TX *BY)
           kx[i][d] = p[i].w(2, d);
 #pragma unroll
         for (int d = 0; d < KY; d++)
-          ky[i][d] = wz[i] * p[i].w(1, d);
+          ky[i][d] = wz[i] * (iso ? kx[i][d] : p[i].w(1, d));
       }
 #pragma unroll(KY > 1 ? 2 * RM + 1 : 1)
       for (int dy = -RM; dy <= RM; dy++) {
