@@ -40,4 +40,26 @@ NDF__HD float ndf__ks_weight(int d, float s, int r, float scale) {
   return k * scale;
 }
 
+/* The weights k(0) .. k(n - 1) of one sigma at once, for the scatters (which need them all):
+ * k(d) = (erfc((d - 1/2) c) - erfc((d + 1/2) c)) / 2 for d >= 1, k(0) = erf(c / 2), so each
+ * erfc value serves two weights: one erfcf a weight, where ndf__ks_weight spends two erff or
+ * three expf. Zero past r. Each weight is off by under about 1e-7 (erfcf's error near 1: a
+ * weight's relative error grows with sigma, to ~1e-5 at sigma 20, the largest a scatter's
+ * radius bucket holds), and the tails keep their relative accuracy (erfc, not erf). */
+NDF__HD void ndf__ks_weights(float s, int r, float scale, int n, float *k) {
+  if (s == 0.f) {
+    for (int d = 0; d < n; d++)
+      k[d] = d == 0 ? scale : 0.f;
+    return;
+  }
+  const float c = 0.70710678118654752f / s;
+  float e = erfcf(0.5f * c);
+  k[0] = erff(0.5f * c) * scale;
+  for (int d = 1; d < n; d++) {
+    const float e1 = erfcf(((float)d + 0.5f) * c);
+    k[d] = d <= r ? 0.5f * (e - e1) * scale : 0.f;
+    e = e1;
+  }
+}
+
 #endif

@@ -4,7 +4,9 @@
 //
 // Every kernel evaluates Eq. 4 in float32 by core/ks_weight.h, with the radius r of each pixel
 // and axis precomputed on the host in float64 (so the cut-off is the reference's exactly) and
-// normalize's scale from the host too.
+// normalize's scale from the host too. A pixel's weights along x (and y, for the radii held in
+// registers) come all at once from ndf__ks_weights, one erfcf each; where one sigma map serves
+// y and x, the y weights are the x weights.
 //
 // ks_scatter<RM, V, TYT, BY>: a block of 32 x BY threads takes a tile of 32 x TYT pixels of one
 // input slice (the seed's t_x = b_x = 32, t_y, b_y), each thread TYT / BY pixels, BY rows
@@ -76,6 +78,10 @@ struct pix {
     }
   }
   __device__ float w(int a, int d) const { return ndf__ks_weight(d, s[a], r[a], sc[a]); }
+  // All N weights along axis a at once (one erfcf each, ks_weight.h).
+  template <int N> __device__ void ws(int a, float (&k)[N]) const {
+    ndf__ks_weights(s[a], r[a], sc[a], N, k);
+  }
 };
 
 // Adds a block's shared tile (h x w, its corner at input (y0, x0)) to the output plane with
@@ -172,10 +178,13 @@ __global__ void __launch_bounds__(TX *BY)
       p.load(g, sig, rad, (t.z * g.n[1] + y) * g.n[2] + x, im[k] != 0.f);
       const float wz = im[k] * p.w(0, dz);
       float kx[RM + 1], ky[RM + 1];
+      p.ws(2, kx);
+      if (iso) {
 #pragma unroll
-      for (int d = 0; d <= RM; d++) {
-        kx[d] = p.w(2, d);
-        ky[d] = iso ? kx[d] : p.w(1, d);
+        for (int d = 0; d <= RM; d++)
+          ky[d] = kx[d];
+      } else {
+        p.ws(1, ky);
       }
       if constexpr (V == NDF__KS_GLOBAL_ATOMIC) {
         if (wz == 0.f) continue;
@@ -318,17 +327,23 @@ __global__ void __launch_bounds__(TX *BY)
     for (int k = 0; k < PP; k++) {
       const int64_t y = t.y0 + ty + k * BY;
       pix p[4];
-      float wz[4], kx[4][RM + 1], ky[4][KY];
+      // ky: the y weights (times wz) up to radius 16; past it they come one dy at a time,
+      // each from erfc at the edges of its voxel, the outer edge's value kept (eo) between
+      // steps: dy runs from -RM up, so |dy| falls, then rises (ndf__ks_weights' differences)
+      float wz[4], kx[4][RM + 1], ky[4][KY], cy[4], eo[4];
 #pragma unroll
       for (int i = 0; i < 4; i++) {
         p[i].load(g, sig, rad, (t.z * g.n[1] + y) * g.n[2] + x + i, im[k][i] != 0.f);
+        cy[i] = p[i].s[1] > 0.f ? 0.70710678118654752f / p[i].s[1] : 0.f;
+        eo[i] = KY > 1 ? 0.f : erfcf(((float)RM + 0.5f) * cy[i]);
         wz[i] = im[k][i] * p[i].w(0, dz);
+        p[i].ws(2, kx[i]);
+        if constexpr (KY > 1) {
+          if (!iso) p[i].ws(1, ky[i]);
 #pragma unroll
-        for (int d = 0; d <= RM; d++)
-          kx[i][d] = p[i].w(2, d);
-#pragma unroll
-        for (int d = 0; d < KY; d++)
-          ky[i][d] = wz[i] * (iso ? kx[i][d] : p[i].w(1, d));
+          for (int d = 0; d < KY; d++)
+            ky[i][d] = wz[i] * (iso ? kx[i][d] : ky[i][d]);
+        }
       }
 #pragma unroll(KY > 1 ? 2 * RM + 1 : 1)
       for (int dy = -RM; dy <= RM; dy++) {
@@ -336,7 +351,25 @@ __global__ void __launch_bounds__(TX *BY)
         bool live = false;
 #pragma unroll
         for (int i = 0; i < 4; i++) {
-          b[i] = KY > 1 ? ky[i][dy < 0 ? -dy : dy] : wz[i] == 0.f ? 0.f : wz[i] * p[i].w(1, dy);
+          if constexpr (KY > 1) {
+            b[i] = ky[i][dy < 0 ? -dy : dy];
+          } else {
+            const int a = dy < 0 ? -dy : dy;
+            float kw;
+            if (dy < 0) { // from erfc((a - 1/2) c) - erfc((a + 1/2) c); the inner edge next
+              const float e = erfcf(((float)a - 0.5f) * cy[i]);
+              kw = 0.5f * (e - eo[i]);
+              eo[i] = e;
+            } else if (dy == 0) { // eo holds erfc(c / 2), the outer edge of |dy| = 1
+              kw = erff(0.5f * cy[i]);
+            } else {
+              const float e = erfcf(((float)a + 0.5f) * cy[i]);
+              kw = 0.5f * (eo[i] - e);
+              eo[i] = e;
+            }
+            if (p[i].s[1] == 0.f) kw = a == 0 ? 1.f : 0.f;
+            b[i] = a <= p[i].r[1] ? wz[i] * kw * p[i].sc[1] : 0.f;
+          }
           live |= b[i] != 0.f;
         }
         if (__any_sync(FULL, live)) {
@@ -393,7 +426,8 @@ int scatter_rm(int rm, const float *in, float *out, const float *sig, const int 
   }
       NDF__Q(0)
       NDF__Q(1)
-      NDF__Q(2) NDF__Q(4) NDF__Q(8) NDF__Q(16) NDF__Q(32)
+      NDF__Q(2)
+      NDF__Q(4) NDF__Q(8) NDF__Q(16) NDF__Q(32)
 #undef NDF__Q
           default : ks_scatter_big<<<ntiles, dim3(TX, 8), 0, st>>>(in, out, sig, rad, g, tiles, TYT,
                                                                    4 * TX);
