@@ -327,15 +327,15 @@ __global__ void __launch_bounds__(TX *BY)
     for (int k = 0; k < PP; k++) {
       const int64_t y = t.y0 + ty + k * BY;
       pix p[4];
-      // ky: the y weights (times wz) up to radius 16; past it they come one dy at a time,
-      // each from erfc at the edges of its voxel, the outer edge's value kept (eo) between
-      // steps: dy runs from -RM up, so |dy| falls, then rises (ndf__ks_weights' differences)
-      float wz[4], kx[4][RM + 1], ky[4][KY], cy[4], eo[4];
+      // ky: the y weights (times wz) up to radius 16; past it they come as the rows are
+      // visited, |dy| = 0, 1, 1, 2, 2, ...: each new one from erfc at its voxel's outer edge,
+      // the last outer edge's value kept in eo (ndf__ks_weights' differences), kw holding it
+      // for -|dy| and +|dy|
+      float wz[4], kx[4][RM + 1], ky[4][KY], cy[4], eo[4], kw[4];
 #pragma unroll
       for (int i = 0; i < 4; i++) {
         p[i].load(g, sig, rad, (t.z * g.n[1] + y) * g.n[2] + x + i, im[k][i] != 0.f);
         cy[i] = p[i].s[1] > 0.f ? 0.70710678118654752f / p[i].s[1] : 0.f;
-        eo[i] = KY > 1 ? 0.f : erfcf(((float)RM + 0.5f) * cy[i]);
         wz[i] = im[k][i] * p[i].w(0, dz);
         p[i].ws(2, kx[i]);
         if constexpr (KY > 1) {
@@ -346,29 +346,25 @@ __global__ void __launch_bounds__(TX *BY)
         }
       }
 #pragma unroll(KY > 1 ? 2 * RM + 1 : 1)
-      for (int dy = -RM; dy <= RM; dy++) {
+      for (int q = 0; q <= 2 * RM; q++) { // the rows dy = 0, -1, 1, -2, 2, ...
+        const int a = (q + 1) / 2, dy = q & 1 ? -a : a;
         float b[4];
         bool live = false;
 #pragma unroll
         for (int i = 0; i < 4; i++) {
           if constexpr (KY > 1) {
-            b[i] = ky[i][dy < 0 ? -dy : dy];
+            b[i] = ky[i][a];
           } else {
-            const int a = dy < 0 ? -dy : dy;
-            float kw;
-            if (dy < 0) { // from erfc((a - 1/2) c) - erfc((a + 1/2) c); the inner edge next
-              const float e = erfcf(((float)a - 0.5f) * cy[i]);
-              kw = 0.5f * (e - eo[i]);
-              eo[i] = e;
-            } else if (dy == 0) { // eo holds erfc(c / 2), the outer edge of |dy| = 1
-              kw = erff(0.5f * cy[i]);
-            } else {
+            if (q == 0) {
+              kw[i] = erff(0.5f * cy[i]);
+              eo[i] = erfcf(0.5f * cy[i]);
+            } else if (q & 1) { // (erfc((a - 1/2) c) - erfc((a + 1/2) c)) / 2
               const float e = erfcf(((float)a + 0.5f) * cy[i]);
-              kw = 0.5f * (eo[i] - e);
+              kw[i] = 0.5f * (eo[i] - e);
               eo[i] = e;
             }
-            if (p[i].s[1] == 0.f) kw = a == 0 ? 1.f : 0.f;
-            b[i] = a <= p[i].r[1] ? wz[i] * kw * p[i].sc[1] : 0.f;
+            const float w = p[i].s[1] == 0.f ? (a == 0 ? 1.f : 0.f) : kw[i];
+            b[i] = a <= p[i].r[1] ? wz[i] * w * p[i].sc[1] : 0.f;
           }
           live |= b[i] != 0.f;
         }
@@ -427,7 +423,8 @@ int scatter_rm(int rm, const float *in, float *out, const float *sig, const int 
       NDF__Q(0)
       NDF__Q(1)
       NDF__Q(2)
-      NDF__Q(4) NDF__Q(8) NDF__Q(16) NDF__Q(32)
+      NDF__Q(4)
+      NDF__Q(8) NDF__Q(16) NDF__Q(32)
 #undef NDF__Q
           default : ks_scatter_big<<<ntiles, dim3(TX, 8), 0, st>>>(in, out, sig, rad, g, tiles, TYT,
                                                                    4 * TX);
