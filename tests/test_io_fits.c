@@ -110,15 +110,22 @@ static void fits_check(int st, const char *what) {
   }
 }
 
+/* A new file at path through cfitsio (any old one removed first), its primary HDU an image of
+ * *_IMG type `type` (nd 0: none); cfitsio's status in *st. */
+static fitsfile *new_fits(const char *path, int type, int nd, const long *naxes, int *st) {
+  fitsfile *f = NULL;
+  unlink(path);
+  fits_create_diskfile(&f, path, st);
+  fits_create_img(f, type, nd, (long *)naxes, st);
+  return f;
+}
+
 /* A primary image of *_IMG type `type` with samples from the doubles v (converted by cfitsio),
  * and optionally BSCALE/BZERO given explicitly (scale != 0) and BLANK. */
 static void make_fits(const char *path, int type, int nd, const long *naxes, const double *v,
                       double scale, double zero, long long blank) {
-  fitsfile *f;
   int st = 0;
-  unlink(path);
-  fits_create_diskfile(&f, path, &st);
-  fits_create_img(f, type, nd, (long *)naxes, &st);
+  fitsfile *f = new_fits(path, type, nd, naxes, &st);
   if (scale != 0) {
     fits_write_key_dbl(f, "BSCALE", scale, -17, NULL, &st);
     fits_write_key_dbl(f, "BZERO", zero, -17, NULL, &st);
@@ -249,12 +256,9 @@ static void widened(uint64_t *r) {
     CHECK(0, "u64.fits: %s", err);
   }
   {
-    fitsfile *f;
     int st = 0;
-    unlink(io_at("i64big.fits"));
     long long w[2] = {1, (1ll << 53) + 1};
-    fits_create_diskfile(&f, io_at("i64big.fits"), &st);
-    fits_create_img(f, LONGLONG_IMG, 1, (long[]){2}, &st);
+    fitsfile *f = new_fits(io_at("i64big.fits"), LONGLONG_IMG, 1, (long[]){2}, &st);
     fits_write_img(f, TLONGLONG, 1, 2, w, &st);
     fits_close_file(f, &st);
     fits_check(st, "i64big");
@@ -283,12 +287,9 @@ static void widened(uint64_t *r) {
     CHECK(0, "scaled16.fits: %s", err);
   }
   { /* BLANK of scaled data: NaN */
-    fitsfile *f;
     int st = 0;
     short raw[3] = {5, -32768, 7};
-    unlink(io_at("blank.fits"));
-    fits_create_diskfile(&f, io_at("blank.fits"), &st);
-    fits_create_img(f, SHORT_IMG, 1, (long[]){3}, &st);
+    fitsfile *f = new_fits(io_at("blank.fits"), SHORT_IMG, 1, (long[]){3}, &st);
     fits_write_key_dbl(f, "BSCALE", 2, -17, NULL, &st);
     fits_write_key_dbl(f, "BZERO", 1, -17, NULL, &st);
     fits_write_key_lng(f, "BLANK", -32768, NULL, &st);
@@ -357,12 +358,9 @@ static char *cards_of(const char *path, int hdu, int *n) {
 
 static void cards_and_spacing(void) {
   const char *path = io_at("cards.fits");
-  fitsfile *f;
   int st = 0;
-  unlink(path);
-  fits_create_diskfile(&f, path, &st);
   long naxes[3] = {6, 5, 4};
-  fits_create_img(f, FLOAT_IMG, 3, naxes, &st);
+  fitsfile *f = new_fits(path, FLOAT_IMG, 3, naxes, &st);
   fits_write_key_str(f, "OBJECT", "M31", "target", &st);
   fits_write_key_str(f, "DATE-OBS", "2021-03-04T05:06:07", NULL, &st);
   fits_write_comment(f, "a comment card", &st);
@@ -453,11 +451,8 @@ static void cards_and_spacing(void) {
 
 static void hdus(void) {
   const char *path = io_at("multi.fits");
-  fitsfile *f;
   int st = 0;
-  unlink(path);
-  fits_create_diskfile(&f, path, &st);
-  fits_create_img(f, BYTE_IMG, 0, NULL, &st); /* empty primary */
+  fitsfile *f = new_fits(path, BYTE_IMG, 0, NULL, &st); /* empty primary */
   char *tt[1] = {"X"}, *tf[1] = {"J"};
   fits_create_tbl(f, BINARY_TBL, 2, 1, tt, tf, NULL, "TAB", &st);
   int col[2] = {1, 2};
@@ -722,11 +717,8 @@ static void bad_files(void) {
     free(z);
   }
   { /* an extension's required keywords out of place, or not integers */
-    fitsfile *f;
     int st = 0;
-    unlink(io_at("ext.fits"));
-    fits_create_diskfile(&f, io_at("ext.fits"), &st);
-    fits_create_img(f, BYTE_IMG, 0, NULL, &st);
+    fitsfile *f = new_fits(io_at("ext.fits"), BYTE_IMG, 0, NULL, &st);
     fits_create_img(f, SHORT_IMG, 2, (long[]){3, 2}, &st);
     fits_write_img(f, TSHORT, 1, 6, v, &st);
     fits_close_file(f, &st);

@@ -26,45 +26,32 @@ static void put(unsigned char *b, size_t off, const void *v, size_t n, int swap)
     b[off + i] = ((const unsigned char *)v)[swap ? n - 1 - i : i];
 }
 
-static void put16(unsigned char *b, size_t o, int v, int s) {
-  int16_t x = (int16_t)v;
-  put(b, o, &x, 2, s);
-}
-static void put32(unsigned char *b, size_t o, int v, int s) {
-  int32_t x = v;
-  put(b, o, &x, 4, s);
-}
-static void put64(unsigned char *b, size_t o, int64_t v, int s) { put(b, o, &v, 8, s); }
-static void putf(unsigned char *b, size_t o, double v, int s) {
-  float x = (float)v;
-  put(b, o, &x, 4, s);
-}
-static void putd(unsigned char *b, size_t o, double v, int s) { put(b, o, &v, 8, s); }
-static int16_t get16(const unsigned char *b, size_t o) {
-  int16_t x;
-  memcpy(&x, b + o, 2);
-  return x;
-}
-static int32_t get32(const unsigned char *b, size_t o) {
-  int32_t x;
-  memcpy(&x, b + o, 4);
-  return x;
-}
-static int64_t get64(const unsigned char *b, size_t o) {
-  int64_t x;
-  memcpy(&x, b + o, 8);
-  return x;
-}
-static float getf(const unsigned char *b, size_t o) {
-  float x;
-  memcpy(&x, b + o, 4);
-  return x;
-}
-static double getd(const unsigned char *b, size_t o) {
-  double x;
-  memcpy(&x, b + o, 8);
-  return x;
-}
+/* put16 ... putd: v as the field's type at byte o of b, byte-swapped when s. */
+#define PUT(name, T, A)                                                                            \
+  static void name(unsigned char *b, size_t o, A v, int s) {                                       \
+    T x = (T)v;                                                                                    \
+    put(b, o, &x, sizeof x, s);                                                                    \
+  }
+PUT(put16, int16_t, int)
+PUT(put32, int32_t, int)
+PUT(put64, int64_t, int64_t)
+PUT(putf, float, double)
+PUT(putd, double, double)
+#undef PUT
+
+/* get16 ... getd: the field of that type at byte o of b (native order). */
+#define GET(name, T)                                                                               \
+  static T name(const unsigned char *b, size_t o) {                                                \
+    T x;                                                                                           \
+    memcpy(&x, b + o, sizeof x);                                                                   \
+    return x;                                                                                      \
+  }
+GET(get16, int16_t)
+GET(get32, int32_t)
+GET(get64, int64_t)
+GET(getf, float)
+GET(getd, double)
+#undef GET
 
 static int bytes_per(int datatype) {
   switch (datatype) {

@@ -71,6 +71,28 @@ static int write_read(const char *path, const ndf_image *img, ndf_image *back) {
   return st == NDF_OK;
 }
 
+/* A file made by libtiff or libpng (label: its spec's name) must read as want with channel
+ * axis ca, and a same-format copy (out: label_back + ext) must hold want too. 1 with img and
+ * back (the copy) to check further and free; 0 after a failed read or write, nothing held. */
+static int read_made(const char *label, const char *path, const char *ext, const ndf_array *want,
+                     int ca, char *out, ndf_image *img, ndf_image *back) {
+  char name[64], err[512], d1[96], d2[96];
+  ndf_status st = ndf_image_read(path, NULL, img, err, sizeof err);
+  CHECK(st == NDF_OK, "%s: %s", label, err);
+  if (st != NDF_OK) return 0;
+  describe(&img->a, d1, sizeof d1);
+  describe(want, d2, sizeof d2);
+  CHECK(same(&img->a, want), "%s: read %s, expected %s, or the samples differ", label, d1, d2);
+  CHECK(img->channel_axis == ca, "%s: channel axis %d", label, img->channel_axis);
+  snprintf(name, sizeof name, "%s_back%s", label, ext);
+  if (!write_read(io_path(out, name), img, back)) {
+    ndf_image_free(img);
+    return 0;
+  }
+  CHECK(same(&back->a, want), "%s: the same-format copy differs", label);
+  return 1;
+}
+
 static int close_rel(double a, double b, double tol) {
   return fabs(a - b) <= tol * fmax(fabs(a), fabs(b));
 }
@@ -90,6 +112,22 @@ static void full_disk(const char *ext, const ndf_image *img) {
   free(b);
   CHECK(!io_leftovers(), "a failed write left a temporary file");
   unlink(path);
+}
+
+/* The failing writes at the end of tiff_errors and png_errors: large written past a file size
+ * limit (full_disk), and io_convert from a broken file (its n bytes) and from an .npy array the
+ * format cannot hold (unfit, as name.npy): each fails and leaves nothing. */
+static void failing_writes(const char *ext, const ndf_image *large, const char *broken, size_t n,
+                           const char *name, const ndf_image *unfit) {
+  char in[IO_PATH], out[IO_PATH], file[64], err[512];
+  full_disk(ext, large);
+  snprintf(file, sizeof file, "broken%s", ext);
+  io_write_file(io_path(in, file), broken, n);
+  io_convert_fails("", in, io_path(out, "broken_out.npy"));
+  snprintf(file, sizeof file, "%s.npy", name);
+  CHECK(ndf_image_write(io_path(in, file), unfit, err, sizeof err) == NDF_OK, "%s", err);
+  snprintf(file, sizeof file, "%s_out%s", name, ext);
+  io_convert_fails("", in, io_path(out, file));
 }
 
 /* Every cut of a file: an error naming it, or (ok_from <= cut) the whole image. */
@@ -334,7 +372,7 @@ static void tiff_files(uint64_t *r) {
       printf("tiff: %s skipped (codec not in this libtiff)\n", s->name);
       continue;
     }
-    char path[IO_PATH], out[IO_PATH], name[64], err[512], d1[96], d2[96];
+    char path[IO_PATH], out[IO_PATH], name[64];
     snprintf(name, sizeof name, "%s.tif", s->name);
     io_path(path, name);
     ndf_array want;
@@ -342,35 +380,23 @@ static void tiff_files(uint64_t *r) {
       CHECK(0, "%s: libtiff could not write the test file", s->name);
       continue;
     }
-    ndf_image img;
-    ndf_status st = ndf_image_read(path, NULL, &img, err, sizeof err);
-    CHECK(st == NDF_OK, "%s: %s", s->name, err);
-    if (st == NDF_OK) {
-      describe(&img.a, d1, sizeof d1);
-      describe(&want, d2, sizeof d2);
-      CHECK(same(&img.a, &want), "%s: read %s, expected %s, or the samples differ", s->name, d1,
-            d2);
-      CHECK(img.channel_axis == (s->photometric == PAL || s->spp > 1 ? 0 : -1),
-            "%s: channel axis %d", s->name, img.channel_axis);
+    ndf_image img, back;
+    if (read_made(s->name, path, ".tif", &want, s->photometric == PAL || s->spp > 1 ? 0 : -1, out,
+                  &img, &back)) {
       /* written back through the metadata: the file's own sample type and codec */
-      snprintf(name, sizeof name, "%s_back.tif", s->name);
-      ndf_image back;
-      if (write_read(io_path(out, name), &img, &back)) {
-        CHECK(same(&back.a, &want), "%s: the same-format copy differs", s->name);
-        unsigned bits = tiff_field16(out, TIFFTAG_BITSPERSAMPLE);
-        unsigned fmt = tiff_field16(out, TIFFTAG_SAMPLEFORMAT);
-        unsigned comp = tiff_field16(out, TIFFTAG_COMPRESSION);
-        unsigned want_comp = s->compression == LZW || s->compression == ZIP ? s->compression : NONE;
-        CHECK(s->photometric == PAL ? bits == 8 : bits == s->bits && fmt == s->format,
-              "%s: written back as %u-bit format %u, read as %u-bit format %u", s->name, bits, fmt,
-              s->bits, s->format);
-        CHECK(comp == want_comp, "%s: written back with compression %u, expected %u", s->name, comp,
-              want_comp);
-        if (s->photometric == MW)
-          CHECK(tiff_field16(out, TIFFTAG_PHOTOMETRIC) == MW, "%s: MinIsWhite lost", s->name);
-        if (s->spp > 1 && s->extra) CHECK(back.channel_axis == 0, "%s: channel axis lost", s->name);
-        ndf_image_free(&back);
-      }
+      unsigned bits = tiff_field16(out, TIFFTAG_BITSPERSAMPLE);
+      unsigned fmt = tiff_field16(out, TIFFTAG_SAMPLEFORMAT);
+      unsigned comp = tiff_field16(out, TIFFTAG_COMPRESSION);
+      unsigned want_comp = s->compression == LZW || s->compression == ZIP ? s->compression : NONE;
+      CHECK(s->photometric == PAL ? bits == 8 : bits == s->bits && fmt == s->format,
+            "%s: written back as %u-bit format %u, read as %u-bit format %u", s->name, bits, fmt,
+            s->bits, s->format);
+      CHECK(comp == want_comp, "%s: written back with compression %u, expected %u", s->name, comp,
+            want_comp);
+      if (s->photometric == MW)
+        CHECK(tiff_field16(out, TIFFTAG_PHOTOMETRIC) == MW, "%s: MinIsWhite lost", s->name);
+      if (s->spp > 1 && s->extra) CHECK(back.channel_axis == 0, "%s: channel axis lost", s->name);
+      ndf_image_free(&back);
       ndf_image_free(&img);
     }
     free(want.data);
@@ -604,7 +630,7 @@ static void put32(unsigned char *p, uint32_t v) {
 }
 
 static void tiff_errors(uint64_t *r) {
-  char path[IO_PATH], path2[IO_PATH], err[512];
+  char path[IO_PATH];
   /* a two-page stack, uncompressed and LZW: every cut */
   int64_t shape[3] = {2, 16, 16};
   ndf_image img = make(r, NDF_U16, 3, shape, -1), back;
@@ -763,13 +789,8 @@ static void tiff_errors(uint64_t *r) {
   expect_write_fail("/nonexistent/dir/x.tif", &img, NDF_EIO, "cannot create");
   int64_t big[2] = {200, 300};
   ndf_image large = make(r, NDF_F64, 2, big, -1);
-  full_disk(".tif", &large);
+  failing_writes(".tif", &large, "II*\0\x08\0\0\0\xff\xff", 10, "four", &four);
   ndf_image_free(&large);
-  /* io_convert: a broken input, and an array TIFF cannot hold */
-  io_write_file(io_path(path, "broken.tif"), "II*\0\x08\0\0\0\xff\xff", 10);
-  io_convert_fails("", path, io_path(path2, "broken_out.npy"));
-  CHECK(ndf_image_write(io_path(path, "four.npy"), &four, err, sizeof err) == NDF_OK, "%s", err);
-  io_convert_fails("", path, io_path(path2, "four_out.tif"));
   ndf_image_free(&four);
   ndf_image_free(&one);
   ndf_image_free(&img);
@@ -937,28 +958,16 @@ static void png_files(uint64_t *r) {
   };
   for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
     const pspec *s = &specs[i];
-    char path[IO_PATH], out[IO_PATH], name[64], err[512], d1[96], d2[96];
+    char path[IO_PATH], out[IO_PATH], name[64];
     snprintf(name, sizeof name, "%s.png", s->name);
     ndf_array want;
     if (!png_make(io_path(path, name), s, r, &want)) {
       CHECK(0, "%s: libpng could not write the test file", s->name);
       continue;
     }
-    ndf_image img;
-    ndf_status st = ndf_image_read(path, NULL, &img, err, sizeof err);
-    CHECK(st == NDF_OK, "%s: %s", s->name, err);
-    if (st == NDF_OK) {
-      describe(&img.a, d1, sizeof d1);
-      describe(&want, d2, sizeof d2);
-      CHECK(same(&img.a, &want), "%s: read %s, expected %s, or the samples differ", s->name, d1,
-            d2);
-      CHECK(img.channel_axis == (want.ndim == 3 ? 0 : -1), "%s: channel axis", s->name);
-      ndf_image back;
-      snprintf(name, sizeof name, "%s_back.png", s->name);
-      if (write_read(io_path(out, name), &img, &back)) {
-        CHECK(same(&back.a, &want), "%s: the same-format copy differs", s->name);
-        ndf_image_free(&back);
-      }
+    ndf_image img, back;
+    if (read_made(s->name, path, ".png", &want, want.ndim == 3 ? 0 : -1, out, &img, &back)) {
+      ndf_image_free(&back);
       ndf_image_free(&img);
     }
     free(want.data);
@@ -1174,7 +1183,7 @@ static void fix_crc(unsigned char *chunk) {
 }
 
 static void png_errors(uint64_t *r) {
-  char path[IO_PATH], path2[IO_PATH], err[512];
+  char path[IO_PATH];
   int64_t shape[3] = {3, 20, 24};
   ndf_image img = make(r, NDF_U8, 3, shape, 0), back;
   if (!write_read(io_path(path, "whole.png"), &img, &back)) return;
@@ -1241,13 +1250,8 @@ static void png_errors(uint64_t *r) {
   expect_write_fail("/nonexistent/dir/x.png", &img, NDF_EIO, "No such file");
   int64_t big[3] = {4, 300, 300};
   ndf_image large = make(r, NDF_U16, 3, big, 0);
-  full_disk(".png", &large);
+  failing_writes(".png", &large, "\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR", 16, "f32", &f32);
   ndf_image_free(&large);
-  /* io_convert: a broken input, and an array PNG cannot hold */
-  io_write_file(io_path(path, "broken.png"), "\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR", 16);
-  io_convert_fails("", path, io_path(path2, "broken_out.npy"));
-  CHECK(ndf_image_write(io_path(path, "f32.npy"), &f32, err, sizeof err) == NDF_OK, "%s", err);
-  io_convert_fails("", path, io_path(path2, "f32_out.png"));
   ndf_image_free(&f32);
   ndf_image_free(&i16);
   ndf_image_free(&five);
