@@ -527,6 +527,17 @@ static ndf_status write_tmp(const char *tmp, void *ctx, char *err, size_t errlen
 
 static int fits_short(int64_t v) { return v >= -32768 && v <= 32767; }
 
+/* nifticlib's copies of dim[1..7] and pixdim[1..7] by name (nx..nw, dx..dw), which its header
+ * conversion reads. */
+static void name_axes(nifti_image *nim) {
+  int64_t *n[7] = {&nim->nx, &nim->ny, &nim->nz, &nim->nt, &nim->nu, &nim->nv, &nim->nw};
+  double *d[7] = {&nim->dx, &nim->dy, &nim->dz, &nim->dt, &nim->du, &nim->dv, &nim->dw};
+  for (int i = 0; i < 7; i++) {
+    *n[i] = nim->dim[i + 1];
+    *d[i] = nim->pixdim[i + 1];
+  }
+}
+
 ndf_status ndf__nifti_write(const char *path, const ndf_image *img, char *err, size_t errlen) {
   quiet();
   const ndf_array *a = &img->a;
@@ -554,13 +565,6 @@ ndf_status ndf__nifti_write(const char *path, const ndf_image *img, char *err, s
   nim.dim[0] = nim.ndim = m && nd == old_nd && m->nim.dim[0] > nd ? m->nim.dim[0] : nd;
   for (int i = 1; i < 8; i++)
     nim.dim[i] = i <= nd ? a->shape[nd - i] : 1;
-  nim.nx = nim.dim[1];
-  nim.ny = nim.dim[2];
-  nim.nz = nim.dim[3];
-  nim.nt = nim.dim[4];
-  nim.nu = nim.dim[5];
-  nim.nv = nim.dim[6];
-  nim.nw = nim.dim[7];
   nim.nvox = ndf_array_size(a);
 
   /* The voxel size from the spacing where known (in the file's unit), the header's pixdim
@@ -575,13 +579,7 @@ ndf_status ndf__nifti_write(const char *path, const ndf_image *img, char *err, s
     nim.pixdim[i] = p;
   }
   if (m && old_nd < 4 && nd >= 4) nim.time_units = NIFTI_UNITS_UNKNOWN; /* not time */
-  nim.dx = nim.pixdim[1];
-  nim.dy = nim.pixdim[2];
-  nim.dz = nim.pixdim[3];
-  nim.dt = nim.pixdim[4];
-  nim.du = nim.pixdim[5];
-  nim.dv = nim.pixdim[6];
-  nim.dw = nim.pixdim[7];
+  name_axes(&nim);
 
   /* The file's own type back when the reader widened it and the array is as it made it.
    * Scaled voxels were applied on reading: they are written as they are, scl_slope
