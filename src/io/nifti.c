@@ -25,6 +25,7 @@
 
 #include <nifti2_io.h>
 
+#include "convert.h"
 #include "core/elem.h"
 #include "formats.h"
 
@@ -103,32 +104,20 @@ static double load_file(int ft, const void *p, int64_t n) {
   return 0;
 }
 
-/* Stores v as file type ft: integers rounded half to even, clamped, NaN to 0. */
-static void store_file(int ft, void *p, int64_t n, double v) {
+/* The sample type of file type ft (one dtype_of takes). */
+static ndf_io_type io_type_of(int ft) {
   switch (ft) {
-  case NIFTI_TYPE_UINT8: ((uint8_t *)p)[n] = (uint8_t)ndf__round_clamp(v, 0, 255); break;
-  case NIFTI_TYPE_INT8: ((int8_t *)p)[n] = (int8_t)ndf__round_clamp(v, -128, 127); break;
-  case NIFTI_TYPE_UINT16: ((uint16_t *)p)[n] = (uint16_t)ndf__round_clamp(v, 0, 65535); break;
-  case NIFTI_TYPE_INT16: ((int16_t *)p)[n] = (int16_t)ndf__round_clamp(v, -32768, 32767); break;
-  case NIFTI_TYPE_UINT32:
-    ((uint32_t *)p)[n] = (uint32_t)ndf__round_clamp(v, 0, 4294967295.0);
-    break;
-  case NIFTI_TYPE_INT32:
-    ((int32_t *)p)[n] = (int32_t)ndf__round_clamp(v, -2147483648.0, 2147483647.0);
-    break;
-  case NIFTI_TYPE_UINT64: {
-    double r = ndf__round_clamp(v, 0, 18446744073709551616.0); /* 2^64: not a uint64 */
-    ((uint64_t *)p)[n] = r >= 18446744073709551616.0 ? UINT64_MAX : (uint64_t)r;
-    break;
+  case NIFTI_TYPE_UINT8: return NDF_IO_U8;
+  case NIFTI_TYPE_INT8: return NDF_IO_I8;
+  case NIFTI_TYPE_UINT16: return NDF_IO_U16;
+  case NIFTI_TYPE_INT16: return NDF_IO_I16;
+  case NIFTI_TYPE_UINT32: return NDF_IO_U32;
+  case NIFTI_TYPE_INT32: return NDF_IO_I32;
+  case NIFTI_TYPE_UINT64: return NDF_IO_U64;
+  case NIFTI_TYPE_INT64: return NDF_IO_I64;
+  case NIFTI_TYPE_FLOAT32: return NDF_IO_F32;
   }
-  case NIFTI_TYPE_INT64: {
-    double r = ndf__round_clamp(v, -9223372036854775808.0, 9223372036854775808.0);
-    ((int64_t *)p)[n] = r >= 9223372036854775808.0 ? INT64_MAX : (int64_t)r;
-    break;
-  }
-  case NIFTI_TYPE_FLOAT32: ((float *)p)[n] = (float)v; break;
-  case NIFTI_TYPE_FLOAT64: ((double *)p)[n] = v; break;
-  }
+  return NDF_IO_F64; /* NIFTI_TYPE_FLOAT64 */
 }
 
 /* Millimetres per unit of pixdim[1..3]; an unknown unit is taken as mm (as FSL does). */
@@ -508,10 +497,11 @@ static ndf_status write_tmp(const char *tmp, void *ctx, char *err, size_t errlen
     uint64_t buf[BLOCK]; /* the widest file type */
     int nbyper, swapsize;
     nifti_datatype_sizes(w->file_type, &nbyper, &swapsize);
+    const ndf_io_type t = io_type_of(w->file_type); /* rounded and clamped to it */
     for (int64_t i = 0; !bad && i < n; i += BLOCK) {
       int64_t m = n - i < BLOCK ? n - i : BLOCK;
       for (int64_t j = 0; j < m; j++)
-        store_file(w->file_type, buf, j, ndf__load(a->dtype, a->data, ndf__offset(a, i + j)));
+        ndf_io_store(t, buf, j, ndf__load(a->dtype, a->data, ndf__offset(a, i + j)));
       bad = znzwrite(buf, (size_t)nbyper, (size_t)m, f) != (size_t)m;
     }
   }
