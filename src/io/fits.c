@@ -914,13 +914,12 @@ ndf_status ndf__fits_write(const char *path, const ndf_image *img, char *err, si
                         a->ndim);
   wctx c = {path,
             img,
-            NULL,
+            ndf_io_meta(img, NDF_FORMAT_FITS),
             default_type(a->dtype),
             NULL,
             ends_with(path, ".gz"),
             ends_with(path, ".fz")};
-  if (img->format == NDF_FORMAT_FITS && img->meta) {
-    c.meta = img->meta;
+  if (c.meta) {
     if (c.meta->dtype == a->dtype && dtype_of(c.meta->type) == a->dtype) c.type = c.meta->type;
     /* cfitsio compresses no 64-bit integers: their exact f64 values go instead */
     if (fz && (c.type == LONGLONG_IMG || c.type == ULONGLONG_IMG)) c.type = DOUBLE_IMG;

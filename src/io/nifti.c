@@ -531,7 +531,7 @@ static void name_axes(nifti_image *nim) {
 ndf_status ndf__nifti_write(const char *path, const ndf_image *img, char *err, size_t errlen) {
   quiet();
   const ndf_array *a = &img->a;
-  const nifti_meta *m = img->format == NDF_FORMAT_NIFTI ? img->meta : NULL;
+  const nifti_meta *m = ndf_io_meta(img, NDF_FORMAT_NIFTI);
   if (a->ndim < 1 || a->ndim > NDF_MAX_DIMS || !file_type_of(a->dtype))
     return ndf_io_error(err, errlen, NDF_EINVAL, path, "not a valid array");
   nifti_image nim;

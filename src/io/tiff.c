@@ -870,7 +870,7 @@ ndf_status ndf__tiff_write(const char *path, const ndf_image *img, char *err, si
   memset(&w, 0, sizeof w);
   w.path = path;
   w.img = img;
-  w.m = img->format == NDF_FORMAT_TIFF ? img->meta : NULL;
+  w.m = ndf_io_meta(img, NDF_FORMAT_TIFF);
   const tiff_meta *m = w.m;
   int nd = a->ndim, ca = img->channel_axis;
   w.C = w.P = 1;
