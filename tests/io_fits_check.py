@@ -11,24 +11,16 @@ Environment: IO_CONVERT (the io_convert executable), NDF_TEST_SEED to repeat a r
 Exit 0 on success, 1 on a failure, 77 (skipped) without astropy.
 """
 import os
-import random
-import subprocess
 import sys
-import tempfile
 import warnings
 
-try:
-    import numpy as np
-    import astropy
-    from astropy.io import fits
-except ImportError as e:
-    print(f"skipped: {e}")
-    sys.exit(77)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import io_check_common as common  # noqa: E402
+from io_check_common import fail, run  # noqa: E402
+
+np, astropy, fits = common.need("numpy", "astropy", "astropy.io.fits")
 
 warnings.simplefilter("ignore")  # astropy's notes on non-standard real files
-
-IO_CONVERT = os.environ.get("IO_CONVERT", "io_convert")
-failures = []
 
 # Keywords the reader drops (the writer makes its own) or that only describe the storage.
 STRUCTURAL = {"SIMPLE", "BITPIX", "NAXIS", "EXTEND", "XTENSION", "PCOUNT", "GCOUNT", "GROUPS",
@@ -37,16 +29,6 @@ STRUCTURAL = {"SIMPLE", "BITPIX", "NAXIS", "EXTEND", "XTENSION", "PCOUNT", "GCOU
 
 
 checked = 0
-
-
-def fail(what):
-    failures.append(what)
-    print("FAIL", what)
-
-
-def run(*args):
-    p = subprocess.run([IO_CONVERT, *args], capture_output=True, text=True)
-    return p.returncode, p.stdout, p.stderr
 
 
 def image_hdu(hdul):
@@ -112,31 +94,29 @@ def check_file(path, name, want=None, select=None, spacing=None, real=False):
         data = data.astype(dt)
     if want is not None and not same(data, want):
         fail(f"{name}: astropy's own data differ from what it wrote")
-    out = os.path.join(tmp, name + ".npy")
-    rc, _, err = run(src, out)
-    if rc != 0:
-        fail(f"{name}: io_convert to .npy: {err.strip()}")
+    out = os.path.join(common.work, name + ".npy")
+    r = run(src, out)
+    if r.returncode != 0:
+        fail(f"{name}: io_convert to .npy: {r.stderr.strip()}")
         return
     got = np.load(out)
     ref = data.astype(dt)
     if got.dtype != np.dtype(dt):
         fail(f"{name}: read as {got.dtype}, expected {np.dtype(dt)} (BITPIX {header['BITPIX']})")
     elif not same(got, ref):
-        bad = np.flatnonzero(~((got == ref) | (np.isnan(got) & np.isnan(ref))
-                               if got.dtype.kind == "f" else got == ref))
-        fail(f"{name}: {bad.size} samples differ from astropy's (first at {bad[:1]})")
+        fail(f"{name}: the samples differ from astropy's: {common.differences(got, ref)}")
     if spacing is not None:
-        rc, info, err = run("--info", src)
-        sp = [float(x) for x in info.split("spacing")[1].split()] if rc == 0 else None
+        d = common.info(src, report=False)
+        sp = [float(x) for x in d["spacing"]] if d else None
         if sp is None or not np.allclose(sp, spacing, rtol=1e-12, atol=0):
             fail(f"{name}: spacing {sp}, expected {spacing}")
     # back to FITS: astropy must read the same data, dtype and cards
     exts = [".fits", ".fits.gz"] + ([".fits.fz"] if data.ndim <= 3 else [])
     for ext in exts:
-        back = os.path.join(tmp, name + "_back" + ext)
-        rc, _, err = run(src, back)
-        if rc != 0:
-            fail(f"{name}: io_convert to {ext}: {err.strip()}")
+        back = os.path.join(common.work, name + "_back" + ext)
+        r = run(src, back)
+        if r.returncode != 0:
+            fail(f"{name}: io_convert to {ext}: {r.stderr.strip()}")
             continue
         with fits.open(back) as b:
             bh = image_hdu(b)
@@ -231,7 +211,7 @@ def synthetic(rng):
                     hdu = fits.ImageHDU(want, name="SCI")
             add_cards(hdu.header, rng, ndim, mm_axis)
             name = f"syn_{kind}_{ndim}d_{where}"
-            path = os.path.join(tmp, name + ".fits")
+            path = os.path.join(common.work, name + ".fits")
             hdul = fits.HDUList([hdu] if where == "primary" else [fits.PrimaryHDU(), hdu])
             hdul.writeto(path, checksum=bool(k % 2), output_verify="silentfix")
             spacing = [0.0] * ndim
@@ -244,56 +224,55 @@ def synthetic(rng):
 def real_files():
     """Real images shipped with astropy (sky survey, HST), where this install has them."""
     root = os.path.dirname(astropy.__file__)
-    found = 0
-    for rel in ["wcs/tests/data/dss.14.29.56-62.41.05.fits.gz",  # Digitized Sky Survey
-                "io/fits/tests/data/o4sp040b0_raw.fits",  # HST STIS raw, u16 in extensions
-                "io/fits/tests/data/comp.fits",  # tile-compressed i16
-                "io/fits/tests/data/fixed-1890.fits",
-                "io/fits/tests/data/test0.fits",
-                "io/fits/tests/data/checksum.fits",
-                "io/fits/tests/data/arange.fits",  # BITPIX 32
-                "io/fits/tests/data/scale.fits",
-                "io/fits/tests/data/double_ext.fits",
-                "io/fits/tests/data/compressed_float_bzero.fits",
-                "nddata/tests/data/sip-wcs.fits",
-                "modeling/tests/data/1904-66_AZP.fits",
-                "wcs/tests/data/dist_lookup.fits.gz",
-                "wcs/tests/data/ie6d07ujq_wcs.fits"]:
-        path = os.path.join(root, rel)
-        if not os.path.exists(path):
-            print(f"not on this machine: {rel}")
-            continue
-        found += 1
-        check_file(path, "real_" + os.path.basename(rel).split(".fits")[0], real=True)
+    rels = ["wcs/tests/data/dss.14.29.56-62.41.05.fits.gz",  # Digitized Sky Survey
+            "io/fits/tests/data/o4sp040b0_raw.fits",  # HST STIS raw, u16 in extensions
+            "io/fits/tests/data/comp.fits",  # tile-compressed i16
+            "io/fits/tests/data/fixed-1890.fits",
+            "io/fits/tests/data/test0.fits",
+            "io/fits/tests/data/checksum.fits",
+            "io/fits/tests/data/arange.fits",  # BITPIX 32
+            "io/fits/tests/data/scale.fits",
+            "io/fits/tests/data/double_ext.fits",
+            "io/fits/tests/data/compressed_float_bzero.fits",
+            "nddata/tests/data/sip-wcs.fits",
+            "modeling/tests/data/1904-66_AZP.fits",
+            "wcs/tests/data/dist_lookup.fits.gz",
+            "wcs/tests/data/ie6d07ujq_wcs.fits"]
+    found = common.present([os.path.join(root, rel) for rel in rels])
+    for path in found:
+        check_file(path, "real_" + os.path.basename(path).split(".fits")[0], real=True)
     # an empty image (NAXIS2 = 0) is refused with a message naming the file
     path = os.path.join(root, "io/fits/tests/data/zerowidth.fits")
     if os.path.exists(path):
-        rc, _, err = run(path, os.path.join(tmp, "zw.npy"))
-        if rc != 3 or path not in err or os.path.exists(os.path.join(tmp, "zw.npy")):
-            fail(f"zerowidth.fits: exit {rc}, '{err.strip()}'")
-    print(f"{found} real files checked")
+        out = os.path.join(common.work, "zw.npy")
+        r = run(path, out)
+        if r.returncode != 3 or path not in r.stderr or os.path.exists(out):
+            fail(f"zerowidth.fits: exit {r.returncode}, '{r.stderr.strip()}'")
+    print(f"{len(found)} real files checked")
 
 
 def corrupt():
     """A truncated file and a non-FITS file: exit 3, a message naming the file, no output."""
-    path = os.path.join(tmp, "cut.fits")
+    path = os.path.join(common.work, "cut.fits")
     fits.PrimaryHDU(np.arange(4000, dtype=np.int16)).writeto(path)
     with open(path, "rb") as f:
         b = f.read()
     for cut in (0, 100, 2880, 5000):
         with open(path, "wb") as f:
             f.write(b[:cut])
-        out = os.path.join(tmp, "cut_out.fits")
-        rc, _, err = run(path, out)
-        if rc != 3 or path not in err or os.path.exists(out):
-            fail(f"cut at {cut}: exit {rc}, '{err.strip()}', output left: {os.path.exists(out)}")
+        out = os.path.join(common.work, "cut_out.fits")
+        r = run(path, out)
+        if r.returncode != 3 or path not in r.stderr or os.path.exists(out):
+            fail(f"cut at {cut}: exit {r.returncode}, '{r.stderr.strip()}', "
+                 f"output left: {os.path.exists(out)}")
 
 
-seed = int(os.environ.get("NDF_TEST_SEED", random.SystemRandom().randrange(2**32)))
-print(f"seed: NDF_TEST_SEED={seed}")
-with tempfile.TemporaryDirectory(prefix="ndf_fits_py_") as tmp:
-    synthetic(np.random.default_rng(seed))
+def main(rng):
+    synthetic(rng)
     real_files()
     corrupt()
-print(f"astropy checks: {checked} files, {len(failures)} failures")
-sys.exit(1 if failures else 0)
+    return f"astropy checks: {checked} files, {len(common.failures)} failures"
+
+
+if __name__ == "__main__":
+    common.main("ndf_fits_py_", main)

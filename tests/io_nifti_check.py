@@ -13,49 +13,25 @@ with a message naming the file and leave no output.
 Exit 0 on success, 1 on a mismatch, 77 (skipped) without nibabel. NDF_TEST_SEED repeats a run.
 """
 import os
-import subprocess
 import sys
-import tempfile
 
-try:
-    import numpy as np
-    import nibabel as nib
-except ImportError as e:  # pragma: no cover
-    print(f"skipped: {e}")
-    sys.exit(77)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import io_check_common as common  # noqa: E402
 
-IO_CONVERT = os.environ.get("IO_CONVERT")
-if not IO_CONVERT or not os.access(IO_CONVERT, os.X_OK):
-    print("IO_CONVERT must name the io_convert executable")
-    sys.exit(1)
+np, nib = common.need("numpy", "nibabel")
 
-seed = int(os.environ.get("NDF_TEST_SEED", "0")) or int.from_bytes(os.urandom(6), "little")
-print(f"seed: NDF_TEST_SEED={seed}")
-rng = np.random.default_rng(seed)
-failures = []
+rng = None  # main's, from the seed
 MM = {"meter": 1000.0, "mm": 1.0, "micron": 0.001, "unknown": 1.0}
 
 
 def fail(what, msg):
-    failures.append(f"{what}: {msg}")
-    print(f"FAIL {what}: {msg}")
+    common.fail(f"{what}: {msg}")
 
 
 def convert(src, dst):
     """io_convert src dst: (return code, stderr)."""
-    p = subprocess.run([IO_CONVERT, src, dst], capture_output=True, text=True)
-    return p.returncode, p.stderr.strip()
-
-
-def info(path):
-    p = subprocess.run([IO_CONVERT, "--info", path], capture_output=True, text=True)
-    if p.returncode:
-        return None
-    d = {}
-    for line in p.stdout.splitlines():
-        k, _, v = line.partition(" ")
-        d[k] = v.split()
-    return d
+    r = common.run(src, dst)
+    return r.returncode, r.stderr.strip()
 
 
 def random_data(dtype, shape):
@@ -117,14 +93,15 @@ def check_npy(what, src, img, tmp, scaled=False):
             return fail(what, f"scaled data read as {got.dtype}")
         tol = np.finfo(got.dtype).eps * 4 * max(1.0, float(np.abs(want).max()))
         if not np.allclose(got, want, rtol=0, atol=tol):
-            return fail(what, f"scaled voxels differ by up to {np.abs(got - want).max()}")
+            return fail(what, f"scaled voxels differ: {common.differences(got, want)}")
     elif got.dtype != want.dtype or not np.array_equal(got, want, equal_nan=True):
-        return fail(what, f".npy {got.dtype} vs nibabel's {want.dtype}: voxels differ")
+        return fail(what, f".npy {got.dtype} vs nibabel's {want.dtype}: "
+                    f"{common.differences(got, want)}")
     os.unlink(out)
 
 
 def check_spacing(what, src, img):
-    d = info(src)
+    d = common.info(src, report=False)
     if d is None:
         return fail(what, "--info failed")
     hdr = img.header
@@ -272,7 +249,7 @@ def scaled_and_singletons(tmp):
     src = os.path.join(tmp, "single.nii")
     nib.save(img, src)
     img = nib.load(src)
-    d = info(src)
+    d = common.info(src, report=False)
     if d is None or d["shape"] != ["6", "5", "4"]:
         fail("singleton axes", f"--info {d}")
     check_npy("singleton axes", src, img, tmp)
@@ -336,10 +313,7 @@ def real_files(tmp):
               "functional.nii", "reoriented_anat_moved.nii", "resampled_anat_moved.nii")]
     files.append("/usr/share/doc/libnifti2-2/examples/ATestReferenceImageForReadingAndWriting.nii.gz")
     done = 0
-    for src in files:
-        if not os.path.exists(src):
-            print(f"absent, skipped: {src}")
-            continue
+    for src in common.present(files):
         img = nib.load(src)
         what = os.path.basename(src)
         shape = img.shape
@@ -366,15 +340,16 @@ def real_files(tmp):
     return done
 
 
-def main():
-    with tempfile.TemporaryDirectory(prefix="ndf_nifti_check_") as tmp:
-        n = synthetic(tmp)
-        scaled_and_singletons(tmp)
-        bad_files(tmp)
-        real = real_files(tmp)
-    print(f"{n} nibabel-written files, {real} real files: {len(failures)} failures")
-    return 1 if failures else 0
+def main(run_rng):
+    global rng
+    rng = run_rng
+    tmp = common.work
+    n = synthetic(tmp)
+    scaled_and_singletons(tmp)
+    bad_files(tmp)
+    real = real_files(tmp)
+    return f"{n} nibabel-written files, {real} real files: {len(common.failures)} failures"
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    common.main("ndf_nifti_check_", main)

@@ -11,36 +11,22 @@ below must read back with the same samples and chunks. The real PNG files this m
 1 on failure; 77 only if numpy is missing.
 
 Environment: IO_CONVERT (the io_convert tool), NDF_TEST_SEED (repeat a run)."""
-import glob
 import os
 import struct
-import subprocess
 import sys
-import tempfile
 import zlib
 
-try:
-    import numpy as np
-except ImportError as e:
-    print(f"skipped: {e}")
-    sys.exit(77)
-try:
-    from PIL import Image
-except ImportError:
-    Image = None
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import io_check_common as common  # noqa: E402
+from io_check_common import convert, fail  # noqa: E402
 
-IO = os.environ.get("IO_CONVERT")
+(np,) = common.need("numpy")
+Image = common.optional("PIL.Image")
+
 SIG = b"\x89PNG\r\n\x1a\n"
 CHANNELS = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}  # colour type -> samples a pixel
 ADAM7 = [(0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2),
          (0, 1, 1, 2)]  # x0, y0, dx, dy
-failures = []
-
-
-def fail(msg):
-    failures.append(msg)
-    print("FAIL", msg)
-
 
 # ---- the codec ----
 
@@ -229,17 +215,6 @@ def expand(samples, depth, ctype, plte=None, trns=None):
 
 # ---- the checks ----
 
-def run(*args):
-    return subprocess.run([IO, *args], capture_output=True, text=True)
-
-
-def convert(src, dst):
-    r = run(src, dst)
-    if r.returncode != 0:
-        fail(f"io_convert {src} {dst}: exit {r.returncode}: {r.stderr.strip()}")
-    return r.returncode == 0
-
-
 def scan_chunks(blob):
     """A file's chunks by type, without decoding the image."""
     chunks, at = {}, 8
@@ -269,15 +244,15 @@ def text_value(kind, data):
 
 def check(path, label, want, chunks_in):
     """path read by io_convert (.npy, --info) and copied (.png, decoded here)."""
-    tmp = os.path.join(work, label)
+    tmp = os.path.join(common.work, label)
     if convert(path, tmp + ".npy"):
         got = np.load(tmp + ".npy")
         if got.dtype != want.dtype or got.shape != want.shape or not np.array_equal(got, want):
-            fail(f"{label}: .npy is {got.dtype} {got.shape}, expected {want.dtype} {want.shape}, "
-                 f"or {np.sum(got != want) if got.shape == want.shape else '-'} samples differ")
-    r = run("--info", path)
-    if r.returncode == 0:
-        sp = [float(v) for v in r.stdout.split("spacing")[1].split()]
+            fail(f"{label}: .npy is {got.dtype} {got.shape}, expected {want.dtype} {want.shape}"
+                 + (f"; {common.differences(got, want)}" if got.shape == want.shape else ""))
+    inf = common.info(path, report=False)
+    if inf:
+        sp = [float(v) for v in inf["spacing"]]
         want_sp = [0.0, 0.0]
         for d in chunks_in.get(b"pHYs", []):
             x, y, unit = struct.unpack(">IIB", d)
@@ -285,7 +260,7 @@ def check(path, label, want, chunks_in):
                 want_sp = [1000.0 / y, 1000.0 / x]
         if not np.allclose(sp[-2:], want_sp, rtol=1e-8):
             fail(f"{label}: spacing {sp}, expected {want_sp} from pHYs")
-        ca = int(r.stdout.split("channel_axis")[1].split()[0])
+        ca = int(inf["channel_axis"][0])
         if ca != (0 if want.ndim == 3 else -1):
             fail(f"{label}: channel_axis {ca}")
     if not convert(path, tmp + "_back.png"):
@@ -350,7 +325,7 @@ def synthetic(rng):
                 extra.append((b"pHYs", struct.pack(">IIB", int(rng.integers(1, 10**5)),
                                                    int(rng.integers(1, 10**5)),
                                                    int(rng.integers(0, 2)))))
-            extra.append((b"tEXt", b"Title\0random " + str(seed).encode()))
+            extra.append((b"tEXt", b"Title\0random " + str(common.seed).encode()))
             if rng.integers(0, 2):
                 extra.append((b"zTXt", b"Comment\0\0" + zlib.compress(b"zipped " * 20)))
             if rng.integers(0, 2):
@@ -361,7 +336,7 @@ def synthetic(rng):
             interlace = bool(rng.integers(0, 2))
             blob = encode(samples.astype(np.uint64), depth, ctype, rng, interlace, extra, plte, trns)
             label = f"c{ctype}_d{depth}_v{variant}{'_i' if interlace else ''}"
-            path = os.path.join(work, label + ".png")
+            path = os.path.join(common.work, label + ".png")
             with open(path, "wb") as f:
                 f.write(blob)
             dec, *_ = decode(blob)  # the codec agrees with itself
@@ -385,15 +360,16 @@ def cross_format(rng):
     for dt in (np.uint8, np.uint16):
         shape = tuple(int(v) for v in rng.integers(1, 30, 2))
         a = rng.integers(0, np.iinfo(dt).max + 1, shape).astype(dt)
-        src, dst = os.path.join(work, f"x_{a.dtype}.npy"), os.path.join(work, f"x_{a.dtype}.png")
+        x = os.path.join(common.work, f"x_{a.dtype}")
+        src, dst = x + ".npy", x + ".png"
         np.save(src, a)
         if convert(src, dst):
             samples, depth, ctype, _ = decode(slurp(dst))
             if ctype != 0 or depth != 8 * a.itemsize or not np.array_equal(samples[:, :, 0], a):
                 fail(f".npy {a.dtype} to .png: decoded depth {depth} type {ctype} differs")
-    src, dst = os.path.join(work, "f.npy"), os.path.join(work, "f.png")
+    src, dst = os.path.join(common.work, "f.npy"), os.path.join(common.work, "f.png")
     np.save(src, rng.random((4, 5)).astype(np.float32))
-    r = run(src, dst)
+    r = common.run(src, dst)
     if r.returncode == 0 or "--dtype u8 or u16" not in r.stderr or os.path.exists(dst):
         fail(f"float32 .npy to .png: exit {r.returncode}, '{r.stderr.strip()}', "
              f"output {'left' if os.path.exists(dst) else 'absent'}")
@@ -416,9 +392,8 @@ def pillow_expected(path):
 
 
 def real_files():
-    found = sorted(glob.glob("/usr/lib/python3/dist-packages/skimage/data/*.png") +
-                   glob.glob("/usr/lib/python3/dist-packages/skimage/**/tests/data/*.png",
-                             recursive=True)[:2])
+    found = common.globbed(("/usr/lib/python3/dist-packages/skimage/data/*.png", None),
+                           ("/usr/lib/python3/dist-packages/skimage/**/tests/data/*.png", 2))
     n = 0
     for path in found:
         blob = slurp(path)
@@ -437,20 +412,16 @@ def real_files():
     return n
 
 
+def main(rng):
+    n = synthetic(rng)
+    cross_format(rng)
+    m = real_files()
+    if m == 0:
+        print("note: no real PNG files found on this machine")
+    return (f"{n} PNG files written here, {m} real files"
+            f"{'' if Image else ' (no Pillow: checked with this decoder only)'}: "
+            f"{len(common.failures)} failures")
+
+
 if __name__ == "__main__":
-    if not IO:
-        print("IO_CONVERT is not set")
-        sys.exit(1)
-    seed = int(os.environ.get("NDF_TEST_SEED", np.random.SeedSequence().entropy % 2**63))
-    print(f"seed: NDF_TEST_SEED={seed}")
-    rng = np.random.default_rng(seed)
-    with tempfile.TemporaryDirectory(prefix="ndf_png_check_") as work:
-        n = synthetic(rng)
-        cross_format(rng)
-        m = real_files()
-        if m == 0:
-            print("note: no real PNG files found on this machine")
-        print(f"{n} PNG files written here, {m} real files"
-              f"{'' if Image else ' (no Pillow: checked with this decoder only)'}: "
-              f"{len(failures)} failures")
-    sys.exit(1 if failures else 0)
+    common.main("ndf_png_check_", main)

@@ -10,50 +10,14 @@ TIFF files this machine has (scikit-image's data, Python's test images) go throu
 0 on pass, 1 on failure, 77 when tifffile is missing.
 
 Environment: IO_CONVERT (the io_convert tool), NDF_TEST_SEED (repeat a run)."""
-import glob
 import os
-import subprocess
 import sys
-import tempfile
 
-try:
-    import numpy as np
-    import tifffile
-except ImportError as e:
-    print(f"skipped: {e}")
-    sys.exit(77)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import io_check_common as common  # noqa: E402
+from io_check_common import convert, fail, info  # noqa: E402
 
-IO = os.environ.get("IO_CONVERT")
-failures = []
-
-
-def fail(msg):
-    failures.append(msg)
-    print("FAIL", msg)
-
-
-def run(*args):
-    return subprocess.run([IO, *args], capture_output=True, text=True)
-
-
-def convert(src, dst):
-    r = run(src, dst)
-    if r.returncode != 0:
-        fail(f"io_convert {src} {dst}: exit {r.returncode}: {r.stderr.strip()}")
-        return False
-    return True
-
-
-def info(path):
-    r = run("--info", path)
-    if r.returncode != 0:
-        fail(f"io_convert --info {path}: {r.stderr.strip()}")
-        return None
-    out = {}
-    for line in r.stdout.splitlines():
-        k, _, v = line.partition(" ")
-        out[k] = v.split()
-    return out
+np, tifffile = common.need("numpy", "tifffile")
 
 
 # the dtype src/io holds each file type in (image.h: kept, or widened exactly)
@@ -105,7 +69,7 @@ def check_file(path, label, expect=None, back_compression=None, imagej_z=None):
     """path read through io_convert (.npy and --info), and copied to .tif (read by tifffile)."""
     want = canonical(path) if expect is None else expect
     tg = tags(path)
-    tmp = os.path.join(work, label)
+    tmp = os.path.join(common.work, label)
     if not convert(path, tmp + ".npy"):
         return
     got = np.load(tmp + ".npy")
@@ -113,7 +77,7 @@ def check_file(path, label, expect=None, back_compression=None, imagej_z=None):
     if got.dtype != held or got.shape != want.shape:
         fail(f"{label}: .npy is {got.dtype} {got.shape}, expected {held} {want.shape}")
     elif not np.array_equal(got, want.astype(held)):
-        fail(f"{label}: .npy data differ ({np.sum(got != want.astype(held))} samples)")
+        fail(f"{label}: .npy data differ: {common.differences(got, want.astype(held))}")
     inf = info(path)
     if inf:
         sp = [float(v) for v in inf["spacing"]]
@@ -210,19 +174,20 @@ def synthetic(rng):
             kw["resolution"] = (float(rng.integers(1, 5000)) / 7, float(rng.integers(1, 5000)) / 3)
             kw["resolutionunit"] = {1: "NONE", 2: "INCH", 3: "CENTIMETER"}[unit]
             if rng.integers(0, 2):
-                kw["description"] = f"random {dtype} {layout}, seed {seed}"
+                kw["description"] = f"random {dtype} {layout}, seed {common.seed}"
                 kw.pop("metadata")
             label = f"{dtype}_{layout}_{variant}"
-            path = os.path.join(work, label + ".tif")
+            path = os.path.join(common.work, label + ".tif")
             tifffile.imwrite(path, arr, **kw)
             check_file(path, label, expect=data)
             n += 1
             # .npy (no metadata) to TIFF: the array's own dtype, no resolution
             if layout in ("gray", "stack") and dtype in ("uint8", "uint16", "int16", "float32",
                                                           "float64"):
-                np.save(os.path.join(work, label + "_x.npy"), data)
-                if convert(os.path.join(work, label + "_x.npy"), os.path.join(work, label + "_x.tif")):
-                    got = canonical(os.path.join(work, label + "_x.tif"))
+                x = os.path.join(common.work, label + "_x")
+                np.save(x + ".npy", data)
+                if convert(x + ".npy", x + ".tif"):
+                    got = canonical(x + ".tif")
                     if got.dtype != data.dtype or not np.array_equal(got, data):
                         fail(f"{label}: .npy to .tif: tifffile reads {got.dtype} {got.shape}")
     return n
@@ -231,19 +196,18 @@ def synthetic(rng):
 def imagej(rng):
     """An ImageJ hyperstack header: micron units, z spacing, written back as it was."""
     data = random_data(rng, "uint16", (6, 20, 24))
-    path = os.path.join(work, "imagej.tif")
+    path = os.path.join(common.work, "imagej.tif")
     tifffile.imwrite(path, data, imagej=True, resolution=(1 / 0.25, 1 / 0.5),
                      metadata={"spacing": 1.5, "unit": "um"})
     check_file(path, "imagej", expect=data, imagej_z=(1.5e-3, 0.5e-3, 0.25e-3))
 
 
 def real_files():
-    found = sorted(set(glob.glob("/usr/lib/python3/dist-packages/skimage/data/*.tif") +
-                       glob.glob("/usr/lib/python3/dist-packages/skimage/data/*.tiff") +
-                       glob.glob("/usr/share/**/*.tif", recursive=True)[:20] +
-                       glob.glob("/usr/lib/python3*/test/**/*.tif*", recursive=True)[:2] +
-                       glob.glob("/root/.pyenv/versions/*/lib/python*/test/**/*.tiff",
-                                 recursive=True)[:2]))
+    found = common.globbed(("/usr/lib/python3/dist-packages/skimage/data/*.tif", None),
+                           ("/usr/lib/python3/dist-packages/skimage/data/*.tiff", None),
+                           ("/usr/share/**/*.tif", 20),
+                           ("/usr/lib/python3*/test/**/*.tif*", 2),
+                           ("/root/.pyenv/versions/*/lib/python*/test/**/*.tiff", 2))
     n = 0
     for path in found:
         label = "real_" + os.path.basename(path).replace(".", "_")
@@ -252,7 +216,7 @@ def real_files():
         except Exception as e:  # not a file tifffile reads either
             print(f"note: {path}: tifffile cannot read it ({e}); skipped")
             continue
-        r = run("--info", path)
+        r = common.run("--info", path)
         if r.returncode != 0:
             fail(f"{path}: io_convert cannot read it: {r.stderr.strip()}")
             continue
@@ -262,18 +226,14 @@ def real_files():
     return n
 
 
+def main(rng):
+    n = synthetic(rng)
+    imagej(rng)
+    m = real_files()
+    if m == 0:
+        print("note: no real TIFF files found on this machine")
+    return f"{n} tifffile files, 1 ImageJ stack, {m} real files: {len(common.failures)} failures"
+
+
 if __name__ == "__main__":
-    if not IO:
-        print("IO_CONVERT is not set")
-        sys.exit(1)
-    seed = int(os.environ.get("NDF_TEST_SEED", np.random.SeedSequence().entropy % 2**63))
-    print(f"seed: NDF_TEST_SEED={seed}")
-    rng = np.random.default_rng(seed)
-    with tempfile.TemporaryDirectory(prefix="ndf_tiff_check_") as work:
-        n = synthetic(rng)
-        imagej(rng)
-        m = real_files()
-        if m == 0:
-            print("note: no real TIFF files found on this machine")
-        print(f"{n} tifffile files, 1 ImageJ stack, {m} real files: {len(failures)} failures")
-    sys.exit(1 if failures else 0)
+    common.main("ndf_tiff_check_", main)

@@ -2,16 +2,8 @@
  * header kept through a same-format round trip, the widened and scaled sample types, and
  * clear errors on corrupt files. Reference files are built here byte by byte from the
  * NIfTI-1/2 layouts, not by nifticlib. */
-#include <dirent.h>
-#include <signal.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-
-#include "common.h"
-#include "io/image.h"
 #include "io/npy.h"
-
-static char dir[] = "/tmp/ndf_nifti_XXXXXX";
+#include "io_test.h"
 
 /* ---- files by hand ---- */
 
@@ -33,45 +25,33 @@ static void put(unsigned char *b, size_t off, const void *v, size_t n, int swap)
   for (size_t i = 0; i < n; i++)
     b[off + i] = ((const unsigned char *)v)[swap ? n - 1 - i : i];
 }
-static void put16(unsigned char *b, size_t o, int v, int s) {
-  int16_t x = (int16_t)v;
-  put(b, o, &x, 2, s);
-}
-static void put32(unsigned char *b, size_t o, int v, int s) {
-  int32_t x = v;
-  put(b, o, &x, 4, s);
-}
-static void put64(unsigned char *b, size_t o, int64_t v, int s) { put(b, o, &v, 8, s); }
-static void putf(unsigned char *b, size_t o, double v, int s) {
-  float x = (float)v;
-  put(b, o, &x, 4, s);
-}
-static void putd(unsigned char *b, size_t o, double v, int s) { put(b, o, &v, 8, s); }
-static int16_t get16(const unsigned char *b, size_t o) {
-  int16_t x;
-  memcpy(&x, b + o, 2);
-  return x;
-}
-static int32_t get32(const unsigned char *b, size_t o) {
-  int32_t x;
-  memcpy(&x, b + o, 4);
-  return x;
-}
-static int64_t get64(const unsigned char *b, size_t o) {
-  int64_t x;
-  memcpy(&x, b + o, 8);
-  return x;
-}
-static float getf(const unsigned char *b, size_t o) {
-  float x;
-  memcpy(&x, b + o, 4);
-  return x;
-}
-static double getd(const unsigned char *b, size_t o) {
-  double x;
-  memcpy(&x, b + o, 8);
-  return x;
-}
+
+/* put16 ... putd: v as the field's type at byte o of b, byte-swapped when s. */
+#define PUT(name, T, A)                                                                            \
+  static void name(unsigned char *b, size_t o, A v, int s) {                                       \
+    T x = (T)v;                                                                                    \
+    put(b, o, &x, sizeof x, s);                                                                    \
+  }
+PUT(put16, int16_t, int)
+PUT(put32, int32_t, int)
+PUT(put64, int64_t, int64_t)
+PUT(putf, float, double)
+PUT(putd, double, double)
+#undef PUT
+
+/* get16 ... getd: the field of that type at byte o of b (native order). */
+#define GET(name, T)                                                                               \
+  static T name(const unsigned char *b, size_t o) {                                                \
+    T x;                                                                                           \
+    memcpy(&x, b + o, sizeof x);                                                                   \
+    return x;                                                                                      \
+  }
+GET(get16, int16_t)
+GET(get32, int32_t)
+GET(get64, int64_t)
+GET(getf, float)
+GET(getd, double)
+#undef GET
 
 static int bytes_per(int datatype) {
   switch (datatype) {
@@ -171,25 +151,6 @@ static size_t make_header(const thdr *h, unsigned char *b) {
   return 544;
 }
 
-static void write_bytes(const char *path, const void *b, size_t n) {
-  FILE *f = fopen(path, "wb");
-  if (!f || (n && fwrite(b, 1, n, f) != n)) abort();
-  fclose(f);
-}
-
-static unsigned char *slurp(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long len = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  unsigned char *b = malloc((size_t)len + 1);
-  if (!b || fread(b, 1, (size_t)len, f) != (size_t)len) abort();
-  fclose(f);
-  *n = (size_t)len;
-  return b;
-}
-
 /* A file of header h and the voxels (raw bytes, native order unless big_endian). */
 static void write_nifti(const char *path, const thdr *h, const void *vox, size_t nbytes) {
   unsigned char *b = malloc(544 + nbytes);
@@ -197,7 +158,7 @@ static void write_nifti(const char *path, const thdr *h, const void *vox, size_t
   const int es = bytes_per(h->datatype);
   for (size_t i = 0; i < nbytes; i++) /* swap each sample's bytes when big-endian */
     b[hs + i] = ((const unsigned char *)vox)[h->big_endian ? i - i % es + (es - 1 - i % es) : i];
-  write_bytes(path, b, hs + nbytes);
+  io_write_file(path, b, hs + nbytes);
   free(b);
 }
 
@@ -213,44 +174,6 @@ static thdr base_header(int version, int nd, const int64_t *dims, int datatype) 
   h.datatype = datatype;
   h.xyz_units = 2;
   return h;
-}
-
-static const char *in_dir(const char *name) {
-  static char buf[4][256];
-  static int k;
-  k = (k + 1) % 4;
-  snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-  return buf[k];
-}
-
-static int exists(const char *path) {
-  struct stat sb;
-  return stat(path, &sb) == 0;
-}
-
-/* Files in dir whose name holds ".tmp" (a failed write must leave none). */
-static int leftovers(void) {
-  DIR *d = opendir(dir);
-  int n = 0;
-  for (struct dirent *e; d && (e = readdir(d));)
-    n += strstr(e->d_name, ".tmp") != NULL;
-  if (d) closedir(d);
-  return n;
-}
-
-static void expect_error(const char *path, ndf_status want, const char *needle) {
-  ndf_image img;
-  char err[512] = "";
-  ndf_status st = ndf_image_read(path, NULL, &img, err, sizeof err);
-  CHECK(st != NDF_OK, "%s: read succeeded", path);
-  if (st == NDF_OK) {
-    ndf_image_free(&img);
-    return;
-  }
-  CHECK(!want || st == want, "%s: status %s, expected %s (%s)", path, ndf_status_str(st),
-        ndf_status_str(want), err);
-  CHECK(strstr(err, path) && (!needle || strstr(err, needle)),
-        "message '%s' lacks the path or '%s'", err, needle ? needle : "");
 }
 
 /* ---- round trips ---- */
@@ -276,17 +199,13 @@ static void round_trips(uint64_t *r) {
         for (int d = 0; d < nd; d++)
           shape[d] = t_randint(r, d == 0 ? 2 : 1, 9); /* a leading 1 would be dropped */
         t_arr src;
-        t_arr_make(&src, r, t, nd, shape, (int)t_randint(r, 0, 1), NULL);
-        t_fill_random(&src, r);
+        ndf_image img = io_random_image(&src, r, t, nd, shape, (int)t_randint(r, 0, 1));
         ndf__store(t, src.hview.data, 0, 7); /* never all zeros */
-        ndf_image img;
-        ndf_image_init(&img);
-        img.a = src.hview;
         for (int d = 0; d < nd; d++)
           img.spacing[d] = 0.25 + 3 * (0.5 + 0.5 * ndf_rand_uniform(r));
         char name[64], err[512] = "";
         snprintf(name, sizeof name, "rt_%s_%dd.nii%s", ndf_dtype_name(t), nd, gz ? ".gz" : "");
-        const char *path = in_dir(name);
+        const char *path = io_at(name);
         CHECK(ndf_image_write(path, &img, err, sizeof err) == NDF_OK, "write %s: %s", name, err);
         ndf_image back;
         if (ndf_image_read(path, NULL, &back, err, sizeof err) != NDF_OK) {
@@ -306,13 +225,13 @@ static void round_trips(uint64_t *r) {
         }
         if (gz) { /* compressed by the name */
           size_t n;
-          unsigned char *b = slurp(path, &n);
+          unsigned char *b = io_read_file(path, &n);
           CHECK(b && n > 2 && b[0] == 0x1f && b[1] == 0x8b, "%s: not gzip", name);
           free(b);
         }
         /* the same file written again from what was read, header kept */
         snprintf(name, sizeof name, "rt2_%s_%dd.nii%s", ndf_dtype_name(t), nd, gz ? ".gz" : "");
-        const char *path2 = in_dir(name);
+        const char *path2 = io_at(name);
         CHECK(ndf_image_write(path2, &back, err, sizeof err) == NDF_OK, "rewrite %s: %s", name,
               err);
         ndf_image again;
@@ -333,16 +252,12 @@ static void round_trips(uint64_t *r) {
 static void big_and_singleton(uint64_t *r) {
   int64_t shape[2] = {2, 40000};
   t_arr src;
-  t_arr_make(&src, r, NDF_U8, 2, shape, 0, NULL);
-  t_fill_random(&src, r);
-  ndf_image img;
-  ndf_image_init(&img);
-  img.a = src.hview;
+  ndf_image img = io_random_image(&src, r, NDF_U8, 2, shape, 0);
   char err[512];
-  const char *path = in_dir("wide.nii");
+  const char *path = io_at("wide.nii");
   CHECK(ndf_image_write(path, &img, err, sizeof err) == NDF_OK, "write wide: %s", err);
   size_t n;
-  unsigned char *b = slurp(path, &n);
+  unsigned char *b = io_read_file(path, &n);
   CHECK(b && get32(b, 0) == 540 && !memcmp(b + 4, "n+2\0\r\n\032\n", 8) && get64(b, 16) == 2 &&
             get64(b, 24) == 40000 && get64(b, 32) == 2 && get64(b, 168) == 544 && n == 544 + 80000,
         "wide: not the NIfTI-2 file expected");
@@ -357,10 +272,8 @@ static void big_and_singleton(uint64_t *r) {
   t_arr_free(&src, NULL);
 
   int64_t s3[3] = {1, 4, 5};
-  t_arr_make(&src, r, NDF_F32, 3, s3, 0, NULL);
-  t_fill_random(&src, r);
-  img.a = src.hview;
-  path = in_dir("lead1.nii");
+  img = io_random_image(&src, r, NDF_F32, 3, s3, 0);
+  path = io_at("lead1.nii");
   CHECK(ndf_image_write(path, &img, err, sizeof err) == NDF_OK, "write lead1: %s", err);
   if (ndf_image_read(path, NULL, &back, err, sizeof err) == NDF_OK) {
     CHECK(back.a.ndim == 2 && back.a.shape[0] == 4 && back.a.shape[1] == 5 &&
@@ -454,7 +367,7 @@ static void metadata(uint64_t *r) {
     thdr h = rich_header(v, 4, dims, 16);
     char name[64], err[512];
     snprintf(name, sizeof name, "meta_v%d.nii", v);
-    const char *src = in_dir(name);
+    const char *src = io_at(name);
     write_nifti(src, &h, vox, (size_t)n * 4);
     ndf_image img;
     if (ndf_image_read(src, NULL, &img, err, sizeof err) != NDF_OK) {
@@ -471,11 +384,11 @@ static void metadata(uint64_t *r) {
           img.spacing[2], img.spacing[3]);
     for (int gz = 0; gz < 2; gz++) {
       snprintf(name, sizeof name, "meta_v%d_out.nii%s", v, gz ? ".gz" : "");
-      const char *out = in_dir(name);
+      const char *out = io_at(name);
       CHECK(ndf_image_write(out, &img, err, sizeof err) == NDF_OK, "write %s: %s", name, err);
       if (gz) continue; /* the python check reads the .gz header with nibabel */
       size_t na, nb;
-      unsigned char *a = slurp(src, &na), *b = slurp(out, &nb);
+      unsigned char *a = io_read_file(src, &na), *b = io_read_file(out, &nb);
       CHECK(a && b && na == nb &&
                 !memcmp(a + (v == 1 ? 352 : 544), b + (v == 1 ? 352 : 544),
                         na - (v == 1 ? 352 : 544)),
@@ -486,10 +399,10 @@ static void metadata(uint64_t *r) {
     }
     /* A changed voxel size: pixdim (in the file's microns) and the sform's column follow. */
     img.spacing[3] = 1.0; /* x: 0.5 -> 1 mm */
-    const char *out = in_dir(v == 1 ? "meta_v1_x2.nii" : "meta_v2_x2.nii");
+    const char *out = io_at(v == 1 ? "meta_v1_x2.nii" : "meta_v2_x2.nii");
     CHECK(ndf_image_write(out, &img, err, sizeof err) == NDF_OK, "write x2: %s", err);
     size_t nb;
-    unsigned char *b = slurp(out, &nb);
+    unsigned char *b = io_read_file(out, &nb);
     if (b && v == 1)
       CHECK(getf(b, 80) == 1000 && getf(b, 280) == 960 && getf(b, 296) == -24 &&
                 getf(b, 312) == 8 && getf(b, 284) == 10 && getf(b, 84) == 750,
@@ -505,7 +418,7 @@ static void metadata(uint64_t *r) {
     thdr h3 = rich_header(v, 3, dims, 16);
     h3.pixdim[4] = 9;
     snprintf(name, sizeof name, "meta3_v%d.nii", v);
-    src = in_dir(name);
+    src = io_at(name);
     write_nifti(src, &h3, vox, (size_t)(dims[0] * dims[1] * dims[2]) * 4);
     if (ndf_image_read(src, NULL, &img, err, sizeof err) == NDF_OK) {
       int64_t shape[4] = {2, img.a.shape[0], img.a.shape[1], img.a.shape[2]};
@@ -517,9 +430,9 @@ static void metadata(uint64_t *r) {
         grown.spacing[d + 1] = img.spacing[d];
       grown.spacing[0] = 0;
       grown.meta_free = NULL; /* borrowed */
-      out = in_dir(v == 1 ? "grown_v1.nii" : "grown_v2.nii");
+      out = io_at(v == 1 ? "grown_v1.nii" : "grown_v2.nii");
       CHECK(ndf_image_write(out, &grown, err, sizeof err) == NDF_OK, "write grown: %s", err);
-      b = slurp(out, &nb);
+      b = io_read_file(out, &nb);
       if (b && v == 1)
         CHECK(get16(b, 40) == 4 && get16(b, 48) == 2 && getf(b, 92) == 1 && getf(b, 80) == 500 &&
                   get16(b, 70) == 16,
@@ -546,7 +459,7 @@ static void singletons(void) {
   unsigned char vox[24];
   for (int i = 0; i < 24; i++)
     vox[i] = (unsigned char)(i * 7 + 1);
-  const char *src = in_dir("single5.nii"), *out = in_dir("single5_out.nii");
+  const char *src = io_at("single5.nii"), *out = io_at("single5_out.nii");
   write_nifti(src, &h, vox, 24);
   ndf_image img;
   char err[512];
@@ -559,7 +472,7 @@ static void singletons(void) {
         "single5: %d-D", img.a.ndim);
   CHECK(ndf_image_write(out, &img, err, sizeof err) == NDF_OK, "write single5: %s", err);
   size_t n;
-  unsigned char *b = slurp(out, &n);
+  unsigned char *b = io_read_file(out, &n);
   CHECK(b && get16(b, 40) == 5 && get16(b, 50) == 1 && n == 352 + 24, "single5: dim[0] %d",
         b ? get16(b, 40) : -1);
   free(b);
@@ -616,7 +529,7 @@ static void widened(uint64_t *r) {
       h.big_endian = be;
       char name[64], err[512];
       snprintf(name, sizeof name, "w_%s%s.nii", types[k].name, be ? "_be" : "");
-      const char *src = in_dir(name);
+      const char *src = io_at(name);
       write_nifti(src, &h, vox, (size_t)n * (size_t)types[k].size);
       ndf_image img;
       if (ndf_image_read(src, NULL, &img, err, sizeof err) != NDF_OK) {
@@ -637,10 +550,10 @@ static void widened(uint64_t *r) {
         ((double *)img.a.data)[1] = 2.5;
       }
       snprintf(name, sizeof name, "w_%s%s_out.nii", types[k].name, be ? "_be" : "");
-      const char *out = in_dir(name);
+      const char *out = io_at(name);
       CHECK(ndf_image_write(out, &img, err, sizeof err) == NDF_OK, "write %s: %s", name, err);
       size_t nb;
-      unsigned char *b = slurp(out, &nb);
+      unsigned char *b = io_read_file(out, &nb);
       int v = h.version;
       size_t hs = v == 1 ? 352 : 544;
       if (b && nb == hs + (size_t)n * (size_t)types[k].size) {
@@ -669,7 +582,7 @@ static void widened(uint64_t *r) {
       f32.meta_free = NULL;
       ((float *)f32.a.data)[0] = 1.5f;
       CHECK(ndf_image_write(out, &f32, err, sizeof err) == NDF_OK, "write f32 %s: %s", name, err);
-      b = slurp(out, &nb);
+      b = io_read_file(out, &nb);
       CHECK(b && get16(b, v == 1 ? 70 : 12) == 16 && getf(b, hs) == 1.5f, "%s as f32: type %d",
             name, b ? get16(b, v == 1 ? 70 : 12) : -1);
       free(b);
@@ -683,8 +596,8 @@ static void widened(uint64_t *r) {
   int64_t dims[1] = {3};
   int64_t big[3] = {1, (INT64_C(1) << 53) + 1, 5};
   thdr h = base_header(1, 1, dims, 1024);
-  write_nifti(in_dir("int64_big.nii"), &h, big, sizeof big);
-  expect_error(in_dir("int64_big.nii"), NDF_EUNSUPPORTED, "2^53");
+  write_nifti(io_at("int64_big.nii"), &h, big, sizeof big);
+  io_read_fails(io_at("int64_big.nii"), NDF_EUNSUPPORTED, "2^53");
 }
 
 /* scl_slope/scl_inter applied on reading (float32; float64 for 32/64-bit and double data),
@@ -697,7 +610,7 @@ static void scaled(uint64_t *r) {
   thdr h = base_header(1, 2, dims, 4);
   h.slope = 0.5;
   h.inter = -3;
-  const char *src = in_dir("scaled.nii"), *out = in_dir("scaled_out.nii");
+  const char *src = io_at("scaled.nii"), *out = io_at("scaled_out.nii");
   write_nifti(src, &h, vox, sizeof vox);
   ndf_image img;
   char err[512];
@@ -709,7 +622,7 @@ static void scaled(uint64_t *r) {
           ndf_dtype_name(img.a.dtype), bad);
     CHECK(ndf_image_write(out, &img, err, sizeof err) == NDF_OK, "write scaled: %s", err);
     size_t n;
-    unsigned char *b = slurp(out, &n);
+    unsigned char *b = io_read_file(out, &n);
     CHECK(b && get16(b, 70) == 16 && getf(b, 112) == 0 && getf(b, 116) == 0 &&
               !memcmp(b + 352, img.a.data, 80),
           "scaled out: datatype %d slope %g", b ? get16(b, 70) : 0, b ? getf(b, 112) : 0);
@@ -776,7 +689,7 @@ static void cross_format(uint64_t *r) {
   t_fill_random(&src, r);
   ((uint16_t *)src.hview.data)[0] = 1234;
   char err[512];
-  const char *npy = in_dir("x.npy"), *nii = in_dir("x_from_npy.nii");
+  const char *npy = io_at("x.npy"), *nii = io_at("x_from_npy.nii");
   CHECK(ndf_npy_write(npy, &src.hview, err, sizeof err) == NDF_OK, "npy: %s", err);
   ndf_image img;
   if (ndf_image_read(npy, NULL, &img, err, sizeof err) != NDF_OK) {
@@ -787,7 +700,7 @@ static void cross_format(uint64_t *r) {
   img.spacing[2] = 0.8; /* x known, y and z not */
   CHECK(ndf_image_write(nii, &img, err, sizeof err) == NDF_OK, "write from npy: %s", err);
   size_t n;
-  unsigned char *b = slurp(nii, &n);
+  unsigned char *b = io_read_file(nii, &n);
   CHECK(b && get32(b, 0) == 348 && !memcmp(b + 344, "n+1", 4) && get16(b, 40) == 3 &&
             get16(b, 42) == shape[2] && get16(b, 46) == shape[0] && get16(b, 70) == 512 &&
             getf(b, 80) == 0.8f && getf(b, 84) == 1 && getf(b, 88) == 1 && b[123] == 2 &&
@@ -801,7 +714,7 @@ static void cross_format(uint64_t *r) {
               back.spacing[0] == 1,
           "from npy: data or spacing");
     /* and back to .npy: the NIfTI header is ignored there */
-    CHECK(ndf_image_write(in_dir("x_back.npy"), &back, err, sizeof err) == NDF_OK, "npy: %s", err);
+    CHECK(ndf_image_write(io_at("x_back.npy"), &back, err, sizeof err) == NDF_OK, "npy: %s", err);
     ndf_image_free(&back);
   } else {
     CHECK(0, "read from npy: %s", err);
@@ -836,8 +749,8 @@ static void corrupt(uint64_t *r) {
               {352 + 479, "truncated: 479 of 480 data bytes"}};
   for (size_t k = 0; k < sizeof cuts / sizeof cuts[0]; k++) {
     snprintf(name, sizeof name, "cut%zu.nii", cuts[k].cut);
-    write_bytes(in_dir(name), file, cuts[k].cut);
-    expect_error(in_dir(name), NDF_EINVAL, cuts[k].needle);
+    io_write_file(io_at(name), file, cuts[k].cut);
+    io_read_fails(io_at(name), NDF_EINVAL, cuts[k].needle);
   }
   /* the same through gzip: a valid .nii.gz cut short */
   ndf_image img;
@@ -847,28 +760,28 @@ static void corrupt(uint64_t *r) {
   for (int i = 0; i < 16 * 32 * 48; i++)
     ((float *)img.a.data)[i] = (float)ndf_rand_uniform(r);
   char err[512];
-  CHECK(ndf_image_write(in_dir("whole.nii.gz"), &img, err, sizeof err) == NDF_OK, "gz: %s", err);
+  CHECK(ndf_image_write(io_at("whole.nii.gz"), &img, err, sizeof err) == NDF_OK, "gz: %s", err);
   free(img.a.data);
   size_t gzn;
-  unsigned char *gzb = slurp(in_dir("whole.nii.gz"), &gzn);
+  unsigned char *gzb = io_read_file(io_at("whole.nii.gz"), &gzn);
   size_t gcuts[] = {0, 5, 12, 200, gzn / 2, gzn - 30};
   for (size_t k = 0; gzb && k < sizeof gcuts / sizeof gcuts[0]; k++) {
     snprintf(name, sizeof name, "cut%zu.nii.gz", gcuts[k]);
-    write_bytes(in_dir(name), gzb, gcuts[k]);
-    expect_error(in_dir(name), NDF_EINVAL, k >= 3 ? "truncated" : NULL);
+    io_write_file(io_at(name), gzb, gcuts[k]);
+    io_read_fails(io_at(name), NDF_EINVAL, k >= 3 ? "truncated" : NULL);
   }
   /* corrupt deflate data in the middle */
   if (gzb && gzn > 400) {
     memset(gzb + gzn / 3, 0xff, 64);
-    write_bytes(in_dir("garbled.nii.gz"), gzb, gzn);
-    expect_error(in_dir("garbled.nii.gz"), NDF_EINVAL, NULL);
+    io_write_file(io_at("garbled.nii.gz"), gzb, gzn);
+    io_read_fails(io_at("garbled.nii.gz"), NDF_EINVAL, NULL);
   }
   free(gzb);
   /* gzip data named .nii, and a plain file named .nii.gz (zlib passes it through) */
-  write_bytes(in_dir("gz_named.nii"), "\x1f\x8b\x08\x00\x00\x00\x00\x00", 8);
-  expect_error(in_dir("gz_named.nii"), NDF_EINVAL, "rename it .nii.gz");
-  write_bytes(in_dir("plain.nii.gz"), file, sizeof file);
-  if (ndf_image_read(in_dir("plain.nii.gz"), NULL, &img, err, sizeof err) == NDF_OK) {
+  io_write_file(io_at("gz_named.nii"), "\x1f\x8b\x08\x00\x00\x00\x00\x00", 8);
+  io_read_fails(io_at("gz_named.nii"), NDF_EINVAL, "rename it .nii.gz");
+  io_write_file(io_at("plain.nii.gz"), file, sizeof file);
+  if (ndf_image_read(io_at("plain.nii.gz"), NULL, &img, err, sizeof err) == NDF_OK) {
     CHECK(!memcmp(img.a.data, vox, 480), "plain .nii.gz: data");
     ndf_image_free(&img);
   } else {
@@ -878,25 +791,25 @@ static void corrupt(uint64_t *r) {
   /* bad magic and header size */
   thdr h = good;
   h.magic = "n+3";
-  write_nifti(in_dir("magic.nii"), &h, vox, 480);
-  expect_error(in_dir("magic.nii"), NDF_EINVAL, "bad magic");
+  write_nifti(io_at("magic.nii"), &h, vox, 480);
+  io_read_fails(io_at("magic.nii"), NDF_EINVAL, "bad magic");
   h.magic = "\0\0\0";
-  write_nifti(in_dir("analyze.nii"), &h, vox, 480);
-  expect_error(in_dir("analyze.nii"), NDF_EINVAL, "bad magic");
+  write_nifti(io_at("analyze.nii"), &h, vox, 480);
+  io_read_fails(io_at("analyze.nii"), NDF_EINVAL, "bad magic");
   h.magic = "ni1";
-  write_nifti(in_dir("pair.nii"), &h, vox, 480);
-  expect_error(in_dir("pair.nii"), NDF_EUNSUPPORTED, "two-file");
+  write_nifti(io_at("pair.nii"), &h, vox, 480);
+  io_read_fails(io_at("pair.nii"), NDF_EUNSUPPORTED, "two-file");
   h = base_header(2, 3, dims, 16);
   h.magic = "n+2\0\n\n\032\n";
-  write_nifti(in_dir("magic2.nii"), &h, vox, 480);
-  expect_error(in_dir("magic2.nii"), NDF_EINVAL, "bad magic");
+  write_nifti(io_at("magic2.nii"), &h, vox, 480);
+  io_read_fails(io_at("magic2.nii"), NDF_EINVAL, "bad magic");
   unsigned char bad[352 + 480];
   memcpy(bad, file, sizeof bad);
   bad[0] = 0x42;
-  write_bytes(in_dir("size.nii"), bad, sizeof bad);
-  expect_error(in_dir("size.nii"), NDF_EINVAL, "not a NIfTI file");
-  write_bytes(in_dir("text.nii"), "<nifti_image\n ndim = '3'\n/>\n", 28);
-  expect_error(in_dir("text.nii"), NDF_EINVAL, "not a NIfTI file");
+  io_write_file(io_at("size.nii"), bad, sizeof bad);
+  io_read_fails(io_at("size.nii"), NDF_EINVAL, "not a NIfTI file");
+  io_write_file(io_at("text.nii"), "<nifti_image\n ndim = '3'\n/>\n", 28);
+  io_read_fails(io_at("text.nii"), NDF_EINVAL, "not a NIfTI file");
 
   /* bad header fields, in both versions */
   for (int v = 1; v <= 2; v++) {
@@ -939,83 +852,71 @@ static void corrupt(uint64_t *r) {
         break;
       }
       snprintf(name, sizeof name, "%s_v%d.nii", cases[k].what, v);
-      write_nifti(in_dir(name), &h, vox, 480);
-      expect_error(in_dir(name), cases[k].st, cases[k].needle);
+      write_nifti(io_at(name), &h, vox, 480);
+      io_read_fails(io_at(name), cases[k].st, cases[k].needle);
     }
     /* absurd sizes are refused before anything is allocated */
     h = base_header(v, 3, dims, 64);
     h.dim[1] = h.dim[2] = h.dim[3] = v == 1 ? 32767 : INT64_C(1) << 17;
     snprintf(name, sizeof name, "huge_v%d.nii", v);
-    write_nifti(in_dir(name), &h, vox, 480);
-    expect_error(in_dir(name), NDF_EINVAL, "truncated");
+    write_nifti(io_at(name), &h, vox, 480);
+    io_read_fails(io_at(name), NDF_EINVAL, "truncated");
     snprintf(name, sizeof name, "huge_v%d.nii.gz", v); /* plain bytes, gzip name */
-    write_nifti(in_dir(name), &h, vox, 480);
-    expect_error(in_dir(name), NDF_EINVAL, "cannot hold");
+    write_nifti(io_at(name), &h, vox, 480);
+    io_read_fails(io_at(name), NDF_EINVAL, "cannot hold");
     if (v == 2) {
       h.dim[1] = h.dim[2] = h.dim[3] = INT64_C(1) << 40;
-      write_nifti(in_dir("overflow.nii"), &h, vox, 480);
-      expect_error(in_dir("overflow.nii"), NDF_EINVAL, "bad dim");
+      write_nifti(io_at("overflow.nii"), &h, vox, 480);
+      io_read_fails(io_at("overflow.nii"), NDF_EINVAL, "bad dim");
     }
   }
   ndf_image x;
-  CHECK(ndf_image_read(in_dir("missing.nii"), NULL, &x, err, sizeof err) == NDF_EIO &&
+  CHECK(ndf_image_read(io_at("missing.nii"), NULL, &x, err, sizeof err) == NDF_EIO &&
             strstr(err, "missing.nii"),
         "missing file: %s", err);
-  mkdir(in_dir("adir.nii"), 0700);
-  expect_error(in_dir("adir.nii"), NDF_EIO, "not a regular file");
+  mkdir(io_at("adir.nii"), 0700);
+  io_read_fails(io_at("adir.nii"), NDF_EIO, "not a regular file");
 }
 
 /* A failed write leaves nothing at the target (and an existing file there intact). */
 static void failed_writes(uint64_t *r) {
   int64_t shape[3] = {8, 64, 64};
   t_arr src;
-  t_arr_make(&src, r, NDF_F64, 3, shape, 0, NULL);
-  t_fill_random(&src, r);
-  ndf_image img;
-  ndf_image_init(&img);
-  img.a = src.hview;
+  ndf_image img = io_random_image(&src, r, NDF_F64, 3, shape, 0);
   char err[512];
   CHECK(ndf_image_write("/nonexistent/dir/y.nii", &img, err, sizeof err) == NDF_EIO &&
             strstr(err, "/nonexistent/dir/y.nii"),
         "write to a missing dir: %s", err);
-  /* the file system refuses mid-write: a file size limit, SIGXFSZ ignored */
-  struct rlimit old, lim;
-  getrlimit(RLIMIT_FSIZE, &old);
-  void (*prev)(int) = signal(SIGXFSZ, SIG_IGN);
-  lim = old;
-  lim.rlim_cur = 4096;
-  const char *keep = in_dir("keep.nii");
-  write_bytes(keep, "keep", 4);
+  /* the file system refuses mid-write: a file size limit */
+  const char *keep = io_at("keep.nii");
+  io_write_file(keep, "keep", 4);
   for (int gz = 0; gz < 2; gz++) {
-    const char *path = in_dir(gz ? "limited.nii.gz" : "limited.nii");
-    setrlimit(RLIMIT_FSIZE, &lim);
-    ndf_status st = ndf_image_write(path, &img, err, sizeof err);
-    ndf_status st2 = ndf_image_write(keep, &img, err, sizeof err);
-    setrlimit(RLIMIT_FSIZE, &old);
+    const char *path = io_at(gz ? "limited.nii.gz" : "limited.nii");
+    ndf_status st = io_write_limited(path, &img, 4096, err, sizeof err);
+    ndf_status st2 = io_write_limited(keep, &img, 4096, err, sizeof err);
     CHECK(st == NDF_EIO && st2 == NDF_EIO && strstr(err, "keep.nii") && strstr(err, "write"),
           "limited write: %s / %s: %s", ndf_status_str(st), ndf_status_str(st2), err);
-    CHECK(!exists(path), "a failed write left %s", path);
+    CHECK(!io_exists(path), "a failed write left %s", path);
   }
-  signal(SIGXFSZ, prev);
   size_t n;
-  unsigned char *b = slurp(keep, &n);
+  unsigned char *b = io_read_file(keep, &n);
   CHECK(b && n == 4 && !memcmp(b, "keep", 4), "a failed write clobbered an existing file");
   free(b);
-  CHECK(leftovers() == 0, "temporary files left behind");
+  CHECK(io_leftovers() == 0, "temporary files left behind");
   /* a read that fails writes nothing (io_convert's sequence) */
   ndf_image in;
-  const char *out = in_dir("never.nii");
-  if (ndf_image_read(in_dir("cut100.nii"), NULL, &in, err, sizeof err) == NDF_OK) {
+  const char *out = io_at("never.nii");
+  if (ndf_image_read(io_at("cut100.nii"), NULL, &in, err, sizeof err) == NDF_OK) {
     CHECK(0, "cut100 read");
     ndf_image_write(out, &in, err, sizeof err);
     ndf_image_free(&in);
   }
-  CHECK(!exists(out), "never.nii exists");
+  CHECK(!io_exists(out), "never.nii exists");
   t_arr_free(&src, NULL);
 }
 
 int main(void) {
-  if (!mkdtemp(dir)) return 1;
+  if (io_dir_make("nifti")) return 1;
   uint64_t r = t_seed();
   round_trips(&r);
   big_and_singleton(&r);
@@ -1026,10 +927,5 @@ int main(void) {
   cross_format(&r);
   corrupt(&r);
   failed_writes(&r);
-  printf("nifti checks: %d failures\n", t_failures);
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  if (!t_failures && system(cmd) != 0) return 1;
-  if (t_failures) printf("files kept in %s\n", dir);
-  return t_failures ? 1 : 0;
+  return io_finish("nifti", 1);
 }

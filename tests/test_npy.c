@@ -1,21 +1,11 @@
 /* test_npy.c - .npy round trips, strided writes, and clear errors on bad files. */
-#include <sys/stat.h>
-
-#include "common.h"
 #include "io/npy.h"
-
-static char dir[] = "/tmp/ndf_npy_XXXXXX";
-
-static void write_bytes(const char *path, const void *b, size_t n) {
-  FILE *f = fopen(path, "wb");
-  fwrite(b, 1, n, f);
-  fclose(f);
-}
+#include "io_test.h"
 
 static void expect_error(const char *name, const char *bytes, size_t n, const char *needle) {
-  char path[256], err[512] = "";
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  write_bytes(path, bytes, n);
+  char path[IO_PATH], err[512] = "";
+  io_path(path, name);
+  io_write_file(path, bytes, n);
   ndf_array a;
   ndf_status st = ndf_npy_read(path, &a, err, sizeof err);
   CHECK(st != NDF_OK, "%s read", name);
@@ -38,9 +28,9 @@ static void expect_header(const char *name, const char *dict, const char *needle
 }
 
 int main(void) {
-  if (!mkdtemp(dir)) return 1;
+  if (io_dir_make("npy")) return 1;
   uint64_t r = t_seed();
-  char path[256], err[512];
+  char path[IO_PATH], err[512];
   for (ndf_dtype t = NDF_U8; t <= NDF_F64; t++)
     for (int nd = 1; nd <= 4; nd++) {
       int64_t shape[4];
@@ -49,7 +39,9 @@ int main(void) {
       t_arr src;
       t_arr_make(&src, &r, t, nd, shape, 1, NULL); /* strided source */
       t_fill_random(&src, &r);
-      snprintf(path, sizeof path, "%s/a_%d_%d.npy", dir, (int)t, nd);
+      char name[32];
+      snprintf(name, sizeof name, "a_%d_%d.npy", (int)t, nd);
+      io_path(path, name);
       CHECK(ndf_npy_write(path, &src.hview, err, sizeof err) == NDF_OK, "write: %s", err);
       ndf_array back;
       CHECK(ndf_npy_read(path, &back, err, sizeof err) == NDF_OK, "read: %s", err);
@@ -101,15 +93,11 @@ int main(void) {
   ndf_array x = ndf_array_contiguous(NDF_F32, 1, s1, v);
   CHECK(ndf_npy_write("/nonexistent/dir/y.npy", &x, err, sizeof err) == NDF_EIO,
         "write to missing dir");
-  snprintf(path, sizeof path, "%s/keep.npy", dir);
-  write_bytes(path, "keep", 4);
+  io_path(path, "keep.npy");
+  io_write_file(path, "keep", 4);
   x.data = NULL;
   CHECK(ndf_npy_write(path, &x, err, sizeof err) == NDF_EINVAL, "write NULL data");
   struct stat sb;
   CHECK(stat(path, &sb) == 0 && sb.st_size == 4, "existing file clobbered");
-  printf("npy checks: %d failures\n", t_failures);
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  if (system(cmd) != 0) return 1;
-  return t_failures ? 1 : 0;
+  return io_finish("npy", 0);
 }

@@ -44,6 +44,7 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
+#include "convert.h"
 #include "core/elem.h"
 #include "formats.h"
 
@@ -854,6 +855,19 @@ static int ends_with(const char *s, const char *suffix) {
   return n >= k && !strcasecmp(s + n - k, suffix);
 }
 
+/* The sample type of an exact widening's *_IMG type, written back rounded and clamped; -1
+ * for the types of the array dtypes. */
+static int widened_type(int type) {
+  switch (type) {
+  case SBYTE_IMG: return NDF_IO_I8;
+  case LONG_IMG: return NDF_IO_I32;
+  case ULONG_IMG: return NDF_IO_U32;
+  case LONGLONG_IMG: return NDF_IO_I64;
+  case ULONGLONG_IMG: return NDF_IO_U64;
+  }
+  return -1;
+}
+
 /* The array's samples as C type of the *_IMG type (rounded and clamped for the exact
  * widenings written back), C order; *buf is what to free. */
 static ndf_status convert(const ndf_array *a, int type, const void **out, void **buf) {
@@ -870,25 +884,13 @@ static ndf_status convert(const ndf_array *a, int type, const void **out, void *
                                                               : ndf_dtype_size(a->dtype);
   char *b = malloc((size_t)n * es);
   if (!b) return NDF_ENOMEM;
+  const int t = widened_type(type);
   for (int64_t i = 0; i < n; i++) {
     int64_t off = ndf__offset(a, i);
-    double v = ndf__load(a->dtype, a->data, off);
-    switch (type) {
-    case SBYTE_IMG: ((signed char *)b)[i] = (signed char)ndf__round_clamp(v, -128, 127); break;
-    case LONG_IMG:
-      ((int32_t *)b)[i] = (int32_t)ndf__round_clamp(v, -2147483648.0, 2147483647.0);
-      break;
-    case ULONG_IMG: ((uint32_t *)b)[i] = (uint32_t)ndf__round_clamp(v, 0, 4294967295.0); break;
-    case LONGLONG_IMG:
-      v = ndf__round_clamp(v, -9223372036854775808.0, 9223372036854775808.0);
-      ((int64_t *)b)[i] = v >= 9223372036854775808.0 ? INT64_MAX : (int64_t)v;
-      break;
-    case ULONGLONG_IMG:
-      v = ndf__round_clamp(v, 0, 18446744073709551616.0);
-      ((uint64_t *)b)[i] = v >= 18446744073709551616.0 ? UINT64_MAX : (uint64_t)v;
-      break;
-    default: memcpy(b + (size_t)i * es, (const char *)a->data + off * (int64_t)es, es);
-    }
+    if (t >= 0)
+      ndf_io_store((ndf_io_type)t, b, i, ndf__load(a->dtype, a->data, off));
+    else
+      memcpy(b + (size_t)i * es, (const char *)a->data + off * (int64_t)es, es);
   }
   *out = b;
   *buf = b;
@@ -912,13 +914,12 @@ ndf_status ndf__fits_write(const char *path, const ndf_image *img, char *err, si
                         a->ndim);
   wctx c = {path,
             img,
-            NULL,
+            ndf_io_meta(img, NDF_FORMAT_FITS),
             default_type(a->dtype),
             NULL,
             ends_with(path, ".gz"),
             ends_with(path, ".fz")};
-  if (img->format == NDF_FORMAT_FITS && img->meta) {
-    c.meta = img->meta;
+  if (c.meta) {
     if (c.meta->dtype == a->dtype && dtype_of(c.meta->type) == a->dtype) c.type = c.meta->type;
     /* cfitsio compresses no 64-bit integers: their exact f64 values go instead */
     if (fz && (c.type == LONGLONG_IMG || c.type == ULONGLONG_IMG)) c.type = DOUBLE_IMG;

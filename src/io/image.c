@@ -91,6 +91,10 @@ ndf_status ndf_io_error(char *err, size_t errlen, ndf_status s, const char *path
   return s;
 }
 
+void *ndf_io_meta(const ndf_image *img, ndf_format f) {
+  return img->format == f ? img->meta : NULL;
+}
+
 void ndf_image_init(ndf_image *img) {
   memset(img, 0, sizeof *img);
   img->channel_axis = -1;

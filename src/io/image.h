@@ -83,6 +83,9 @@ void ndf_image_init(ndf_image *img);
 
 /* ---- for the format files ---- */
 
+/* img->meta where img was read in format f (its writer may use it), else NULL. */
+void *ndf_io_meta(const ndf_image *img, ndf_format f);
+
 /* Writes `path` through a temporary file named like it (same directory, same extension,
  * so libraries that choose compression by the name still do): write_tmp creates the file
  * at tmp by name (replacing the empty file there); on success it is renamed to path with

@@ -25,6 +25,7 @@
 
 #include <nifti2_io.h>
 
+#include "convert.h"
 #include "core/elem.h"
 #include "formats.h"
 
@@ -103,32 +104,20 @@ static double load_file(int ft, const void *p, int64_t n) {
   return 0;
 }
 
-/* Stores v as file type ft: integers rounded half to even, clamped, NaN to 0. */
-static void store_file(int ft, void *p, int64_t n, double v) {
+/* The sample type of file type ft (one dtype_of takes). */
+static ndf_io_type io_type_of(int ft) {
   switch (ft) {
-  case NIFTI_TYPE_UINT8: ((uint8_t *)p)[n] = (uint8_t)ndf__round_clamp(v, 0, 255); break;
-  case NIFTI_TYPE_INT8: ((int8_t *)p)[n] = (int8_t)ndf__round_clamp(v, -128, 127); break;
-  case NIFTI_TYPE_UINT16: ((uint16_t *)p)[n] = (uint16_t)ndf__round_clamp(v, 0, 65535); break;
-  case NIFTI_TYPE_INT16: ((int16_t *)p)[n] = (int16_t)ndf__round_clamp(v, -32768, 32767); break;
-  case NIFTI_TYPE_UINT32:
-    ((uint32_t *)p)[n] = (uint32_t)ndf__round_clamp(v, 0, 4294967295.0);
-    break;
-  case NIFTI_TYPE_INT32:
-    ((int32_t *)p)[n] = (int32_t)ndf__round_clamp(v, -2147483648.0, 2147483647.0);
-    break;
-  case NIFTI_TYPE_UINT64: {
-    double r = ndf__round_clamp(v, 0, 18446744073709551616.0); /* 2^64: not a uint64 */
-    ((uint64_t *)p)[n] = r >= 18446744073709551616.0 ? UINT64_MAX : (uint64_t)r;
-    break;
+  case NIFTI_TYPE_UINT8: return NDF_IO_U8;
+  case NIFTI_TYPE_INT8: return NDF_IO_I8;
+  case NIFTI_TYPE_UINT16: return NDF_IO_U16;
+  case NIFTI_TYPE_INT16: return NDF_IO_I16;
+  case NIFTI_TYPE_UINT32: return NDF_IO_U32;
+  case NIFTI_TYPE_INT32: return NDF_IO_I32;
+  case NIFTI_TYPE_UINT64: return NDF_IO_U64;
+  case NIFTI_TYPE_INT64: return NDF_IO_I64;
+  case NIFTI_TYPE_FLOAT32: return NDF_IO_F32;
   }
-  case NIFTI_TYPE_INT64: {
-    double r = ndf__round_clamp(v, -9223372036854775808.0, 9223372036854775808.0);
-    ((int64_t *)p)[n] = r >= 9223372036854775808.0 ? INT64_MAX : (int64_t)r;
-    break;
-  }
-  case NIFTI_TYPE_FLOAT32: ((float *)p)[n] = (float)v; break;
-  case NIFTI_TYPE_FLOAT64: ((double *)p)[n] = v; break;
-  }
+  return NDF_IO_F64; /* NIFTI_TYPE_FLOAT64 */
 }
 
 /* Millimetres per unit of pixdim[1..3]; an unknown unit is taken as mm (as FSL does). */
@@ -508,10 +497,11 @@ static ndf_status write_tmp(const char *tmp, void *ctx, char *err, size_t errlen
     uint64_t buf[BLOCK]; /* the widest file type */
     int nbyper, swapsize;
     nifti_datatype_sizes(w->file_type, &nbyper, &swapsize);
+    const ndf_io_type t = io_type_of(w->file_type); /* rounded and clamped to it */
     for (int64_t i = 0; !bad && i < n; i += BLOCK) {
       int64_t m = n - i < BLOCK ? n - i : BLOCK;
       for (int64_t j = 0; j < m; j++)
-        store_file(w->file_type, buf, j, ndf__load(a->dtype, a->data, ndf__offset(a, i + j)));
+        ndf_io_store(t, buf, j, ndf__load(a->dtype, a->data, ndf__offset(a, i + j)));
       bad = znzwrite(buf, (size_t)nbyper, (size_t)m, f) != (size_t)m;
     }
   }
@@ -527,10 +517,21 @@ static ndf_status write_tmp(const char *tmp, void *ctx, char *err, size_t errlen
 
 static int fits_short(int64_t v) { return v >= -32768 && v <= 32767; }
 
+/* nifticlib's copies of dim[1..7] and pixdim[1..7] by name (nx..nw, dx..dw), which its header
+ * conversion reads. */
+static void name_axes(nifti_image *nim) {
+  int64_t *n[7] = {&nim->nx, &nim->ny, &nim->nz, &nim->nt, &nim->nu, &nim->nv, &nim->nw};
+  double *d[7] = {&nim->dx, &nim->dy, &nim->dz, &nim->dt, &nim->du, &nim->dv, &nim->dw};
+  for (int i = 0; i < 7; i++) {
+    *n[i] = nim->dim[i + 1];
+    *d[i] = nim->pixdim[i + 1];
+  }
+}
+
 ndf_status ndf__nifti_write(const char *path, const ndf_image *img, char *err, size_t errlen) {
   quiet();
   const ndf_array *a = &img->a;
-  const nifti_meta *m = img->format == NDF_FORMAT_NIFTI ? img->meta : NULL;
+  const nifti_meta *m = ndf_io_meta(img, NDF_FORMAT_NIFTI);
   if (a->ndim < 1 || a->ndim > NDF_MAX_DIMS || !file_type_of(a->dtype))
     return ndf_io_error(err, errlen, NDF_EINVAL, path, "not a valid array");
   nifti_image nim;
@@ -554,13 +555,6 @@ ndf_status ndf__nifti_write(const char *path, const ndf_image *img, char *err, s
   nim.dim[0] = nim.ndim = m && nd == old_nd && m->nim.dim[0] > nd ? m->nim.dim[0] : nd;
   for (int i = 1; i < 8; i++)
     nim.dim[i] = i <= nd ? a->shape[nd - i] : 1;
-  nim.nx = nim.dim[1];
-  nim.ny = nim.dim[2];
-  nim.nz = nim.dim[3];
-  nim.nt = nim.dim[4];
-  nim.nu = nim.dim[5];
-  nim.nv = nim.dim[6];
-  nim.nw = nim.dim[7];
   nim.nvox = ndf_array_size(a);
 
   /* The voxel size from the spacing where known (in the file's unit), the header's pixdim
@@ -575,13 +569,7 @@ ndf_status ndf__nifti_write(const char *path, const ndf_image *img, char *err, s
     nim.pixdim[i] = p;
   }
   if (m && old_nd < 4 && nd >= 4) nim.time_units = NIFTI_UNITS_UNKNOWN; /* not time */
-  nim.dx = nim.pixdim[1];
-  nim.dy = nim.pixdim[2];
-  nim.dz = nim.pixdim[3];
-  nim.dt = nim.pixdim[4];
-  nim.du = nim.pixdim[5];
-  nim.dv = nim.pixdim[6];
-  nim.dw = nim.pixdim[7];
+  name_axes(&nim);
 
   /* The file's own type back when the reader widened it and the array is as it made it.
    * Scaled voxels were applied on reading: they are written as they are, scl_slope

@@ -408,7 +408,7 @@ ndf_status ndf__png_write(const char *path, const ndf_image *img, char *err, siz
   memset(&w, 0, sizeof w);
   w.path = path;
   w.img = img;
-  w.m = img->format == NDF_FORMAT_PNG ? img->meta : NULL;
+  w.m = ndf_io_meta(img, NDF_FORMAT_PNG);
   if (a->dtype != NDF_U8 && a->dtype != NDF_U16)
     return ndf_io_error(err, errlen, NDF_EUNSUPPORTED, path,
                         "PNG holds 8- or 16-bit integers, not %s; convert with --dtype u8 or u16",

@@ -11,6 +11,7 @@
 #include <tiffio.h>
 #include <unistd.h>
 
+#include "convert.h"
 #include "core/elem.h"
 #include "formats.h"
 
@@ -788,9 +789,6 @@ static void pack(const wr *w, int64_t p, int64_t y, unsigned char *row) {
     return;                                                                                        \
   } while (0)
 #define AS_IS(v) (v)
-#define TO_I8(v) (int8_t)((v) < -128 ? -128 : (v) > 127 ? 127 : (v))
-#define TO_U32(v) (uint32_t) ndf__round_clamp(v, 0, 4294967295.0)
-#define TO_I32(v) (int32_t) ndf__round_clamp(v, -2147483648.0, 2147483647.0)
   unsigned es = w->bits / 8;
   if (es == ndf_dtype_size(a->dtype) &&
       (w->format == SAMPLEFORMAT_IEEEFP) == (a->dtype == NDF_F32 || a->dtype == NDF_F64)) {
@@ -801,15 +799,16 @@ static void pack(const wr *w, int64_t p, int64_t y, unsigned char *row) {
     default: PACK(uint64_t, uint64_t, AS_IS);
     }
   }
-  if (a->dtype == NDF_I16) PACK(int16_t, int8_t, TO_I8);
   if (a->dtype == NDF_F32) PACK(float, uint16_t, float_to_half);
-  if (w->format == SAMPLEFORMAT_UINT) PACK(double, uint32_t, TO_U32);
-  PACK(double, int32_t, TO_I32);
 #undef PACK
 #undef AS_IS
-#undef TO_I8
-#undef TO_U32
-#undef TO_I32
+  /* the exact widenings back: i16 to i8, f64 to u32 or i32 */
+  ndf_io_type t = a->dtype == NDF_I16              ? NDF_IO_I8
+                  : w->format == SAMPLEFORMAT_UINT ? NDF_IO_U32
+                                                   : NDF_IO_I32;
+  for (int64_t x = 0; x < w->W; x++)
+    for (int64_t c = 0; c < C; c++)
+      ndf_io_store(t, row, x * C + c, ndf__load(a->dtype, src, c * cs + at + x));
 }
 
 static ndf_status write_tmp(const char *tmp, void *ctx, char *err, size_t errlen) {
@@ -871,7 +870,7 @@ ndf_status ndf__tiff_write(const char *path, const ndf_image *img, char *err, si
   memset(&w, 0, sizeof w);
   w.path = path;
   w.img = img;
-  w.m = img->format == NDF_FORMAT_TIFF ? img->meta : NULL;
+  w.m = ndf_io_meta(img, NDF_FORMAT_TIFF);
   const tiff_meta *m = w.m;
   int nd = a->ndim, ca = img->channel_axis;
   w.C = w.P = 1;
