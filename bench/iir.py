@@ -204,19 +204,6 @@ def _why(e):
     return f"n/a: {msg}" if isinstance(e, ValueError) else f"error: {type(e).__name__}: {msg}"
 
 
-def _clean(v):
-    """JSON without NaN / Infinity, tuples as lists."""
-    if isinstance(v, float):
-        return v if math.isfinite(v) else None
-    if isinstance(v, dict):
-        return {str(k): _clean(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_clean(x) for x in v]
-    if isinstance(v, np.generic):
-        return _clean(v.item())
-    return v
-
-
 def rel_l2(got, ref):
     got = np.asarray(got, np.float64)
     return float(np.linalg.norm(got - ref) / np.linalg.norm(ref))
@@ -981,7 +968,7 @@ def main():
     doc = {"meta": meta}
     doc.update(res)
     with open(os.path.join(a.out, "iir.json"), "w") as f:
-        json.dump(_clean(doc), f, indent=1)
+        json.dump(timing.clean_json(doc), f, indent=1)
     plots = plot(res, a.out)
     md = {"iir_gpu": md_gpu, "iir_cpu": md_cpu, "iir_accuracy": md_accuracy}
     L = [f"# Recursive Gaussian benchmark (bench/iir.py{' --quick' if a.quick else ''})", "",

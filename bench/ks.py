@@ -201,19 +201,6 @@ def _fail(st, msg):
     return {"status": STATUS.get(st, str(st)), "why": msg[:300]}
 
 
-def _clean(v):
-    """JSON without NaN / Infinity, floats to 4 significant figures, tuples as lists."""
-    if isinstance(v, float):
-        return float("%.4g" % v) if math.isfinite(v) else None
-    if isinstance(v, dict):
-        return {str(k): _clean(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_clean(x) for x in v]
-    if isinstance(v, np.generic):
-        return _clean(v.item())
-    return v
-
-
 # ------------------------------------------------------------------ CPU twin
 
 def cpu_worker(n, cases, cap):
@@ -976,7 +963,7 @@ def main():
     def save():
         meta["seconds"] = round(time.time() - t0, 1)
         with open(os.path.join(a.out, "ks.json"), "w") as f:
-            json.dump(_clean(doc), f, indent=1)
+            json.dump(timing.clean_json(doc, 4), f, indent=1)
 
     cap = min(CPU_CAP_S, 0.25 * a.budget)
     try:

@@ -1,7 +1,8 @@
 """bench/timing.py - the CPU timer bench/peers.py and bench/gaussian.py share (the latter also
 in its child processes, which do not import peers.py), and the CUDA-event timer of the
 development probes (quick_sep.py, quick_conv.py); the bench scripts' line for a family that
-did not run, and the commit and GPU they report."""
+did not run, the commit and GPU they report, and their JSON's cleaning."""
+import math
 import os
 import subprocess
 import time
@@ -70,3 +71,20 @@ def family_status(res):
     if isinstance(res, dict) and "error" in res:
         return f"**error**: {res['error']}"
     return None
+
+
+def clean_json(v, sig=None):
+    """v with NaN and infinities as None, numpy scalars as Python numbers, tuples as lists and
+    keys as strings, so json.dump writes strict JSON; floats to sig significant figures when
+    given."""
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            return None
+        return float("%.*g" % (sig, v)) if sig else v
+    if isinstance(v, dict):
+        return {str(k): clean_json(x, sig) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [clean_json(x, sig) for x in v]
+    if isinstance(v, np.generic):
+        return clean_json(v.item(), sig)
+    return v
