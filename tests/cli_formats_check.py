@@ -306,6 +306,8 @@ def failure_checks(tmp, rng):
     check(not os.path.exists(out), "output written after a usage error")
     left = [f for f in os.listdir(tmp) if ".tmp" in f]
     check(not left, f"temporary files left behind: {left}")
+    p = run("-v", "gauss", good, os.path.join(tmp, "verbose.npy"), "--sigma", "1")
+    check("filtered on" in p.stderr and "wrote" in p.stderr, f"-v prints no timings: {p.stderr!r}")
     p = run("info", good)
     check("8 9" in p.stdout and "f32" in p.stdout, f"info: {p.stdout!r}")
     p = run("gauss", "--help")

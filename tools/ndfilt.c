@@ -1179,6 +1179,10 @@ int main(int argc, char **argv) {
       fputs(usage_main, stdout);
       return NDF_EXIT_OK;
     }
+    if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+      verbose = 1;
+      continue;
+    }
     if ((!strcmp(a, "--device") || !strcmp(a, "--threads")) && i + 1 >= argc)
       return usage_error("option %s needs a value", a);
     if (!strcmp(a, "--device"))
