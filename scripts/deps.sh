@@ -5,7 +5,7 @@ set -euo pipefail
 # tifffile read our files back in the tests; scikit-image's sample images (and its Pillow) are real
 # TIFF and PNG files for them.
 PKGS=(build-essential cmake pkg-config python3 python3-numpy python3-scipy libfftw3-dev
-      libnifti2-dev libtiff-dev libpng-dev libcfitsio-dev zlib1g-dev clang
+      libnifti2-dev libtiff-dev libpng-dev libcfitsio-dev zlib1g-dev clang libclang-rt-dev
       python3-nibabel python3-astropy python3-tifffile python3-skimage)
 missing=()
 for p in "${PKGS[@]}"; do
