@@ -12,11 +12,6 @@
 #include "core/elem.h"
 #include "formats.h"
 
-static ndf_status errf(char *err, size_t n, ndf_status s, const char *path, const char *msg) {
-  if (err && n) snprintf(err, n, "%s: %s", path, msg);
-  return s;
-}
-
 static const struct {
   const char *descr;
   ndf_dtype t;
@@ -39,13 +34,13 @@ static const char *dict_value(const char *h, const char *key) {
 
 ndf_status ndf_npy_read(const char *path, ndf_array *a, char *err, size_t errlen) {
   FILE *f = fopen(path, "rb");
-  if (!f) return errf(err, errlen, NDF_EIO, path, strerror(errno));
+  if (!f) return ndf_io_error(err, errlen, NDF_EIO, path, "%s", strerror(errno));
   unsigned char pre[12];
-  char *h = NULL, msg[160];
+  char *h = NULL;
   ndf_status st = NDF_EINVAL;
   void *data = NULL;
   if (fread(pre, 1, 10, f) != 10 || memcmp(pre, "\x93NUMPY", 6)) {
-    st = errf(err, errlen, NDF_EINVAL, path, "not a .npy file (bad magic)");
+    st = ndf_io_error(err, errlen, NDF_EINVAL, path, "not a .npy file (bad magic)");
     goto out;
   }
   size_t hlen;
@@ -53,30 +48,30 @@ ndf_status ndf_npy_read(const char *path, ndf_array *a, char *err, size_t errlen
     hlen = (size_t)pre[8] | (size_t)pre[9] << 8;
   } else if (pre[6] == 2 || pre[6] == 3) {
     if (fread(pre + 10, 1, 2, f) != 2) {
-      st = errf(err, errlen, NDF_EINVAL, path, "truncated header");
+      st = ndf_io_error(err, errlen, NDF_EINVAL, path, "truncated header");
       goto out;
     }
     hlen = (size_t)pre[8] | (size_t)pre[9] << 8 | (size_t)pre[10] << 16 | (size_t)pre[11] << 24;
   } else {
-    snprintf(msg, sizeof msg, "unsupported .npy version %d.%d", pre[6], pre[7]);
-    st = errf(err, errlen, NDF_EINVAL, path, msg);
+    st = ndf_io_error(err, errlen, NDF_EINVAL, path, "unsupported .npy version %d.%d", pre[6],
+                      pre[7]);
     goto out;
   }
   if (hlen > (1u << 20)) {
-    st = errf(err, errlen, NDF_EINVAL, path, "header too large");
+    st = ndf_io_error(err, errlen, NDF_EINVAL, path, "header too large");
     goto out;
   }
   h = malloc(hlen + 1);
   if (!h || fread(h, 1, hlen, f) != hlen) {
-    st = errf(err, errlen, h ? NDF_EINVAL : NDF_ENOMEM, path,
-              h ? "truncated header" : "out of memory");
+    st = ndf_io_error(err, errlen, h ? NDF_EINVAL : NDF_ENOMEM, path,
+                      h ? "truncated header" : "out of memory");
     goto out;
   }
   h[hlen] = 0;
   const char *d = dict_value(h, "descr"), *fo = dict_value(h, "fortran_order"),
              *sh = dict_value(h, "shape");
   if (!d || !fo || !sh || *d != '\'' || *sh != '(') {
-    st = errf(err, errlen, NDF_EINVAL, path, "malformed header");
+    st = ndf_io_error(err, errlen, NDF_EINVAL, path, "malformed header");
     goto out;
   }
   ndf_dtype t = 0;
@@ -84,14 +79,14 @@ ndf_status ndf_npy_read(const char *path, ndf_array *a, char *err, size_t errlen
     if (!strncmp(d + 1, descrs[i].descr, 3) && d[4] == '\'') t = descrs[i].t;
   if (!t) {
     const char *q = strchr(d + 1, '\'');
-    snprintf(msg, sizeof msg, "dtype %.*s not supported (u1, u2, i2, f4, f8 little-endian)",
-             q ? (int)(q - d - 1) : 8, d + 1);
-    st = errf(err, errlen, NDF_EUNSUPPORTED, path, msg);
+    st = ndf_io_error(err, errlen, NDF_EUNSUPPORTED, path,
+                      "dtype %.*s not supported (u1, u2, i2, f4, f8 little-endian)",
+                      q ? (int)(q - d - 1) : 8, d + 1);
     goto out;
   }
   if (!strncmp(fo, "True", 4)) {
-    st = errf(err, errlen, NDF_EUNSUPPORTED, path,
-              "Fortran-ordered array; save it with numpy.ascontiguousarray first");
+    st = ndf_io_error(err, errlen, NDF_EUNSUPPORTED, path,
+                      "Fortran-ordered array; save it with numpy.ascontiguousarray first");
     goto out;
   }
   int64_t shape[NDF_MAX_DIMS + 1];
@@ -104,23 +99,24 @@ ndf_status ndf_npy_read(const char *path, ndf_array *a, char *err, size_t errlen
     char *end;
     long long v = strtoll(p, &end, 10);
     if (end == p || v <= 0 || nd > NDF_MAX_DIMS) {
-      st = errf(err, errlen, NDF_EUNSUPPORTED, path,
-                end == p ? "malformed shape"
-                : v <= 0 ? "empty arrays are not supported"
-                         : "more than 4 dimensions");
+      st = ndf_io_error(err, errlen, NDF_EUNSUPPORTED, path,
+                        end == p ? "malformed shape"
+                        : v <= 0 ? "empty arrays are not supported"
+                                 : "more than 4 dimensions");
       goto out;
     }
     shape[nd++] = v;
     p = end;
   }
   if (nd == 0 || nd > NDF_MAX_DIMS) {
-    st = errf(err, errlen, NDF_EUNSUPPORTED, path, nd ? "more than 4 dimensions" : "0-d array");
+    st = ndf_io_error(err, errlen, NDF_EUNSUPPORTED, path, "%s",
+                      nd ? "more than 4 dimensions" : "0-d array");
     goto out;
   }
   ndf_array r = ndf_array_contiguous(t, nd, shape, NULL);
   int64_t n = ndf_array_size(&r);
   if (!n) {
-    st = errf(err, errlen, NDF_EINVAL, path, "element count overflows");
+    st = ndf_io_error(err, errlen, NDF_EINVAL, path, "element count overflows");
     goto out;
   }
   const size_t es = ndf_dtype_size(t);
@@ -128,20 +124,20 @@ ndf_status ndf_npy_read(const char *path, ndf_array *a, char *err, size_t errlen
   struct stat sb;
   if ((uint64_t)n > SIZE_MAX / es || here < 0 || fstat(fileno(f), &sb) != 0 ||
       (uint64_t)n * es > (uint64_t)(sb.st_size - here)) {
-    snprintf(msg, sizeof msg,
-             "truncated data: the header's shape needs %.0f bytes, the file has %lld after it",
-             (double)n * (double)es, here < 0 ? 0LL : (long long)(sb.st_size - here));
-    st = errf(err, errlen, NDF_EINVAL, path, msg);
+    st = ndf_io_error(
+        err, errlen, NDF_EINVAL, path,
+        "truncated data: the header's shape needs %.0f bytes, the file has %lld after it",
+        (double)n * (double)es, here < 0 ? 0LL : (long long)(sb.st_size - here));
     goto out;
   }
   size_t bytes = (size_t)n * es;
   data = malloc(bytes);
   if (!data) {
-    st = errf(err, errlen, NDF_ENOMEM, path, "out of memory");
+    st = ndf_io_error(err, errlen, NDF_ENOMEM, path, "out of memory");
     goto out;
   }
   if (fread(data, 1, bytes, f) != bytes) {
-    st = errf(err, errlen, NDF_EINVAL, path, "truncated data");
+    st = ndf_io_error(err, errlen, NDF_EINVAL, path, "truncated data");
     goto out;
   }
   r.data = data;
@@ -155,42 +151,8 @@ out:
   return st;
 }
 
-ndf_status ndf_write_atomic(const char *path, int (*fill)(void *, void *), void *ctx, char *err,
-                            size_t errlen) {
-  size_t n = strlen(path);
-  char *tmp = malloc(n + 16);
-  if (!tmp) return errf(err, errlen, NDF_ENOMEM, path, "out of memory");
-  snprintf(tmp, n + 16, "%s.tmpXXXXXX", path);
-  int fd = mkstemp(tmp);
-  if (fd < 0) {
-    ndf_status s = errf(err, errlen, NDF_EIO, path, strerror(errno));
-    free(tmp);
-    return s;
-  }
-  mode_t mask = umask(0); /* mkstemp makes 0600; give the final file the usual mode */
-  umask(mask);
-  fchmod(fd, 0666 & ~mask);
-  FILE *f = fdopen(fd, "wb");
-  int bad = !f || fill(ctx, f) != 0;
-  if (f) {
-    bad |= ferror(f) != 0;
-    bad |= fclose(f) != 0;
-  } else {
-    close(fd);
-  }
-  if (!bad && rename(tmp, path) != 0) bad = 1;
-  ndf_status s = NDF_OK;
-  if (bad) {
-    s = errf(err, errlen, NDF_EIO, path, errno ? strerror(errno) : "write failed");
-    unlink(tmp);
-  }
-  free(tmp);
-  return s;
-}
-
-static int fill_npy(void *ctx, void *file) {
-  const ndf_array *a = ctx;
-  FILE *f = file;
+/* The header and the samples into f; 0, or -1 if a write failed. */
+static int fill_npy(const ndf_array *a, FILE *f) {
   static const char *names[] = {NULL, "|u1", "<u2", "<i2", "<f4", "<f8"};
   char dict[256];
   int k = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (",
@@ -217,11 +179,20 @@ static int fill_npy(void *ctx, void *file) {
   return 0;
 }
 
+static ndf_status write_npy(const char *tmp, void *ctx, char *err, size_t errlen) {
+  FILE *f = fopen(tmp, "wb");
+  if (!f) return ndf_io_error(err, errlen, NDF_EIO, tmp, "%s", strerror(errno));
+  int bad = fill_npy(ctx, f) != 0 || ferror(f);
+  bad |= fclose(f) != 0;
+  return bad ? ndf_io_error(err, errlen, NDF_EIO, tmp, "write failed: %s", strerror(errno))
+             : NDF_OK;
+}
+
 ndf_status ndf_npy_write(const char *path, const ndf_array *a, char *err, size_t errlen) {
   if (!a || !a->data || !ndf_array_size(a) || !ndf_dtype_size(a->dtype) ||
       a->place.kind != NDF_PLACE_HOST)
-    return errf(err, errlen, NDF_EINVAL, path, "not a valid host array");
-  return ndf_write_atomic(path, fill_npy, (void *)a, err, errlen);
+    return ndf_io_error(err, errlen, NDF_EINVAL, path, "not a valid host array");
+  return ndf_io_write_via_temp(path, write_npy, (void *)a, err, errlen);
 }
 
 /* ---- the image interface (formats.h) ---- */

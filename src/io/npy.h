@@ -14,9 +14,4 @@ ndf_status ndf_npy_read(const char *path, ndf_array *a, char *err, size_t errlen
  * same directory renamed on success: a failure leaves no partial file. */
 ndf_status ndf_npy_write(const char *path, const ndf_array *a, char *err, size_t errlen);
 
-/* Writes a file atomically: the callback fills the temporary FILE; the file
- * is renamed to path only if it returns 0 and every write succeeded. */
-ndf_status ndf_write_atomic(const char *path, int (*fill)(void *ctx, void *file), void *ctx,
-                            char *err, size_t errlen);
-
 #endif
