@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "core/elem.h"
 #include "io/image.h"
 #include "kernels.h"
 
@@ -441,6 +442,12 @@ static int read_input(const char *path, const common_opts *co, ndf_image *img) {
 /* The axes a command's per-axis lists count: all of the image's, less a colour axis. */
 static int lead_axes(const ndf_image *img) { return img->channel_axis == 0; }
 
+/* The shape a filter sees: img's, less a colour axis (no data). */
+static ndf_array filtered_view(const ndf_image *img) {
+  const int lead = lead_axes(img);
+  return ndf_array_contiguous(img->a.dtype, img->a.ndim - lead, img->a.shape + lead, NULL);
+}
+
 /* One library call of a command, with its arguments in `args`. */
 typedef ndf_status (*filter_fn)(ndf_context *ctx, const ndf_array *in, ndf_array *out,
                                 const void *args);
@@ -560,14 +567,7 @@ static int info_file(const char *path) {
   double lo = INFINITY, hi = -INFINITY, sum = 0;
   int64_t bad = 0;
   for (int64_t i = 0; i < n; i++) {
-    double v;
-    switch (a->dtype) {
-    case NDF_U8: v = ((const uint8_t *)a->data)[i]; break;
-    case NDF_U16: v = ((const uint16_t *)a->data)[i]; break;
-    case NDF_I16: v = ((const int16_t *)a->data)[i]; break;
-    case NDF_F32: v = ((const float *)a->data)[i]; break;
-    default: v = ((const double *)a->data)[i]; break;
-    }
+    const double v = ndf__load(a->dtype, a->data, i);
     if (!isfinite(v)) {
       bad++;
       continue;
@@ -734,8 +734,7 @@ static int cmd_sepconv(ndf_context *ctx, int argc, char **argv) {
   }
   /* The axes the lists count: a colour axis is never filtered. */
   const int lead = lead_axes(&img);
-  const ndf_array in =
-      ndf_array_contiguous(img.a.dtype, img.a.ndim - lead, img.a.shape + lead, NULL);
+  const ndf_array in = filtered_view(&img);
   const char *of = naxes ? "--axes" : in_path; /* what per-axis lists count */
   if (naxes == 0)
     for (int d = 0; d < in.ndim; d++)
@@ -1040,8 +1039,7 @@ static int cmd_conv(ndf_context *ctx, int argc, char **argv, int convolve) {
   int rc = read_input(in_path, &co, &img);
   if (rc != NDF_EXIT_OK) return rc;
   const int lead = lead_axes(&img); /* a colour axis is not filtered */
-  const ndf_array in =
-      ndf_array_contiguous(img.a.dtype, img.a.ndim - lead, img.a.shape + lead, NULL);
+  const ndf_array in = filtered_view(&img);
   const int nd = in.ndim;
   conv_args c;
   memset(&c, 0, sizeof c);
