@@ -83,28 +83,25 @@ def plot(doc, out, shape):
     impls = meta["impls"]
     made = []
 
-    fig, ax = plt.subplots(figsize=(7.5, 5))
-    for i, (impl, d) in enumerate(impls.items()):
-        if d["group"] in GATHER_GROUPS:
-            xs, ys = _series(cases, _impl(metric, impl))
-            if xs:
-                ax.plot(xs, ys, "o-" if d["group"] == "exact gather" else ".-", ms=4,
-                        color=f"C{i % 10}", label=f"{impl} ({d['group']})")
-    xs, ys = _series(cases, _peer(metric))
-    if xs:
-        ax.plot(xs, ys, "k--", label="peer naive gather (issue)")
-    _axes(ax, f"Gathers: best over tile shapes and shared arrays ({where})", rs)
-    made.append(_save(fig, out, "fig2_gather.png"))
+    def impl_fig(groups, solid, dashed, peer, title, name):
+        """One line per implementation of `groups`: `solid`'s as o-, the others as `dashed`."""
+        fig, ax = plt.subplots(figsize=(7.5, 5))
+        for i, (impl, d) in enumerate(impls.items()):
+            if d["group"] in groups:
+                xs, ys = _series(cases, _impl(metric, impl))
+                if xs:
+                    ax.plot(xs, ys, "o-" if d["group"] == solid else dashed, ms=4,
+                            color=f"C{i % 10}", label=f"{impl} ({d['group']})")
+        xs, ys = _series(cases, _peer(metric)) if peer else ([], [])
+        if xs:
+            ax.plot(xs, ys, "k--", label="peer naive gather (issue)")
+        _axes(ax, f"{title} ({where})", rs)
+        made.append(_save(fig, out, name))
 
-    fig, ax = plt.subplots(figsize=(7.5, 5))
-    for i, (impl, d) in enumerate(impls.items()):
-        if d["group"] in SCATTER_GROUPS:
-            xs, ys = _series(cases, _impl(metric, impl))
-            if xs:
-                ax.plot(xs, ys, "o-" if d["group"] == "warp-sync scatter" else "s--", ms=4,
-                        color=f"C{i % 10}", label=f"{impl} ({d['group']})")
-    _axes(ax, f"Scatters: best over tile shapes ({where})", rs)
-    made.append(_save(fig, out, "fig3_scatter.png"))
+    impl_fig(GATHER_GROUPS, "exact gather", ".-", True,
+             "Gathers: best over tile shapes and shared arrays", "fig2_gather.png")
+    impl_fig(SCATTER_GROUPS, "warp-sync scatter", "s--", False,
+             "Scatters: best over tile shapes", "fig3_scatter.png")
 
     fig, ax = plt.subplots(figsize=(7.5, 5))
     for i, g in enumerate(meta["groups"]):
