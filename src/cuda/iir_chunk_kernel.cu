@@ -14,17 +14,21 @@
 // A line of length L is cut into nc = ceil(L / C) chunks of C samples (C = 8, 16, 32 as L
 // grows; nc <= 64), one thread per chunk, LB lines per block (thread t: line t % LB, chunk
 // t / LB). For each group of LB lines a block:
-//  1. loads its chunks into registers (past the end of the line: the last sample, the
-//     'nearest' extension) and sums each into the recursions' chunk-local end states,
+//  0. stages the group in shared memory (cp.async, issued while the previous group is
+//     filtered; rows a row at a time, columns LB neighbouring samples at a time);
+//  1. reads its chunk (past the end of the line: the last sample, the 'nearest' extension)
+//     and sums it into the recursions' chunk-local end states,
 //       E_k = sum_j p^(C-1-j) x[j] (causal),  F_k = sum_j p^j x[j] (anticausal),
 //     the first and last chunks adding the constant extensions' steady states;
 //  2. posts them to shared memory, where 4 LB threads (a recursion and a line each) chain
 //     them in order (z = p^C z + E), leaving each chunk the state that enters it;
-//  3. runs both recursions over its registers and stores its chunks.
+//  3. reads its chunk again, runs both recursions over it, writes the result back into the
+//     stage, and the block stores the group.
 // All loads of a line happen before any store of it, so a pass may run in place.
-// Measured on an H200 (256^3, 16.7 M samples a pass): ~0.08 ms a pass, against 0.04 ms for a
-// copy: about 45 instructions a sample (33 of them the arithmetic above) and the chaining's
-// serial steps are not all hidden behind the memory traffic.
+// Measured on an H100 (256^3, 16.7 M samples a pass, Nsight Compute): 51-63 us a pass
+// against 48 us for a device copy, the schedulers issuing in ~70% of cycles: the pass is
+// bound by its instructions, 65 (rows) to 78 (columns) a sample, of which 34 are the
+// arithmetic above (FFMA) and the rest addressing, shared-memory traffic and the chaining.
 #include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 
@@ -42,116 +46,203 @@ using namespace ndf_iir;
 
 constexpr int kMaxThreads = 512, kMaxChunks = 64;
 
-// Issues the copies of line group g's rows (LB contiguous rows) into the stage buffer xs
-// (xs[r * pitch + c]), cooperatively.
-template <bool VEC>
-__device__ __forceinline__ void fetch_rows(const float *src, float *xs, int64_t g, int64_t lines,
-                                           int L, int LB, int pitch) {
+// Walks the elements of an R x W tile (row-major) from element t in steps of n, without a
+// division in the loop: (r, c) of the current element.
+struct tile_walk {
+  int r, c, dr, dc, W;
+  __device__ __forceinline__ tile_walk(int t, int n, int W_) : W(W_) {
+    r = t / W;
+    c = t - r * W;
+    dr = n / W;
+    dc = n - dr * W;
+  }
+  __device__ __forceinline__ void next() {
+    r += dr;
+    c += dc;
+    if (c >= W) {
+      c -= W;
+      r++;
+    }
+  }
+};
+
+// A line group's stage in shared memory: sample i of the group's line l at
+//   rows (ROW):    l * pitch + i, pitch = nc C + 4 (rows 4 banks apart, float4-aligned);
+//   columns:       (i + i / C) LB + l (a warp's lanes are neighbouring lines; a pad of LB
+//                  after every chunk puts the chunks a warp holds on different banks).
+template <int C, bool ROW> struct stage_layout {
+  int LB, pitch;
+  __device__ __forceinline__ int at(int l, int i) const {
+    return ROW ? l * pitch + i : (i + i / C) * LB + l;
+  }
+  // sample j of chunk w of line l: chunk(l, w) + j step()
+  __device__ __forceinline__ int chunk(int l, int w) const {
+    return ROW ? l * pitch + w * C : w * (C + 1) * LB + l;
+  }
+  __device__ __forceinline__ int step() const { return ROW ? 1 : LB; }
+  __device__ __forceinline__ static int size(int LB, int nc) {
+    return ROW ? LB * (nc * C + 4) : (nc * C + nc) * LB;
+  }
+};
+
+// A line of [P][L][Q] (columns) as the line groups advance (by `step` lines): its (p, q),
+// updated without a division.
+struct line_walk {
+  int64_t p, q, dp, dq, Q;
+  __device__ __forceinline__ line_walk(int64_t line, int64_t step, int64_t Q_) : Q(Q_) {
+    p = line / Q;
+    q = line - p * Q;
+    dp = step / Q;
+    dq = step - dp * Q;
+  }
+  __device__ __forceinline__ void next() {
+    p += dp;
+    q += dq;
+    if (q >= Q) {
+      q -= Q;
+      p++;
+    }
+  }
+  __device__ __forceinline__ int64_t off(int L) const { return p * L * Q + q; }
+};
+
+// Moves the 16-byte pieces of a group's tile between global memory and the stage xs (IN:
+// into the stage, as cp.async copies), cooperatively: R rows of W pieces, piece (r, c) at
+// g + r gs + 4 c and at the stage's row r (sl.at(r, .) for rows, sl.at(., r) for columns) +
+// 4 c. Where every thread keeps one column (n % W == 0, and for columns a step of whole
+// chunks) the addresses advance by constant steps.
+template <bool IN, int C, bool ROW>
+__device__ __forceinline__ void move16(float *gm, int64_t gs, float *xs, stage_layout<C, ROW> sl,
+                                       int R, int W) {
   const int t = threadIdx.x, n = blockDim.x;
-  const int64_t r0 = g * LB;
-  const int rows = (int)min((int64_t)LB, lines - r0);
-  const float *s = src + r0 * L;
-  if (VEC) {
-    const int m = rows * L / 4;
-    for (int e = t; e < m; e += n) {
-      const int r = 4 * e / L, c = 4 * e - r * L;
-      __pipeline_memcpy_async(xs + r * pitch + c, s + 4 * e, 16);
-    }
+  auto srow = [&](int r) { return ROW ? r * sl.pitch : (r + r / C) * sl.LB; };
+  auto one = [&](float *gp, float *sp) {
+    if (IN)
+      __pipeline_memcpy_async(sp, gp, 16);
+    else
+      *reinterpret_cast<float4 *>(gp) = *reinterpret_cast<const float4 *>(sp);
+  };
+  const int dr = n / W;
+  if (n % W == 0 && (ROW || dr % C == 0)) {
+    const int c = t % W;
+    int r = t / W;
+    float *gp = gm + r * gs + 4 * c, *sp = xs + srow(r) + 4 * c;
+    const int64_t gstep = dr * gs;
+    const int sstep = srow(dr);
+    for (; r < R; r += dr, gp += gstep, sp += sstep)
+      one(gp, sp);
   } else {
-    const int m = rows * L;
-    for (int e = t; e < m; e += n) {
-      const int r = e / L;
-      __pipeline_memcpy_async(xs + r * pitch + e - r * L, s + e, 4);
-    }
+    for (tile_walk e(t, n, W); e.r < R; e.next())
+      one(gm + e.r * gs + 4 * e.c, xs + srow(e.r) + 4 * e.c);
+  }
+}
+
+// Issues the copies of line group g into the stage xs, cooperatively, and commits them as
+// one group. Rows: `rows` contiguous rows of length L at src + g LB L. Columns: at src + off,
+// VEC: the group's LB neighbouring lines (16-byte aligned), else the thread's own line.
+template <int C, bool ROW, bool VEC>
+__device__ __forceinline__ void fetch(const float *src, float *xs, stage_layout<C, ROW> sl,
+                                      int64_t g, int rows, int L, int64_t Q, int64_t off,
+                                      bool live) {
+  const int t = threadIdx.x, n = blockDim.x;
+  float *s = const_cast<float *>(src) + (ROW ? g * sl.LB * L : off);
+  if (VEC) {
+    move16<true, C, ROW>(s, ROW ? L : Q, xs, sl, ROW ? rows : L, ROW ? L / 4 : sl.LB / 4);
+  } else if (ROW) {
+    for (tile_walk e(t, n, L); e.r < rows; e.next())
+      __pipeline_memcpy_async(xs + sl.at(e.r, e.c), s + (int64_t)e.r * L + e.c, 4);
+  } else if (live) {
+    const int l = t % sl.LB;
+    for (int i = t / sl.LB; i < L; i += n / sl.LB)
+      __pipeline_memcpy_async(xs + sl.at(l, i), s + i * Q, 4);
   }
   __pipeline_commit();
 }
 
-// Loads thread t's chunk of line group g along a column ([P][L][Q], Q > 1) into x, past the
-// line's end (and on no line) the last sample (0); xe: the last sample of the last chunk.
-template <int C>
-__device__ __forceinline__ void load_col(const float *src, int64_t g, int64_t lines, int L,
-                                         int64_t Q, int LB, float (&x)[C], float &xe) {
-  const int t = threadIdx.x, l = t % LB, i0 = t / LB * C;
-  const int64_t line = g * LB + l;
-  xe = 0;
-  if (line >= lines) {
-#pragma unroll
-    for (int j = 0; j < C; j++)
-      x[j] = 0;
-    return;
+// Stores line group g from the stage xs (the counterpart of fetch).
+template <int C, bool ROW, bool VEC>
+__device__ __forceinline__ void store(float *dst, float *xs, stage_layout<C, ROW> sl, int64_t g,
+                                      int rows, int L, int64_t Q, int64_t off, bool live) {
+  const int t = threadIdx.x, n = blockDim.x;
+  float *d = dst + (ROW ? g * sl.LB * L : off);
+  if (VEC) {
+    move16<false, C, ROW>(d, ROW ? L : Q, xs, sl, ROW ? rows : L, ROW ? L / 4 : sl.LB / 4);
+  } else if (ROW) {
+    for (tile_walk e(t, n, L); e.r < rows; e.next())
+      d[(int64_t)e.r * L + e.c] = xs[sl.at(e.r, e.c)];
+  } else if (live) {
+    const int l = t % sl.LB;
+    for (int i = t / sl.LB; i < L; i += n / sl.LB)
+      d[i * Q] = xs[sl.at(l, i)];
   }
-  const int64_t p = line / Q;
-  const float *s = src + p * L * Q + (line - p * Q) + i0 * Q;
-  if (i0 + C >= L) xe = s[(L - 1 - i0) * Q];
-#pragma unroll
-  for (int j = 0; j < C; j++)
-    x[j] = i0 + j < L ? s[j * Q] : xe;
 }
 
-// Along L of [P][L][Q]. The blocks stay resident and take line groups in turn, the next
-// group's loads in flight while the current one is filtered. ROW (Q == 1): the block's LB rows
-// are one contiguous piece, staged through shared memory (cp.async into the other of two
-// stage buffers; VEC: 16-byte copies, L % 4 == 0 and 16-byte aligned arrays). Else each
-// thread loads its chunk into registers (a warp's loads are LB neighbouring columns), the next
-// group's into xn while the current one is filtered.
+// Along L of [P][L][Q]. The blocks stay resident and take line groups in turn, each group
+// staged through shared memory: its copies (cp.async) issued into the other of two stage
+// buffers while the current group is filtered. ROW (Q == 1): the group's LB rows are one
+// contiguous piece. Columns: LB neighbouring lines, a warp's copies rows of LB samples. VEC:
+// 16-byte copies (rows: L % 4 == 0; columns: Q % LB == 0 and LB % 4 == 0; 16-byte aligned
+// arrays); else 4-byte ones.
 template <int C, bool ROW, bool VEC>
 __global__ void __launch_bounds__(kMaxThreads, C <= 16 ? 2 : 1)
     iir_chunks(const float *src, float *dst, int64_t lines, int L, int64_t Q, int LB,
                const chunkp<C> f) {
-  // [4][nc][LB] float2: causal pole 0, 1, anticausal pole 0, 1; then two stage buffers of
-  // `stage` floats
+  // [4][nc][LB] float2: causal pole 0, 1, anticausal pole 0, 1; then two stages
   extern __shared__ float4 sh4[];
   float2 *car = reinterpret_cast<float2 *>(sh4);
   const int t = threadIdx.x, l = t % LB, w = t / LB, n = blockDim.x, nc = n / LB;
   const int i0 = w * C;
-  const int pitch = nc * C + 4; // ROW: rows 4 banks apart, float4-aligned
-  const int stage = LB * pitch;
+  stage_layout<C, ROW> sl;
+  sl.LB = LB;
+  sl.pitch = nc * C + 4;
+  const int stage = stage_layout<C, ROW>::size(LB, nc);
   float *buf = reinterpret_cast<float *>(car + 4 * n);
-  const int64_t groups = (lines + LB - 1) / LB;
+  const int64_t groups = (lines + LB - 1) / LB, step = (int64_t)gridDim.x * LB;
   int64_t g = blockIdx.x;
-  float x[C], xn[C], xe = 0, xen = 0; // xn, xen: the next group's (columns)
-  if (g < groups) {
-    if (ROW)
-      fetch_rows<VEC>(src, buf, g, lines, L, LB, pitch);
-    else
-      load_col<C>(src, g, lines, L, Q, LB, xn, xen);
-  }
+  // columns: the group's first line (VEC) or the thread's own, as the groups advance
+  line_walk lw(g * LB + (VEC ? 0 : l), step, ROW ? 1 : Q);
+  auto rows_of = [&](int64_t gg) { return (int)min((int64_t)LB, lines - gg * LB); };
+  if (g < groups)
+    fetch<C, ROW, VEC>(src, buf, sl, g, rows_of(g), L, Q, lw.off(L), g * LB + l < lines);
   for (int it = 0; g < groups; g += gridDim.x, it ^= 1) {
     float *xs = buf + it * stage;
-    const int64_t line = g * LB + l;
-    const bool live = line < lines;
-    if (ROW) {
-      if (g + gridDim.x < groups)
-        fetch_rows<VEC>(src, buf + (it ^ 1) * stage, g + gridDim.x, lines, L, LB, pitch);
-      else
-        __pipeline_commit(); // an empty group keeps the count
-      __pipeline_wait_prior(1);
-      __syncthreads(); // the rows came from every thread's copies
-    } else {
-#pragma unroll
-      for (int j = 0; j < C; j++)
-        x[j] = xn[j];
-      xe = xen;
-    }
-    if (ROW) {
-      if (live) {
-        const float *row = xs + l * pitch;
-        xe = row[L - 1];
-#pragma unroll
-        for (int j = 0; j < C; j += 4) {
-          const float4 v = *reinterpret_cast<const float4 *>(row + i0 + j);
-          x[j] = i0 + j < L ? v.x : xe;
-          x[j + 1] = i0 + j + 1 < L ? v.y : xe;
-          x[j + 2] = i0 + j + 2 < L ? v.z : xe;
-          x[j + 3] = i0 + j + 3 < L ? v.w : xe;
-        }
-      } else {
+    const bool live = g * LB + l < lines;
+    const int64_t off = ROW ? 0 : lw.off(L), gn = g + gridDim.x;
+    if (!ROW) lw.next();
+    if (gn < groups)
+      fetch<C, ROW, VEC>(src, buf + (it ^ 1) * stage, sl, gn, rows_of(gn), L, Q, lw.off(L),
+                         gn * LB + l < lines);
+    else
+      __pipeline_commit(); // an empty group keeps the count
+    __pipeline_wait_prior(1);
+    __syncthreads(); // the stage came from every thread's copies
+    // the chunk from the stage (again in step 3: x is not kept across the barriers)
+    float x[C], xe = 0, *const xc = xs + sl.chunk(l, w);
+    auto load_x = [&]() {
+      if (!live) {
 #pragma unroll
         for (int j = 0; j < C; j++)
           x[j] = 0;
+      } else if (i0 + C <= L) { // the whole chunk in the line (all but a line's last)
+#pragma unroll
+        for (int j = 0; j < C; j += 4) {
+          if (ROW) {
+            const float4 v = *reinterpret_cast<const float4 *>(xc + j);
+            x[j] = v.x, x[j + 1] = v.y, x[j + 2] = v.z, x[j + 3] = v.w;
+          } else {
+            x[j] = xc[j * LB], x[j + 1] = xc[(j + 1) * LB];
+            x[j + 2] = xc[(j + 2) * LB], x[j + 3] = xc[(j + 3) * LB];
+          }
+        }
+        xe = x[C - 1];
+      } else {
+        xe = xs[sl.at(l, L - 1)];
+#pragma unroll
+        for (int j = 0; j < C; j++)
+          x[j] = i0 + j < L ? xc[j * sl.step()] : xe;
       }
-    }
+    };
+    load_x();
     // 1. chunk-local end states
     {
       float2 E[2], F[2];
@@ -164,7 +255,6 @@ __global__ void __launch_bounds__(kMaxThreads, C <= 16 ? 2 : 1)
         car[(2 + k) * n + t] = F[k];
       }
     }
-    if (!ROW && g + gridDim.x < groups) load_col<C>(src, g + gridDim.x, lines, L, Q, LB, xn, xen);
     __syncthreads();
     // 2. chain the chunks: 4 LB threads (or all), one a recursion and line, replace each
     // chunk's end state by the state entering it (causal: before its first sample;
@@ -174,50 +264,36 @@ __global__ void __launch_bounds__(kMaxThreads, C <= 16 ? 2 : 1)
       chain(car + k * n + cl, LB, nc, f.pC[k & 1], k < 2);
     }
     __syncthreads();
+    load_x();
     float2 z[2], s[2];
 #pragma unroll
     for (int k = 0; k < 2; k++) {
       z[k] = w == 0 ? cscale(f.g[k], x[0]) : car[k * n + t];
       s[k] = w == nc - 1 ? cscale(f.g[k], xe) : car[(2 + k) * n + t];
     }
-    // 3. the recursions over the chunk
+    // 3. the recursions over the chunk, back into the stage
     float y[C];
     chunk_filter<C>(f, x, z, s, y);
-    if (ROW) {
-      if (live) {
-        float *row = xs + l * pitch;
+    if (live && i0 + C <= L) {
 #pragma unroll
-        for (int j = 0; j < C; j += 4)
-          *reinterpret_cast<float4 *>(row + i0 + j) =
-              make_float4(y[j], y[j + 1], y[j + 2], y[j + 3]);
-      }
-      __syncthreads();
-      const int64_t r0 = g * LB;
-      const int rows = (int)min((int64_t)LB, lines - r0);
-      float *d = dst + r0 * L;
-      if (VEC) {
-        const int m = rows * L / 4;
-        for (int e = t; e < m; e += n) {
-          const int r = 4 * e / L, c = 4 * e - r * L;
-          reinterpret_cast<float4 *>(d)[e] = *reinterpret_cast<const float4 *>(xs + r * pitch + c);
-        }
-      } else {
-        const int m = rows * L;
-        for (int e = t; e < m; e += n) {
-          const int r = e / L;
-          d[e] = xs[r * pitch + e - r * L];
+      for (int j = 0; j < C; j += 4) {
+        if (ROW) {
+          *reinterpret_cast<float4 *>(xc + j) = make_float4(y[j], y[j + 1], y[j + 2], y[j + 3]);
+        } else {
+          xc[j * LB] = y[j], xc[(j + 1) * LB] = y[j + 1];
+          xc[(j + 2) * LB] = y[j + 2], xc[(j + 3) * LB] = y[j + 3];
         }
       }
     } else if (live) {
-      const int64_t p = line / Q;
-      float *d = dst + p * L * Q + (line - p * Q) + (int64_t)i0 * Q;
 #pragma unroll
       for (int j = 0; j < C; j++)
-        if (i0 + j < L) d[j * Q] = y[j];
+        if (i0 + j < L) xc[j * sl.step()] = y[j];
     }
-    __syncthreads(); // xs (ROW) and car are reused
+    __syncthreads();
+    store<C, ROW, VEC>(dst, xs, sl, g, rows_of(g), L, Q, off, live);
+    __syncthreads(); // xs and car are reused
   }
-  if (ROW) __pipeline_wait_prior(0);
+  __pipeline_wait_prior(0);
 }
 
 // The chunk length for lines of length L: short chunks keep more lines per block.
@@ -232,12 +308,13 @@ int launch(const float *src, float *dst, int64_t P, int64_t L, int64_t Q, const 
     LB /= 2;
   const int64_t lines = P * Q, groups = (lines + LB - 1) / LB;
   const int n = LB * nc;
-  const size_t stage = Q == 1 ? (size_t)LB * (nc * C + 4) : 0;
+  const size_t stage = Q == 1 ? (size_t)LB * (nc * C + 4) : (size_t)(nc * C + nc) * LB;
   const size_t smem = (size_t)4 * n * sizeof(float2) + 2 * stage * sizeof(float);
   const chunkp<C> q = params<C>(f);
-  const bool vec = Q == 1 && L % 4 == 0 && ((uintptr_t)src | (uintptr_t)dst) % 16 == 0;
+  const bool aligned = ((uintptr_t)src | (uintptr_t)dst) % 16 == 0;
+  const bool vec = aligned && (Q == 1 ? L % 4 == 0 : Q % LB == 0 && LB % 4 == 0);
   void (*k)(const float *, float *, int64_t, int, int64_t, int, const chunkp<C>) =
-      Q > 1 ? iir_chunks<C, false, false>
+      Q > 1 ? (vec ? iir_chunks<C, false, true> : iir_chunks<C, false, false>)
       : vec ? iir_chunks<C, true, true>
             : iir_chunks<C, true, false>;
   const cudaError_t err =

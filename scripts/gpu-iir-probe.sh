@@ -1,0 +1,69 @@
+# gpu-iir-probe.sh - development probe for cuda_iir (issue 05): build the library, time the
+# recursive Gaussian against a device copy on 256^3 and 512^3, and profile its kernels with
+# Nsight Compute (speed of light, occupancy, warp states, instructions by opcode). A directory
+# .probe-base holding another tree (`git archive BASE | tar -x -C .probe-base`) is built and
+# timed too, in the same run (A/B on one machine). Output under $OUT.
+set -u
+B=build-gpu
+NVCC=/usr/local/cuda/bin/nvcc
+cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DNDF_ENABLE_CUDA=ON -DNDF_CUDA_ARCHS=90 \
+  -DCMAKE_CUDA_COMPILER=$NVCC -DNDF_PYTHON=$(command -v python3) -DNDF_REQUIRE_FORMATS=OFF \
+  -DNDF_BUILD_TOOLS=OFF > $OUT/configure.log 2>&1 || { tail -20 $OUT/configure.log; exit 1; }
+( time cmake --build $B -j16 --target ndfilt ${PROBE_TARGETS:-} ) > $OUT/build.log 2>&1 ||
+  { grep -E "error" -A5 $OUT/build.log | head -40; exit 1; }
+tail -3 $OUT/build.log
+if [ -d .probe-base ]; then # the base tree (git archive of the commit compared against)
+  ( cd .probe-base && cmake -S . -B build-base -DCMAKE_BUILD_TYPE=Release -DNDF_ENABLE_CUDA=ON \
+    -DNDF_CUDA_ARCHS=90 -DCMAKE_CUDA_COMPILER=$NVCC -DNDF_PYTHON=$(command -v python3) \
+    -DNDF_REQUIRE_FORMATS=OFF -DNDF_BUILD_TOOLS=OFF > $OUT/configure-base.log 2>&1 &&
+    cmake --build build-base -j16 --target ndfilt > $OUT/build-base.log 2>&1 ) || echo "base build failed"
+fi
+export NDFILT_LIBRARY=$PWD/$B/libndfilt.so PYTHONPATH=$PWD/python
+if [ -n "${PROBE_TESTS:-}" ]; then
+  ( cd $B/tests && timeout 200 ./test_iir cuda > $OUT/test_iir.log 2>&1; echo "test_iir rc=$?"; tail -2 $OUT/test_iir.log; grep -m5 -B2 -A8 FAIL $OUT/test_iir.log )
+fi
+for lib in $PWD/$B/libndfilt.so $PWD/.probe-base/build-base/libndfilt.so $PWD/$B/libndfilt.so; do
+[ -f $lib ] || continue
+echo "== $lib"
+NDFILT_LIBRARY=$lib python3 - <<'PY' 2>&1 | tee -a $OUT/probe.txt
+import os, cupy as cp, numpy as np, ndfilt, cupyx.scipy.ndimage as cnd
+def t(f, n=30):
+    for _ in range(5): f()
+    s, e = cp.cuda.Event(), cp.cuda.Event(); ts=[]
+    for _ in range(n):
+        s.record(); f(); e.record(); e.synchronize(); ts.append(cp.cuda.get_elapsed_time(s, e))
+    one = float(np.median(ts))
+    s.record()
+    for _ in range(20): f()
+    e.record(); e.synchronize()
+    return one, cp.cuda.get_elapsed_time(s, e) / 20
+print(cp.cuda.runtime.getDeviceProperties(0)['name'].decode())
+for shp in [(256,256,64),(256,256,256),(512,512,512)]:
+    x = cp.random.standard_normal(shp, dtype=cp.float32); y = cp.empty_like(x)
+    cpy = t(lambda: y.__setitem__(Ellipsis, x))
+    for sig in (4.5,):
+        r = t(lambda: ndfilt.gaussian_filter(x, sig, mode='nearest', method='cuda_iir', output=y))
+        ref = cnd.gaussian_filter(x.astype(cp.float64), sig, mode='nearest', truncate=8)
+        ndfilt.gaussian_filter(x, sig, mode='nearest', method='cuda_iir', output=y)
+        err = float(cp.linalg.norm(y - ref) / cp.linalg.norm(ref))
+        print(f"{shp} sigma {sig}: cuda_iir {r[0]:.4f} ms one call, {r[1]:.4f} b2b; copy {cpy[0]:.4f} / {cpy[1]:.4f} ms; rel L2 vs truncate-8 FIR {err:.2e}")
+PY
+done
+if [ -n "${PROBE_NCU:-1}" ]; then
+cat > /tmp/one.py <<'PY'
+import sys, cupy as cp, ndfilt
+n = int(sys.argv[1])
+x = cp.random.standard_normal((n, n, n), dtype=cp.float32); y = cp.empty_like(x)
+ndfilt.gaussian_filter(x, 4.5, mode='nearest', method='cuda_iir', output=y)
+cp.cuda.Device().synchronize()
+PY
+for n in 256 512; do
+  /usr/local/cuda/bin/ncu --clock-control none --section SpeedOfLight --section Occupancy \
+    --section WarpStateStats --section SchedulerStats --section LaunchStats --section MemoryWorkloadAnalysis \
+    python3 /tmp/one.py $n > $OUT/ncu_$n.txt 2>&1
+  echo "ncu $n rc=$?"
+  [ $n = 256 ] && /usr/local/cuda/bin/ncu --clock-control none --metrics smsp__inst_executed.sum,sass__inst_executed_per_opcode \
+    --print-metric-instances details -k regex:iir python3 /tmp/one.py $n > $OUT/ncu_op_$n.txt 2>&1
+  grep -E "^  [a-z_<>:, 0-9A-Za-z()]+\(|Duration|DRAM Throughput|Issue Slots Busy|Achieved Occupancy|Registers Per|Warp Cycles Per Issued|Memory Throughput|No Eligible" $OUT/ncu_$n.txt | head -60
+done
+fi
