@@ -9,8 +9,10 @@
  *  - cascade (iir_alvarez, iir_vyv): a causal then an anticausal all-pole pass,
  *      causal      u[i] = b0 x[i] - sum_{j=1..K} a[j-1] u[i-j],     u[-j] = x[0]
  *      anticausal  v[i] = b0 u[i] - sum_{j=1..K} a[j-1] v[i+j],
- *    with unit DC gain (b0 = 1 + sum a = prod (1 - p_k) over the poles p_k, computed as the
- *    product: the sum cancels when the poles are near 1, at large sigma). The anticausal pass starts from Triggs and Sdika's
+ *    with unit DC gain: b0 = 1 + sum a of the a as rounded (summed in long double, where it is
+ *    exact; in double it cancels when the poles are near 1, at large sigma), not prod (1 - p_k)
+ *    of the poles before rounding, so that x[0] is the steady state of the recursion actually
+ *    run. The anticausal pass starts from Triggs and Sdika's
  *    initial values: with d[m] = u[n-1-m] - x[n-1] (m < K; u[i] for i < 0 is x[0]),
  *      v[n-1-r] = x[n-1] + sum_m M[r*K + m] d[m]   for r < K,
  *    M computed from a and b0 (what the causal pass would still produce past the end, fed
@@ -18,7 +20,9 @@
  *  - parallel (iir_deriche): y = yp + ym, both from the input:
  *      yp[i] = sum_{j=0..K-1} bp[j] x[i-j] - sum_{j=1..K} a[j-1] yp[i-j],  yp[-j] = gp x[0]
  *      ym[i] = sum_{j=1..K} bm[j-1] x[i+j] - sum_{j=1..K} a[j-1] ym[i+j],  ym[n-1+j] = gm x[n-1]
- *    with gp = sum bp / (1 + sum a), gm = sum bm / (1 + sum a).
+ *    with gp = sum bp / (1 + sum a), gm = sum bm / (1 + sum a) of the coefficients as rounded
+ *    (in long double), the recursions' own steady states. (Their DC gain gp + gm is 1 only
+ *    within the rounding of bp, bm and a relative to 1 + sum a: 1 + 1.2e-5 at sigma 1000.)
  *
  * Design (ndf__iir_design), sigma in samples:
  *  - iir_alvarez (Alvarez and Mazorra 1994; the seed's Figs 1-2), `order` = steps S, 1..5:
@@ -31,8 +35,8 @@
  *    The seed runs the S steps one after the other, each starting from its own input's end
  *    values; that is exact for 'nearest' only for S = 1 (an earlier step's output past the end
  *    is not constant). Here the S causal sweeps are one recursion of order K = S (the pole nu
- *    S times, b0 = (1 - nu)^S) and the S anticausal sweeps the other, started Triggs-Sdika's
- *    way, so the boundary is exact. Same operator, same sweeps per step.
+ *    S times, b0 = (1 - nu)^S up to rounding) and the S anticausal sweeps the other, started
+ *    Triggs-Sdika's way, so the boundary is exact. Same operator, same sweeps per step.
  *  - iir_vyv (Young and van Vliet 1995, Young, van Vliet and van Ginkel 2002), `order` K in 3..5:
  *    Getreuer's optimised poles for sigma = 2 (IPOL 2013), raised to the power 1/q with q found
  *    by Newton's method so that the filter's variance, sum_k 2 d_k / (d_k - 1)^2, is sigma^2
@@ -60,7 +64,7 @@ typedef struct ndf__iir {
   int K;      /* recursion order, 1..NDF__IIR_MAXK */
   double sigma;
   double a[NDF__IIR_MAXK];  /* a[j-1] multiplies the output j samples back (forward) */
-  double b0;                /* cascade: numerator, 1 + sum a */
+  double b0;                /* cascade: numerator, 1 + sum a (exact, long double) */
   double M[NDF__IIR_MAXK * NDF__IIR_MAXK]; /* cascade: Triggs-Sdika, row-major K x K */
   double bp[NDF__IIR_MAXK]; /* parallel: causal numerator on x[i], x[i-1], ... */
   double bm[NDF__IIR_MAXK]; /* parallel: anticausal numerator on x[i+1], x[i+2], ... */
