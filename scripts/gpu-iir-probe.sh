@@ -22,10 +22,18 @@ export NDFILT_LIBRARY=$PWD/$B/libndfilt.so PYTHONPATH=$PWD/python
 if [ -n "${PROBE_TESTS:-}" ]; then
   ( cd $B/tests && timeout 200 ./test_iir cuda > $OUT/test_iir.log 2>&1; echo "test_iir rc=$?"; tail -2 $OUT/test_iir.log; grep -m5 -B2 -A8 FAIL $OUT/test_iir.log )
 fi
-for lib in $PWD/$B/libndfilt.so $PWD/.probe-base/build-base/libndfilt.so $PWD/$B/libndfilt.so; do
+if [ -n "${PROBE_SAN:-}" ]; then # compute-sanitizer over test_iir (few random cases, every long line)
+  for tool in memcheck racecheck synccheck initcheck; do
+    ( cd $B/tests && NDF_TEST_CASES=8 timeout 250 /usr/local/cuda/bin/compute-sanitizer --tool $tool \
+      --error-exitcode 9 ./test_iir cuda > $OUT/san_$tool.log 2>&1
+      echo "$tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $OUT/san_$tool.log | tail -1)" )
+  done
+fi
+for run in ${PROBE_RUNS:-$B:1 .probe-base/build-base:1 $B:1}; do
+lib=$PWD/${run%%:*}/libndfilt.so
 [ -f $lib ] || continue
-echo "== $lib"
-NDFILT_LIBRARY=$lib python3 - <<'PY' 2>&1 | tee -a $OUT/probe.txt
+echo "== $lib NDF_CUDA_IIR_TC=${run##*:}"
+NDF_CUDA_IIR_TC=${run##*:} NDFILT_LIBRARY=$lib python3 - <<'PY' 2>&1 | tee -a $OUT/probe.txt
 import os, cupy as cp, numpy as np, ndfilt, cupyx.scipy.ndimage as cnd
 def t(f, n=30):
     for _ in range(5): f()
@@ -57,7 +65,7 @@ x = cp.random.standard_normal((n, n, n), dtype=cp.float32); y = cp.empty_like(x)
 ndfilt.gaussian_filter(x, 4.5, mode='nearest', method='cuda_iir', output=y)
 cp.cuda.Device().synchronize()
 PY
-for n in 256 512; do
+for n in ${PROBE_NCU_SIZES:-256 512}; do
   /usr/local/cuda/bin/ncu --clock-control none --section SpeedOfLight --section Occupancy \
     --section WarpStateStats --section SchedulerStats --section LaunchStats --section MemoryWorkloadAnalysis \
     python3 /tmp/one.py $n > $OUT/ncu_$n.txt 2>&1

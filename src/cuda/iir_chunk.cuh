@@ -76,8 +76,8 @@ __device__ __forceinline__ void chunk_ends(const chunkp<C> &f, const float (&x)[
 // sample) and the anticausal s (after its last): y[j] = sum_k Re(rho_k (z_k[j] + s_k[j])) -
 // R x[j].
 template <int C>
-__device__ __forceinline__ void chunk_filter(const chunkp<C> &f, const float (&x)[C], float2 (&z)[2],
-                                             float2 (&s)[2], float (&y)[C]) {
+__device__ __forceinline__ void chunk_filter(const chunkp<C> &f, const float (&x)[C],
+                                             float2 (&z)[2], float2 (&s)[2], float (&y)[C]) {
 #pragma unroll
   for (int j = C - 1; j >= 0; j--) {
     float v = -f.R * x[j];
@@ -97,6 +97,26 @@ __device__ __forceinline__ void chunk_filter(const chunkp<C> &f, const float (&x
     }
   }
 }
+
+// Walks the elements of an R x W tile (row-major) from element t in steps of n, without a
+// division in the loop: (r, c) of the current element.
+struct tile_walk {
+  int r, c, dr, dc, W;
+  __device__ __forceinline__ tile_walk(int t, int n, int W_) : W(W_) {
+    r = t / W;
+    c = t - r * W;
+    dr = n / W;
+    dc = n - dr * W;
+  }
+  __device__ __forceinline__ void next() {
+    r += dr;
+    c += dc;
+    if (c >= W) {
+      c -= W;
+      r++;
+    }
+  }
+};
 
 // Chains a line's chunks: c[0], c[st], ..., c[(nc - 1) st] hold their zero-start end states
 // for one recursion (pole^C = pC); each is replaced by the state entering that chunk from a

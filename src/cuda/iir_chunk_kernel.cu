@@ -25,6 +25,8 @@
 //  3. reads its chunk again, runs both recursions over it, writes the result back into the
 //     stage, and the block stores the group.
 // All loads of a line happen before any store of it, so a pass may run in place.
+// Where it fits (L <= 512, rows of L % 4 == 0, columns of Q % 16 == 0, aligned arrays) the
+// same recursion runs on tensor cores instead (iir_tc_kernel.cu, faster: below).
 // Measured on an H100 (256^3, 16.7 M samples a pass, Nsight Compute): 51-63 us a pass
 // against 48 us for a device copy, the schedulers issuing in ~70% of cycles: the pass is
 // bound by its instructions, 65 (rows) to 78 (columns) a sample, of which 34 are the
@@ -33,6 +35,7 @@
 #include <cuda_runtime.h>
 
 #include <stdint.h>
+#include <stdlib.h>
 
 #include <complex>
 
@@ -45,26 +48,6 @@ namespace {
 using namespace ndf_iir;
 
 constexpr int kMaxThreads = 512, kMaxChunks = 64;
-
-// Walks the elements of an R x W tile (row-major) from element t in steps of n, without a
-// division in the loop: (r, c) of the current element.
-struct tile_walk {
-  int r, c, dr, dc, W;
-  __device__ __forceinline__ tile_walk(int t, int n, int W_) : W(W_) {
-    r = t / W;
-    c = t - r * W;
-    dr = n / W;
-    dc = n - dr * W;
-  }
-  __device__ __forceinline__ void next() {
-    r += dr;
-    c += dc;
-    if (c >= W) {
-      c -= W;
-      r++;
-    }
-  }
-};
 
 // A line group's stage in shared memory: sample i of the group's line l at
 //   rows (ROW):    l * pitch + i, pitch = nc C + 4 (rows 4 banks apart, float4-aligned);
@@ -342,6 +325,9 @@ extern "C" int ndf__launch_iir_chunks(const float *src, float *dst, int64_t P, i
   if (P <= 0 || L <= 0 || Q <= 0) return 0;
   if (!ndf__iir_chunks_fit(f, L)) return (int)cudaErrorNotSupported;
   cudaStream_t st = (cudaStream_t)stream;
+  static const char *tc = getenv("NDF_CUDA_IIR_TC"); // "0": the FFMA kernel everywhere
+  if (ndf__iir_tc_fits(src, dst, L, Q) && !(tc && tc[0] == '0'))
+    return ndf__launch_iir_tc(src, dst, P, L, Q, f, stream);
   switch (chunk_len(L)) {
   case 8: return launch<8>(src, dst, P, L, Q, *f, st);
   case 16: return launch<16>(src, dst, P, L, Q, *f, st);

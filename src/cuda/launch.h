@@ -63,6 +63,11 @@ int ndf__launch_iir(const float *src, float *dst, int64_t P, int64_t L, int64_t 
 int ndf__iir_chunks_fit(const struct ndf__iir *f, int64_t L);
 int ndf__launch_iir_chunks(const float *src, float *dst, int64_t P, int64_t L, int64_t Q,
                            const struct ndf__iir *f, void *stream);
+/* The same on tensor cores (iir_tc_kernel.cu) for L <= 512, rows with L % 4 == 0 or columns
+ * with Q % 16 == 0, 16-byte aligned arrays; ndf__launch_iir_chunks takes it where it fits. */
+int ndf__iir_tc_fits(const float *src, const float *dst, int64_t L, int64_t Q);
+int ndf__launch_iir_tc(const float *src, float *dst, int64_t P, int64_t L, int64_t Q,
+                       const struct ndf__iir *f, void *stream);
 
 /* ks (ks_kernel.cu): arrays as 3-D [z][y][x] (missing leading axes of length 1): input n,
  * output m, the input's offset in the output off; smap[a]: the sigma map of axis a (-1: none);

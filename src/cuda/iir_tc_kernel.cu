@@ -1,0 +1,337 @@
+// iir_tc_kernel.cu - cuda_iir's pass for the parallel form (Deriche) on tensor cores: the
+// chunked recursion of iir_chunk_kernel.cu written as matrix products.
+//
+// With the filter as two first-order complex recursions (iir_chunk.cuh), a chunk of 16
+// samples x (one column of X, a line per column) and the states entering it, z (causal, before
+// its first sample) and s (anticausal, after its last), give
+//     y = T x + U [z; s],    T[i][j] = sum_k Re(rho_k p_k^|i-j|) (- R on the diagonal),
+//     U[i] = (Re, -Im of rho_k p_k^(i+1), then of rho_k p_k^(16-i)),
+// and its zero-start end states are [E; F] = V x, V = (Re, Im of p_k^(15-j), then of p_k^j).
+// Between the two products the end states are chained along each line (z' = p^16 z + E) in
+// shared memory, as in iir_chunk_kernel.cu. T, V and U are constant, held as mma.sync
+// fragments for the whole kernel; every 16 samples x 8 lines are m16n8k8 products in TF32,
+// each operand split in two halves (a = a_hi + a_lo, a_hi the top 19 bits): a b ~ a_hi b_hi +
+// a_hi b_lo + a_lo b_hi, float32's accuracy on TF32 units (test_iir's bound, 1e-5 of the
+// largest value, holds as for the FFMA kernel). A warp's unit is 16 samples of 16 lines: 24
+// tensor-core instructions and ~40 others for 256 samples, where iir_chunk_kernel.cu issues
+// ~2000 (Nsight Compute on an H100, 256^3: 17 M instructions a column pass instead of 41 M;
+// the pass at 65% of DRAM bandwidth, 51 us against 48 us for a device copy).
+//
+// A block takes NL = 32 or 16 lines at a time (rows: NL consecutive rows, L % 4 == 0; columns:
+// NL neighbouring lines, Q % NL == 0; 16-byte aligned arrays), all of their L <= 512 samples
+// staged in shared memory (cp.async, the next group's in flight while the current one is
+// filtered), and writes its results over the stage before storing them: all loads of a line
+// come before its stores, so the pass may run in place.
+#include <cuda_pipeline.h>
+#include <cuda_runtime.h>
+
+#include <stdint.h>
+#include <string.h>
+
+#include <complex>
+
+#include "../core/iir.h"
+#include "iir_chunk.cuh"
+#include "launch.h"
+
+namespace {
+
+using namespace ndf_iir;
+
+constexpr int kC = 16, kWarps = 8, kThreads = 32 * kWarps, kMaxL = 512, kUnits = 4;
+
+// The filter's matrices (row-major: T 16 x 16, V 8 x 16, U 16 x 8) and the chain's constants.
+struct tcparams {
+  float T[kC * kC], V[8 * kC], U[kC * 8];
+  float2 pC[2], g[2];
+};
+constexpr int kMats = kC * kC + 8 * kC + kC * 8;
+
+// x = hi + lo, hi in TF32 (x truncated: the tensor core reads a TF32 operand's top 19 bits),
+// lo exact in float32, of which it reads 11 significant bits again: 2^-21 of x is lost.
+__device__ __forceinline__ void split(float x, uint32_t &hi, uint32_t &lo) {
+  hi = __float_as_uint(x) & 0xffffe000u;
+  lo = __float_as_uint(x - __uint_as_float(hi));
+}
+
+// d += a b, one m16n8k8 TF32 product.
+__device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, "
+      "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+// d += a b in float32's accuracy: a_lo b_hi + a_hi b_lo + a_hi b_hi ([0]: hi, [1]: lo).
+__device__ __forceinline__ void mma3(float (&d)[4], const uint32_t (&a)[2][4],
+                                     const uint32_t (&b)[2][2]) {
+  mma(d, a[1], b[0]);
+  mma(d, a[0], b[1]);
+  mma(d, a[0], b[0]);
+}
+
+// Along L of [P][L][Q] (Q % NL == 0). Fragments of m16n8k8 (g = lane / 4, t = lane % 4):
+// A (16 x 8) a0..a3 at (g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4); B (8 x 8) b0, b1 at
+// (t, g), (t + 4, g); C (16 x 8) c0..c3 at (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1).
+// A warp's unit is a chunk of 16 samples of 16 lines: x's B fragments for the two 8-line
+// halves are also the A fragment of x^T (lines x samples), so the end states come as
+// x^T V^T, 16 lines x 8 states, with no padding. Shared memory: the matrices, two stages of
+// 16 nc rows (samples) of NLP floats (lines; NLP = 8 mod 32 puts a fragment's loads on
+// distinct banks), the chain's states [nc][8][NLP], and the lines' first and last samples.
+template <int NL, bool ROW>
+__global__ void __launch_bounds__(kThreads, 2)
+    iir_tc(const float *src, float *dst, int64_t lines, int L, int64_t Q,
+           const __grid_constant__ tcparams prm) {
+  extern __shared__ __align__(128) float mats[];
+  constexpr int NLP = NL + 8, halves = NL / 16, lw = NL == 32 ? 3 : 2;
+  const int nc = (L + kC - 1) / kC, rows = nc * kC, RP = rows + 4;
+  const int stage = ROW ? NL * RP : rows * NLP, units = nc * halves;
+  // sample i of line l in a stage
+  auto at = [&](int i, int l) { return ROW ? l * RP + i : i * NLP + l; };
+  float *buf = mats + kMats, *car = buf + 2 * stage, *x0 = car + nc * 8 * NLP, *xl = x0 + NL;
+  const int t = threadIdx.x, warp = t / 32, lg = (t % 32) / 4, lt = t % 4;
+  for (int i = t; i < kMats; i += kThreads)
+    mats[i] = (&prm.T[0])[i];
+  __syncthreads();
+  // the constant fragments, split: T (A, per k step), V^T (B, per k step), U (A)
+  uint32_t Ta[2][2][4], Vb[2][2][2], Ua[2][4];
+  {
+    const float *T = mats, *V = mats + kC * kC, *U = V + 8 * kC;
+#pragma unroll
+    for (int kk = 0; kk < 2; kk++) {
+      const int c0 = 8 * kk + lt;
+      const float a[4] = {T[lg * kC + c0], T[(lg + 8) * kC + c0], T[lg * kC + c0 + 4],
+                          T[(lg + 8) * kC + c0 + 4]};
+#pragma unroll
+      for (int i = 0; i < 4; i++)
+        split(a[i], Ta[kk][0][i], Ta[kk][1][i]);
+      split(V[lg * kC + c0], Vb[kk][0][0], Vb[kk][1][0]);
+      split(V[lg * kC + c0 + 4], Vb[kk][0][1], Vb[kk][1][1]);
+    }
+    const float u[4] = {U[lg * 8 + lt], U[(lg + 8) * 8 + lt], U[lg * 8 + lt + 4],
+                        U[(lg + 8) * 8 + lt + 4]};
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+      split(u[i], Ua[0][i], Ua[1][i]);
+  }
+  const int64_t groups = (lines + NL - 1) / NL, col = (int64_t)L * Q;
+  // columns: the group's first line, (p, q), as the groups advance
+  int64_t g = blockIdx.x, p = g * NL / Q, q = g * NL - p * Q;
+  const int64_t step = (int64_t)gridDim.x * NL, dp = step / Q, dq = step - dp * Q;
+  // the group's 16-byte pieces: rows, `live` rows of L / 4 each; columns, L rows of NL / 4
+  auto move = [&](float *xs, float *gm, int live, bool in) {
+    if (ROW) {
+      for (tile_walk e(t, kThreads, L / 4); e.r < live; e.next()) {
+        float *sp = xs + e.r * RP + 4 * e.c, *gp = gm + (int64_t)e.r * L + 4 * e.c;
+        if (in)
+          __pipeline_memcpy_async(sp, gp, 16);
+        else
+          *reinterpret_cast<float4 *>(gp) = *reinterpret_cast<const float4 *>(sp);
+      }
+    } else {
+      for (int e = t; e < L << (lw); e += kThreads) {
+        const int r = e >> lw, c = e & ((1 << lw) - 1);
+        float *sp = xs + r * NLP + 4 * c, *gp = gm + r * Q + 4 * c;
+        if (in)
+          __pipeline_memcpy_async(sp, gp, 16);
+        else
+          *reinterpret_cast<float4 *>(gp) = *reinterpret_cast<const float4 *>(sp);
+      }
+    }
+  };
+  auto origin = [&](int64_t gg) { return ROW ? gg * NL * L : p * col + q; };
+  auto live_of = [&](int64_t gg) { return (int)min((int64_t)NL, lines - gg * NL); };
+  if (g < groups) {
+    move(buf, const_cast<float *>(src) + origin(g), live_of(g), true);
+    __pipeline_commit();
+  }
+  for (int it = 0; g < groups; g += gridDim.x, it ^= 1) {
+    float *xs = buf + it * stage;
+    const int64_t off = origin(g), gn = g + gridDim.x;
+    const int live = live_of(g);
+    if (!ROW) {
+      p += dp;
+      q += dq;
+      if (q >= Q) q -= Q, p++;
+    }
+    if (gn < groups)
+      move(buf + (it ^ 1) * stage, const_cast<float *>(src) + origin(gn), live_of(gn), true);
+    __pipeline_commit();
+    __pipeline_wait_prior(1);
+    __syncthreads();
+    // the 'nearest' extension past the end (and zeros on the rows past the last), the ends'
+    // values for the steady states
+    for (int e = t; e < (rows - L + 1) * NL; e += kThreads) {
+      const int i = L - 1 + e / NL, l = e % NL;
+      if (ROW && l >= live) {
+        if (i == L - 1)
+          for (int j = 0; j < rows; j++)
+            xs[at(j, l)] = 0;
+      } else if (i == L - 1) {
+        xl[l] = xs[at(i, l)];
+      } else {
+        xs[at(i, l)] = xs[at(L - 1, l)];
+      }
+    }
+    __syncthreads();
+    for (int l = t; l < NL; l += kThreads)
+      x0[l] = xs[at(0, l)];
+    // 1. each unit: T x into registers, its zero-start end states x^T V^T into car
+    float loc[kUnits][2][4];
+#pragma unroll
+    for (int j = 0; j < kUnits; j++) {
+      const int u = warp + j * kWarps;
+      if (u >= units) break;
+      const int c = u / halves, n0 = 16 * (u % halves);
+      const float *xt = xs + at(c * kC + lt, n0 + lg);
+      uint32_t b[2][2][2][2]; // [k step][half][b0, b1][hi, lo]
+#pragma unroll
+      for (int kk = 0; kk < 2; kk++)
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+#pragma unroll
+          for (int r = 0; r < 2; r++)
+            split(xt[ROW ? 8 * h * RP + 8 * kk + 4 * r : (8 * kk + 4 * r) * NLP + 8 * h],
+                  b[kk][h][r][0], b[kk][h][r][1]);
+      float ends[4] = {0, 0, 0, 0};
+#pragma unroll
+      for (int h = 0; h < 2; h++) {
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+          loc[j][h][i] = 0;
+#pragma unroll
+        for (int kk = 0; kk < 2; kk++) {
+          const uint32_t bb[2][2] = {{b[kk][h][0][0], b[kk][h][1][0]},
+                                     {b[kk][h][0][1], b[kk][h][1][1]}};
+          mma3(loc[j][h], Ta[kk], bb);
+        }
+      }
+#pragma unroll
+      for (int kk = 0; kk < 2; kk++) {
+        const uint32_t xa[2][4] = {
+            {b[kk][0][0][0], b[kk][1][0][0], b[kk][0][1][0], b[kk][1][1][0]},
+            {b[kk][0][0][1], b[kk][1][0][1], b[kk][0][1][1], b[kk][1][1][1]}};
+        mma(ends, xa[1], Vb[kk][0]);
+        mma(ends, xa[0], Vb[kk][1]);
+        mma(ends, xa[0], Vb[kk][0]);
+      }
+      float *ce = car + (c * 8 + 2 * lt) * NLP + n0 + lg;
+      ce[0] = ends[0];
+      ce[NLP] = ends[1];
+      ce[8] = ends[2];
+      ce[NLP + 8] = ends[3];
+    }
+    __syncthreads();
+    // 2. chain: 4 NL threads, a recursion and a line each, replace the end states by the
+    // states entering each chunk (causal rows 0-3, anticausal rows 4-7)
+    for (int u = t; u < 4 * NL; u += kThreads) {
+      const int k = u / NL, l = u % NL, kp = k & 1, row = 2 * kp + (k < 2 ? 0 : 4);
+      const float xe = k < 2 ? x0[l] : xl[l];
+      float2 z = make_float2(prm.g[kp].x * xe, prm.g[kp].y * xe);
+      for (int i = 0; i < nc; i++) {
+        const int c = k < 2 ? i : nc - 1 - i;
+        float *cr = car + (c * 8 + row) * NLP + l, *ci = cr + NLP;
+        const float2 e = make_float2(*cr, *ci);
+        *cr = z.x;
+        *ci = z.y;
+        z = cfma(prm.pC[kp], z, e);
+      }
+    }
+    __syncthreads();
+    // 3. y = T x + U [z; s], over the stage
+#pragma unroll
+    for (int j = 0; j < kUnits; j++) {
+      const int u = warp + j * kWarps;
+      if (u >= units) break;
+      const int c = u / halves, n0 = 16 * (u % halves);
+#pragma unroll
+      for (int h = 0; h < 2; h++) {
+        const float *st = car + (c * 8 + lt) * NLP + n0 + 8 * h + lg;
+        uint32_t sb[2][2];
+        split(st[0], sb[0][0], sb[1][0]);
+        split(st[4 * NLP], sb[0][1], sb[1][1]);
+        mma3(loc[j][h], Ua, sb);
+        float *y = xs + at(c * kC + lg, n0 + 8 * h + 2 * lt);
+        if (ROW) {
+          y[0] = loc[j][h][0], y[RP] = loc[j][h][1];
+          y[8] = loc[j][h][2], y[RP + 8] = loc[j][h][3];
+        } else {
+          *reinterpret_cast<float2 *>(y) = make_float2(loc[j][h][0], loc[j][h][1]);
+          *reinterpret_cast<float2 *>(y + 8 * NLP) = make_float2(loc[j][h][2], loc[j][h][3]);
+        }
+      }
+    }
+    __syncthreads();
+    move(xs, dst + off, live, false);
+    __syncthreads(); // the stage and car are reused
+  }
+  __pipeline_wait_prior(0);
+}
+
+tcparams make_params(const ndf__iir &f) {
+  typedef std::complex<double> cd;
+  const chunkp<kC> c = params<kC>(f); // the poles and residues the other passes use
+  tcparams q;
+  memset(&q, 0, sizeof q);
+  cd p[2], rho[2];
+  for (int k = 0; k < 2; k++) {
+    p[k] = cd(c.p[k].x, c.p[k].y);
+    rho[k] = cd(c.rho[k].x, c.rho[k].y);
+    q.pC[k] = c.pC[k];
+    q.g[k] = c.g[k];
+  }
+  for (int i = 0; i < kC; i++) {
+    for (int j = 0; j < kC; j++) {
+      double v = i == j ? -c.R : 0;
+      for (int k = 0; k < 2; k++) {
+        if (i >= j) v += (rho[k] * std::pow(p[k], i - j)).real();
+        if (j >= i) v += (rho[k] * std::pow(p[k], j - i)).real();
+      }
+      q.T[i * kC + j] = (float)v;
+    }
+    for (int k = 0; k < 2; k++) {
+      const cd e = std::pow(p[k], kC - 1 - i), s = std::pow(p[k], i); // column i of V
+      q.V[(2 * k) * kC + i] = (float)e.real();
+      q.V[(2 * k + 1) * kC + i] = (float)e.imag();
+      q.V[(4 + 2 * k) * kC + i] = (float)s.real();
+      q.V[(5 + 2 * k) * kC + i] = (float)s.imag();
+      const cd a = rho[k] * std::pow(p[k], i + 1), b = rho[k] * std::pow(p[k], kC - i);
+      q.U[i * 8 + 2 * k] = (float)a.real();
+      q.U[i * 8 + 2 * k + 1] = (float)-a.imag();
+      q.U[i * 8 + 4 + 2 * k] = (float)b.real();
+      q.U[i * 8 + 5 + 2 * k] = (float)-b.imag();
+    }
+  }
+  return q;
+}
+
+} // namespace
+
+extern "C" int ndf__iir_tc_fits(const float *src, const float *dst, int64_t L, int64_t Q) {
+  return L > 0 && L <= kMaxL && (Q == 1 ? L % 4 == 0 : Q % 16 == 0) &&
+         ((uintptr_t)src | (uintptr_t)dst) % 16 == 0;
+}
+
+extern "C" int ndf__launch_iir_tc(const float *src, float *dst, int64_t P, int64_t L, int64_t Q,
+                                  const ndf__iir *f, void *stream) {
+  if (P <= 0 || L <= 0 || Q <= 0) return 0;
+  if (!ndf__iir_tc_fits(src, dst, L, Q)) return (int)cudaErrorNotSupported;
+  const int NL = L <= 256 && (Q == 1 || Q % 32 == 0) ? 32 : 16, NLP = NL + 8;
+  const int nc = (int)((L + kC - 1) / kC);
+  const size_t smem =
+      sizeof(float) * ((size_t)kMats + 2 * (size_t)nc * kC * NLP + (size_t)nc * 8 * NLP + 2 * NL);
+  const tcparams q = make_params(*f);
+  void (*k)(const float *, float *, int64_t, int, int64_t, const tcparams) =
+      Q == 1 ? (NL == 32 ? iir_tc<32, true> : iir_tc<16, true>)
+             : (NL == 32 ? iir_tc<32, false> : iir_tc<16, false>);
+  cudaError_t err = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+  if (err != cudaSuccess) return (int)err;
+  int dev = 0, sms = 0, per = 0;
+  cudaGetDevice(&dev);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, k, kThreads, smem);
+  const int64_t lines = P * Q, groups = (lines + NL - 1) / NL,
+                resident = (int64_t)sms * (per > 0 ? per : 1);
+  k<<<(unsigned)(groups < resident ? groups : resident), kThreads, smem, (cudaStream_t)stream>>>(
+      src, dst, lines, (int)L, Q, q);
+  return (int)cudaGetLastError();
+}
