@@ -216,17 +216,37 @@ static void large_cases(ndf_context *ctx, int cuda, uint64_t *r) {
 
 /* Long lines under Deriche: each shape of cuda_iir's chunked pass (8, 16 and 32 samples a
  * chunk; rows with and without float4 access; columns; up to 64 chunks a line) and its
- * unchunked fallback past 2048, out of place and in place. */
+ * unchunked fallback past 2048, out of place and in place. iso: one sigma on every axis (the
+ * fused (y, x) pass of the tensor-core kernel takes the last two axes together when their
+ * filters are the same: slices of one to several groups, partial row groups, in place). */
 static int long_cases(ndf_context *ctx, int cuda, uint64_t *r) {
   static const struct {
-    int nd, inplace;
+    int nd, inplace, iso;
     int64_t shape[3];
-  } longs[] = {{2, 0, {1, 300}},  {2, 0, {2, 301}},    {2, 0, {700, 3}},   {2, 0, {5, 2048}},
-               {2, 0, {2049, 2}}, {3, 0, {3, 129, 5}}, {2, 1, {40, 1000}}, {3, 1, {9, 130, 64}},
+  } longs[] = {{2, 0, 0, {1, 300}},
+               {2, 0, 0, {2, 301}},
+               {2, 0, 0, {700, 3}},
+               {2, 0, 0, {5, 2048}},
+               {2, 0, 0, {2049, 2}},
+               {3, 0, 0, {3, 129, 5}},
+               {2, 1, 0, {40, 1000}},
+               {3, 1, 0, {9, 130, 64}},
                /* whole slices (rows not a multiple of 4, the longest rows, in place) */
-               {3, 0, {3, 256, 256}}, {3, 1, {2, 256, 256}}, {2, 0, {300, 200}},
-               {3, 0, {2, 130, 66}},  {2, 1, {37, 2048}},    {2, 0, {2000, 40}},
-               {3, 0, {2, 512, 512}}, {2, 0, {1001, 301}}};
+               {3, 0, 0, {3, 256, 256}},
+               {3, 1, 0, {2, 256, 256}},
+               {2, 0, 0, {300, 200}},
+               {3, 0, 0, {2, 130, 66}},
+               {2, 1, 0, {37, 2048}},
+               {2, 0, 0, {2000, 40}},
+               {3, 0, 0, {2, 512, 512}},
+               {2, 0, 0, {1001, 301}},
+               /* one sigma: the fused (y, x) pass */
+               {3, 0, 1, {5, 256, 256}},
+               {3, 1, 1, {3, 100, 96}},
+               {2, 0, 1, {130, 64}},
+               {3, 1, 1, {2, 512, 272}},
+               {3, 0, 1, {4, 300, 48}},
+               {2, 1, 1, {256, 512}}};
   for (size_t k = 0; k < sizeof longs / sizeof longs[0]; k++) {
     tcase c;
     memset(&c, 0, sizeof c);
@@ -234,13 +254,15 @@ static int long_cases(ndf_context *ctx, int cuda, uint64_t *r) {
     c.nd = longs[k].nd;
     for (int d = 0; d < c.nd; d++) {
       c.shape[d] = longs[k].shape[d];
-      c.sigma[d] = 0.5 * pow(400, 0.5 * (ndf_rand_uniform(r) + 1)); /* 0.5 .. 200 */
+      c.sigma[d] = longs[k].iso && d ? c.sigma[0] : 0.5 * pow(400, 0.5 * (ndf_rand_uniform(r) + 1));
       c.mode[d] = NDF_MODE_NEAREST;
     }
     c.lay.idt = c.lay.odt = NDF_F32;
     c.lay.dev_in = c.lay.dev_out = cuda;
     c.lay.inplace = longs[k].inplace;
+    if (longs[k].iso) setenv("NDF_CUDA_IIR_FUSED", "1", 1); /* cuda_iir's opt-in fused pass */
     run_case(ctx, cuda, &c, r);
+    if (longs[k].iso) unsetenv("NDF_CUDA_IIR_FUSED");
   }
   return (int)(sizeof longs / sizeof longs[0]);
 }

@@ -19,7 +19,8 @@
 #include "host.h"
 
 typedef struct {
-  float *tmp; /* full-size temporary, when some pass cannot write its own input */
+  float *tmp;               /* full-size temporary, when some pass cannot write its own input */
+  unsigned long long *sync; /* the fused (y, x) pass's counters, when it may run */
 } state;
 
 static int applicable(const ndf__problem *pb, const ndf_context *ctx) {
@@ -58,6 +59,7 @@ static void free_state(void *v) {
   if (!s) return;
   cudaDeviceSynchronize(); /* a one-shot call may still be running */
   cudaFree(s->tmp);
+  cudaFree(s->sync);
   free(s);
 }
 
@@ -76,6 +78,21 @@ static int all_in_place(const ndf__iirp *q, const int64_t *shape, const int *ax,
     if (f->form == NDF__IIR_PARALLEL && !ndf__iir_chunks_fit(f, shape[ax[k]])) return 0;
   }
   return 1;
+}
+
+/* Whether the two last axes go through the fused (y, x) pass: asked for (NDF_CUDA_IIR_FUSED=1;
+ * it is correct but not yet faster than the two passes it replaces: on an H100, 112 us against
+ * 2 x 52 us for 256^3, see iir_tc_kernel.cu), both filtered by the same chunked filter, in
+ * place, and the tensor-core kernel fitting both (alignment aside: ndf__iir_tc_yx_fits checks
+ * the arrays at run time). NDF_CUDA_IIR_TC=0 turns it off. */
+static int fused_yx(const ndf__iirp *q, const int64_t *shape, int nd, const int *ax, int np) {
+  const char *env = getenv("NDF_CUDA_IIR_TC"), *fused = getenv("NDF_CUDA_IIR_FUSED");
+  if ((env && env[0] == '0') || !fused || fused[0] != '1') return 0;
+  if (np < 2 || ax[0] != nd - 1 || ax[1] != nd - 2) return 0;
+  const ndf__iir *fx = &q->ax[nd - 1], *fy = &q->ax[nd - 2];
+  return memcmp(fx, fy, sizeof *fx) == 0 && ndf__iir_chunks_fit(fx, shape[nd - 1]) &&
+         ndf__iir_chunks_fit(fy, shape[nd - 2]) && all_in_place(q, shape, ax, np) &&
+         ndf__iir_tc_yx_fits(NULL, NULL, shape[nd - 2], shape[nd - 1]);
 }
 
 static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
@@ -97,7 +114,17 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
   const int inplace = all_in_place(q, in->shape, ax, np);
   int shift = 0;
   if (!inplace && src == dst && np % 2 == 1 && q->ax[ax[0]].form == NDF__IIR_PARALLEL) shift = 1;
-  for (int k = 0; k < np && e == cudaSuccess; k++) {
+  int k0 = 0;
+  if (s->sync && ndf__iir_tc_yx_fits(src, dst, in->shape[nd - 2], in->shape[nd - 1])) {
+    int64_t P = 1;
+    for (int d = 0; d < nd - 2; d++)
+      P *= in->shape[d];
+    e = (cudaError_t)ndf__launch_iir_tc_yx(src, dst, P, in->shape[nd - 2], in->shape[nd - 1],
+                                           &q->ax[nd - 1], s->sync, st);
+    src = dst;
+    k0 = 2;
+  }
+  for (int k = k0; k < np && e == cudaSuccess; k++) {
     float *to = inplace || (np - 1 - k + shift) % 2 == 0 ? dst : s->tmp;
     const int a = ax[k];
     const ndf__iir *f = &q->ax[a];
@@ -135,6 +162,12 @@ static ndf_status make(ndf_plan *p) {
   const int need = !p->in_place && (np >= 2 || par);
   cudaError_t e = cudaSetDevice(p->ctx->place.device);
   if (e == cudaSuccess && need && bytes) e = cudaMalloc((void **)&s->tmp, bytes);
+  if (e == cudaSuccess && fused_yx(q, p->pb.in.shape, p->pb.in.ndim, ax, np)) {
+    int64_t P = 1;
+    for (int d = 0; d < p->pb.in.ndim - 2; d++)
+      P *= p->pb.in.shape[d];
+    e = cudaMalloc((void **)&s->sync, (size_t)(P + 1) * sizeof *s->sync);
+  }
   if (e == cudaErrorMemoryAllocation)
     return ndf__fail(p->ctx, NDF_ENOMEM, "cuda_iir: out of device memory for a %zu-byte temporary",
                      bytes);
