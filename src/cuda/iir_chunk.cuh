@@ -98,13 +98,14 @@ __device__ __forceinline__ void chunk_filter(const chunkp<C> &f, const float (&x
   }
 }
 
-// Walks the elements of an R x W tile (row-major) from element t in steps of n, without a
-// division in the loop: (r, c) of the current element.
-struct tile_walk {
-  int r, c, dr, dc, W;
-  __device__ __forceinline__ tile_walk(int t, int n, int W_) : W(W_) {
-    r = t / W;
-    c = t - r * W;
+// Walks a row-major index r W + c from i in steps of n without a division in the loop: the
+// elements of an R x W tile a thread copies (tile_walk), or a line (p, q) of [P][L][Q] as the
+// line groups advance.
+template <typename T> struct walk2 {
+  T r, c, dr, dc, W;
+  __device__ __forceinline__ walk2(T i, T n, T W_) : W(W_) {
+    r = i / W;
+    c = i - r * W;
     dr = n / W;
     dc = n - dr * W;
   }
@@ -117,6 +118,32 @@ struct tile_walk {
     }
   }
 };
+typedef walk2<int> tile_walk;
+
+// Sets kernel k's shared memory and gives in *n how many blocks of `threads` stay resident on
+// the device.
+template <typename K> cudaError_t resident_blocks(K k, int threads, size_t smem, int64_t *n) {
+  const cudaError_t err =
+      cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+  if (err != cudaSuccess) return err;
+  int dev = 0, sms = 0, per = 0;
+  cudaGetDevice(&dev);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, k, threads, smem);
+  *n = (int64_t)sms * (per > 0 ? per : 1);
+  return cudaSuccess;
+}
+
+// Launches k on as many blocks as stay resident (at most `groups`), the blocks taking the
+// groups in turn.
+template <typename K, typename... A>
+int launch_resident(K k, int threads, size_t smem, int64_t groups, cudaStream_t st, A... args) {
+  int64_t resident = 0;
+  const cudaError_t err = resident_blocks(k, threads, smem, &resident);
+  if (err != cudaSuccess) return (int)err;
+  k<<<(unsigned)(groups < resident ? groups : resident), threads, smem, st>>>(args...);
+  return (int)cudaGetLastError();
+}
 
 // Chains a line's chunks: c[0], c[st], ..., c[(nc - 1) st] hold their zero-start end states
 // for one recursion (pole^C = pC); each is replaced by the state entering that chunk from a

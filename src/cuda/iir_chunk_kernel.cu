@@ -68,27 +68,6 @@ template <int C, bool ROW> struct stage_layout {
   }
 };
 
-// A line of [P][L][Q] (columns) as the line groups advance (by `step` lines): its (p, q),
-// updated without a division.
-struct line_walk {
-  int64_t p, q, dp, dq, Q;
-  __device__ __forceinline__ line_walk(int64_t line, int64_t step, int64_t Q_) : Q(Q_) {
-    p = line / Q;
-    q = line - p * Q;
-    dp = step / Q;
-    dq = step - dp * Q;
-  }
-  __device__ __forceinline__ void next() {
-    p += dp;
-    q += dq;
-    if (q >= Q) {
-      q -= Q;
-      p++;
-    }
-  }
-  __device__ __forceinline__ int64_t off(int L) const { return p * L * Q + q; }
-};
-
 // Moves the 16-byte pieces of a group's tile between global memory and the stage xs (IN:
 // into the stage, as cp.async copies), cooperatively: R rows of W pieces, piece (r, c) at
 // g + r gs + 4 c and at the stage's row r (sl.at(r, .) for rows, sl.at(., r) for columns) +
@@ -183,17 +162,18 @@ __global__ void __launch_bounds__(kMaxThreads, C <= 16 ? 2 : 1)
   const int64_t groups = (lines + LB - 1) / LB, step = (int64_t)gridDim.x * LB;
   int64_t g = blockIdx.x;
   // columns: the group's first line (VEC) or the thread's own, as the groups advance
-  line_walk lw(g * LB + (VEC ? 0 : l), step, ROW ? 1 : Q);
+  walk2<int64_t> lw(g * LB + (VEC ? 0 : l), step, ROW ? 1 : Q);
+  auto origin = [&]() { return lw.r * L * Q + lw.c; }; // (p, q) = (lw.r, lw.c)
   auto rows_of = [&](int64_t gg) { return (int)min((int64_t)LB, lines - gg * LB); };
   if (g < groups)
-    fetch<C, ROW, VEC>(src, buf, sl, g, rows_of(g), L, Q, lw.off(L), g * LB + l < lines);
+    fetch<C, ROW, VEC>(src, buf, sl, g, rows_of(g), L, Q, origin(), g * LB + l < lines);
   for (int it = 0; g < groups; g += gridDim.x, it ^= 1) {
     float *xs = buf + it * stage;
     const bool live = g * LB + l < lines;
-    const int64_t off = ROW ? 0 : lw.off(L), gn = g + gridDim.x;
+    const int64_t off = ROW ? 0 : origin(), gn = g + gridDim.x;
     if (!ROW) lw.next();
     if (gn < groups)
-      fetch<C, ROW, VEC>(src, buf + (it ^ 1) * stage, sl, gn, rows_of(gn), L, Q, lw.off(L),
+      fetch<C, ROW, VEC>(src, buf + (it ^ 1) * stage, sl, gn, rows_of(gn), L, Q, origin(),
                          gn * LB + l < lines);
     else
       __pipeline_commit(); // an empty group keeps the count
@@ -300,17 +280,7 @@ int launch(const float *src, float *dst, int64_t P, int64_t L, int64_t Q, const 
       Q > 1 ? (vec ? iir_chunks<C, false, true> : iir_chunks<C, false, false>)
       : vec ? iir_chunks<C, true, true>
             : iir_chunks<C, true, false>;
-  const cudaError_t err =
-      cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-  if (err != cudaSuccess) return (int)err;
-  int dev = 0, sms = 0, per = 0;
-  cudaGetDevice(&dev);
-  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, k, n, smem);
-  const int64_t resident = (int64_t)sms * (per > 0 ? per : 1);
-  k<<<(unsigned)(groups < resident ? groups : resident), n, smem, st>>>(src, dst, lines, (int)L, Q,
-                                                                        LB, q);
-  return (int)cudaGetLastError();
+  return launch_resident(k, n, smem, groups, st, src, dst, lines, (int)L, Q, LB, q);
 }
 
 } // namespace

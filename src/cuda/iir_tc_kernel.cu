@@ -468,25 +468,6 @@ extern "C" int ndf__iir_tc_fits(const float *src, const float *dst, int64_t L, i
          ((uintptr_t)src | (uintptr_t)dst) % 16 == 0;
 }
 
-// Sets the kernel's shared memory and launches it on as many blocks as stay resident (at most
-// `groups`).
-namespace {
-
-template <typename K, typename... A>
-int launch_resident(K k, size_t smem, int64_t groups, cudaStream_t st, A... args) {
-  cudaError_t err = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-  if (err != cudaSuccess) return (int)err;
-  int dev = 0, sms = 0, per = 0;
-  cudaGetDevice(&dev);
-  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, k, kThreads, smem);
-  const int64_t resident = (int64_t)sms * (per > 0 ? per : 1);
-  k<<<(unsigned)(groups < resident ? groups : resident), kThreads, smem, st>>>(args...);
-  return (int)cudaGetLastError();
-}
-
-} // namespace
-
 extern "C" int ndf__launch_iir_tc(const float *src, float *dst, int64_t P, int64_t L, int64_t Q,
                                   const ndf__iir *f, void *stream) {
   if (P <= 0 || L <= 0 || Q <= 0) return 0;
@@ -504,11 +485,14 @@ extern "C" int ndf__launch_iir_tc(const float *src, float *dst, int64_t P, int64
   const int64_t lines = P * Q, groups = (lines + NL - 1) / NL;
   cudaStream_t st = (cudaStream_t)stream;
   if (Q == 1)
-    return NL == 32
-               ? launch_resident(iir_tc<32, true>, smem, groups, st, src, dst, lines, li, Q, q)
-               : launch_resident(iir_tc<16, true>, smem, groups, st, src, dst, lines, li, Q, q);
-  return NL == 32 ? launch_resident(iir_tc<32, false>, smem, groups, st, src, dst, lines, li, Q, q)
-                  : launch_resident(iir_tc<16, false>, smem, groups, st, src, dst, lines, li, Q, q);
+    return NL == 32 ? launch_resident(iir_tc<32, true>, kThreads, smem, groups, st, src, dst, lines,
+                                      li, Q, q)
+                    : launch_resident(iir_tc<16, true>, kThreads, smem, groups, st, src, dst, lines,
+                                      li, Q, q);
+  return NL == 32 ? launch_resident(iir_tc<32, false>, kThreads, smem, groups, st, src, dst, lines,
+                                    li, Q, q)
+                  : launch_resident(iir_tc<16, false>, kThreads, smem, groups, st, src, dst, lines,
+                                    li, Q, q);
 }
 
 extern "C" int ndf__iir_tc_yx_fits(const float *src, const float *dst, int64_t Y, int64_t X) {
@@ -533,13 +517,10 @@ extern "C" int ndf__launch_iir_tc_yx(const float *src, float *dst, int64_t P, in
                                          max(group<16, true>::rest(x), group<16, false>::rest(y)));
   void (*k)(const float *, float *, int64_t, int, int, int, const tcparams, unsigned long long *) =
       NL == 32 ? iir_tc_yx<32> : iir_tc_yx<16>;
-  err = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+  int64_t resident = 0;
+  err = resident_blocks(k, kThreads, smem, &resident);
   if (err != cudaSuccess) return (int)err;
-  int dev = 0, sms = 0, nb = 0;
-  cudaGetDevice(&dev);
-  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, k, kThreads, smem);
-  const int64_t grid = std::min((int64_t)sms * (nb > 0 ? nb : 1), P * per);
+  const int64_t grid = std::min(resident, P * per);
   const int lag = (int)std::min<int64_t>(P, 3 * (grid + per - 1) / per + 2);
   k<<<(unsigned)grid, kThreads, smem, st>>>(src, dst, P, y, x, lag, q, sync);
   return (int)cudaGetLastError();
