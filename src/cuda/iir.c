@@ -84,10 +84,11 @@ static int all_in_place(const ndf__iirp *q, const int64_t *shape, const int *ax,
  * it is correct but not yet faster than the two passes it replaces: on an H100, 112 us against
  * 2 x 52 us for 256^3, see iir_tc_kernel.cu), both filtered by the same chunked filter, in
  * place, and the tensor-core kernel fitting both (alignment aside: ndf__iir_tc_yx_fits checks
- * the arrays at run time). NDF_CUDA_IIR_TC=0 turns it off. */
+ * the arrays at run time; NDF_CUDA_IIR_TC=0, which turns the tensor-core kernels off, turns
+ * it off too). */
 static int fused_yx(const ndf__iirp *q, const int64_t *shape, int nd, const int *ax, int np) {
-  const char *env = getenv("NDF_CUDA_IIR_TC"), *fused = getenv("NDF_CUDA_IIR_FUSED");
-  if ((env && env[0] == '0') || !fused || fused[0] != '1') return 0;
+  const char *fused = getenv("NDF_CUDA_IIR_FUSED");
+  if (!fused || fused[0] != '1') return 0;
   if (np < 2 || ax[0] != nd - 1 || ax[1] != nd - 2) return 0;
   const ndf__iir *fx = &q->ax[nd - 1], *fy = &q->ax[nd - 2];
   return memcmp(fx, fy, sizeof *fx) == 0 && ndf__iir_chunks_fit(fx, shape[nd - 1]) &&

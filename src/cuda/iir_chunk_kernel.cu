@@ -35,7 +35,6 @@
 #include <cuda_runtime.h>
 
 #include <stdint.h>
-#include <stdlib.h>
 
 #include <complex>
 
@@ -295,9 +294,7 @@ extern "C" int ndf__launch_iir_chunks(const float *src, float *dst, int64_t P, i
   if (P <= 0 || L <= 0 || Q <= 0) return 0;
   if (!ndf__iir_chunks_fit(f, L)) return (int)cudaErrorNotSupported;
   cudaStream_t st = (cudaStream_t)stream;
-  static const char *tc = getenv("NDF_CUDA_IIR_TC"); // "0": the FFMA kernel everywhere
-  if (ndf__iir_tc_fits(src, dst, L, Q) && !(tc && tc[0] == '0'))
-    return ndf__launch_iir_tc(src, dst, P, L, Q, f, stream);
+  if (ndf__iir_tc_fits(src, dst, L, Q)) return ndf__launch_iir_tc(src, dst, P, L, Q, f, stream);
   switch (chunk_len(L)) {
   case 8: return launch<8>(src, dst, P, L, Q, *f, st);
   case 16: return launch<16>(src, dst, P, L, Q, *f, st);

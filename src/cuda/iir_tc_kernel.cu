@@ -26,6 +26,7 @@
 #include <cuda_runtime.h>
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <algorithm>
@@ -464,7 +465,8 @@ tcparams make_params(const ndf__iir &f) {
 } // namespace
 
 extern "C" int ndf__iir_tc_fits(const float *src, const float *dst, int64_t L, int64_t Q) {
-  return L > 0 && L <= kMaxL && (Q == 1 ? L % 4 == 0 : Q % 16 == 0) &&
+  const char *env = getenv("NDF_CUDA_IIR_TC"); // "0": the FFMA kernel everywhere
+  return !(env && env[0] == '0') && L > 0 && L <= kMaxL && (Q == 1 ? L % 4 == 0 : Q % 16 == 0) &&
          ((uintptr_t)src | (uintptr_t)dst) % 16 == 0;
 }
 

@@ -64,7 +64,8 @@ int ndf__iir_chunks_fit(const struct ndf__iir *f, int64_t L);
 int ndf__launch_iir_chunks(const float *src, float *dst, int64_t P, int64_t L, int64_t Q,
                            const struct ndf__iir *f, void *stream);
 /* The same on tensor cores (iir_tc_kernel.cu) for L <= 512, rows with L % 4 == 0 or columns
- * with Q % 16 == 0, 16-byte aligned arrays; ndf__launch_iir_chunks takes it where it fits. */
+ * with Q % 16 == 0, 16-byte aligned arrays, unless NDF_CUDA_IIR_TC=0; ndf__launch_iir_chunks
+ * takes it where it fits. */
 int ndf__iir_tc_fits(const float *src, const float *dst, int64_t L, int64_t Q);
 int ndf__launch_iir_tc(const float *src, float *dst, int64_t P, int64_t L, int64_t Q,
                        const struct ndf__iir *f, void *stream);
@@ -138,8 +139,9 @@ int ndf__launch_ks_gather(int lut, int narr, int ty, int by, const float *in, fl
 #define NDF__KS_SCATTER_DECLS(t, b)                                                                \
   NDF__KS_SCATTER_DECL(0, t, b)                                                                    \
   NDF__KS_SCATTER_DECL(1, t, b)                                                                    \
-  NDF__KS_SCATTER_DECL(2, t, b) NDF__KS_SCATTER_DECL(3, t, b) NDF__KS_SCATTER_DECL(4, t, b)        \
-      NDF__KS_SCATTER_DECL(5, t, b) NDF__KS_SCATTER_DECL(6, t, b)
+  NDF__KS_SCATTER_DECL(2, t, b)                                                                    \
+  NDF__KS_SCATTER_DECL(3, t, b) NDF__KS_SCATTER_DECL(4, t, b) NDF__KS_SCATTER_DECL(5, t, b)        \
+      NDF__KS_SCATTER_DECL(6, t, b)
 NDF__KS_SHAPES(NDF__KS_SCATTER_DECLS)
 
 #ifdef __cplusplus
