@@ -29,11 +29,12 @@ if [ -n "${PROBE_SAN:-}" ]; then # compute-sanitizer over test_iir (few random c
       echo "$tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $OUT/san_$tool.log | tail -1)" )
   done
 fi
-for run in ${PROBE_RUNS:-$B:1 .probe-base/build-base:1 $B:1}; do
-lib=$PWD/${run%%:*}/libndfilt.so
+for run in ${PROBE_RUNS:-$B:1 .probe-base/build-base:1 $B:1}; do # library:TC[:FUSED]
+IFS=: read -r dir tc fused <<< "$run"
+lib=$PWD/$dir/libndfilt.so
 [ -f $lib ] || continue
-echo "== $lib NDF_CUDA_IIR_TC=${run##*:}"
-NDF_CUDA_IIR_TC=${run##*:} NDFILT_LIBRARY=$lib python3 - <<'PY' 2>&1 | tee -a $OUT/probe.txt
+echo "== $lib NDF_CUDA_IIR_TC=$tc NDF_CUDA_IIR_FUSED=${fused:-default}" | tee -a $OUT/probe.txt
+NDF_CUDA_IIR_TC=$tc NDF_CUDA_IIR_FUSED=${fused:-} NDFILT_LIBRARY=$lib python3 - <<'PY' 2>&1 | tee -a $OUT/probe.txt
 import os, cupy as cp, numpy as np, ndfilt, cupyx.scipy.ndimage as cnd
 def t(f, n=30):
     for _ in range(5): f()
@@ -57,7 +58,7 @@ for shp in [(256,256,64),(256,256,256),(512,512,512)]:
         print(f"{shp} sigma {sig}: cuda_iir {r[0]:.4f} ms one call, {r[1]:.4f} b2b; copy {cpy[0]:.4f} / {cpy[1]:.4f} ms; rel L2 vs truncate-8 FIR {err:.2e}")
 PY
 done
-if [ -n "${PROBE_NCU:-1}" ]; then
+if [ -n "${PROBE_NCU-1}" ]; then
 cat > /tmp/one.py <<'PY'
 import sys, cupy as cp, ndfilt
 n = int(sys.argv[1])

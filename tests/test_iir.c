@@ -240,9 +240,12 @@ static int long_cases(ndf_context *ctx, int cuda, uint64_t *r) {
                {2, 0, 0, {2000, 40}},
                {3, 0, 0, {2, 512, 512}},
                {2, 0, 0, {1001, 301}},
+               {2, 0, 0, {1500, 32}}, /* long columns (the FFMA kernel) */
                /* one sigma: the fused (y, x) pass */
                {3, 0, 1, {5, 256, 256}},
                {3, 1, 1, {3, 100, 96}},
+               {3, 0, 1, {2, 16, 500}}, /* rows on 8 warps, columns on 1 of them */
+               {3, 0, 1, {64, 128, 128}}, /* many slices: row and column groups interleave */
                {2, 0, 1, {130, 64}},
                {3, 1, 1, {2, 512, 272}},
                {3, 0, 1, {4, 300, 48}},
@@ -260,9 +263,12 @@ static int long_cases(ndf_context *ctx, int cuda, uint64_t *r) {
     c.lay.idt = c.lay.odt = NDF_F32;
     c.lay.dev_in = c.lay.dev_out = cuda;
     c.lay.inplace = longs[k].inplace;
-    if (longs[k].iso) setenv("NDF_CUDA_IIR_FUSED", "1", 1); /* cuda_iir's opt-in fused pass */
     run_case(ctx, cuda, &c, r);
-    if (longs[k].iso) unsetenv("NDF_CUDA_IIR_FUSED");
+    if (longs[k].iso && cuda) { /* cuda_iir fuses the last two axes: once more without */
+      setenv("NDF_CUDA_IIR_FUSED", "0", 1);
+      run_case(ctx, cuda, &c, r);
+      unsetenv("NDF_CUDA_IIR_FUSED");
+    }
   }
   return (int)(sizeof longs / sizeof longs[0]);
 }

@@ -8,7 +8,10 @@
  * run in the output. Else, as cuda_sep, the passes alternate between the output and one
  * temporary so that the last lands in the output; iir_kernel.cu's parallel form reads a pass's
  * input again in its backward sweep, so when the call is in place and the first pass would
- * write its input, the passes start in the temporary instead and a copy ends them. */
+ * write its input, the passes start in the temporary instead and a copy ends them. When the
+ * last two axes have the same chunked filter and both fit the tensor-core kernel, one fused
+ * pass takes them together (iir_tc_kernel.cu: the array crosses DRAM once for both;
+ * NDF_CUDA_IIR_FUSED=0 turns it off). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,15 +83,13 @@ static int all_in_place(const ndf__iirp *q, const int64_t *shape, const int *ax,
   return 1;
 }
 
-/* Whether the two last axes go through the fused (y, x) pass: asked for (NDF_CUDA_IIR_FUSED=1;
- * it is correct but not yet faster than the two passes it replaces: on an H100, 112 us against
- * 2 x 52 us for 256^3, see iir_tc_kernel.cu), both filtered by the same chunked filter, in
- * place, and the tensor-core kernel fitting both (alignment aside: ndf__iir_tc_yx_fits checks
- * the arrays at run time; NDF_CUDA_IIR_TC=0, which turns the tensor-core kernels off, turns
- * it off too). */
+/* Whether the two last axes go through the fused (y, x) pass: not turned off
+ * (NDF_CUDA_IIR_FUSED=0), both filtered by the same chunked filter, in place, and the
+ * tensor-core kernel fitting both (alignment aside: ndf__iir_tc_yx_fits checks the arrays at
+ * run time; NDF_CUDA_IIR_TC=0, which turns the tensor-core kernels off, turns it off too). */
 static int fused_yx(const ndf__iirp *q, const int64_t *shape, int nd, const int *ax, int np) {
   const char *fused = getenv("NDF_CUDA_IIR_FUSED");
-  if (!fused || fused[0] != '1') return 0;
+  if (fused && fused[0] == '0') return 0;
   if (np < 2 || ax[0] != nd - 1 || ax[1] != nd - 2) return 0;
   const ndf__iir *fx = &q->ax[nd - 1], *fy = &q->ax[nd - 2];
   return memcmp(fx, fy, sizeof *fx) == 0 && ndf__iir_chunks_fit(fx, shape[nd - 1]) &&
@@ -167,7 +168,9 @@ static ndf_status make(ndf_plan *p) {
     int64_t P = 1;
     for (int d = 0; d < p->pb.in.ndim - 2; d++)
       P *= p->pb.in.shape[d];
-    e = cudaMalloc((void **)&s->sync, (size_t)(P + 1) * sizeof *s->sync);
+    e = cudaMalloc((void **)&s->sync, (size_t)(P + 2) * sizeof *s->sync);
+    if (e == cudaSuccess) e = cudaMemset(s->sync, 0, (size_t)(P + 2) * sizeof *s->sync);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(0); /* before work on any stream */
   }
   if (e == cudaErrorMemoryAllocation)
     return ndf__fail(p->ctx, NDF_ENOMEM, "cuda_iir: out of device memory for a %zu-byte temporary",

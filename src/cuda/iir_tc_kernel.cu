@@ -1,28 +1,38 @@
 // iir_tc_kernel.cu - cuda_iir's pass for the parallel form (Deriche) on tensor cores: the
-// chunked recursion of iir_chunk_kernel.cu written as matrix products.
+// chunked recursion of iir_chunk_kernel.cu written as matrix products, one warp to a group of
+// lines.
 //
 // With the filter as two first-order complex recursions (iir_chunk.cuh), a chunk of 16
-// samples x (one column of X, a line per column) and the states entering it, z (causal, before
+// samples x (a column of X, a line per column) and the states entering it, z (causal, before
 // its first sample) and s (anticausal, after its last), give
 //     y = T x + U [z; s],    T[i][j] = sum_k Re(rho_k p_k^|i-j|) (- R on the diagonal),
 //     U[i] = (Re, -Im of rho_k p_k^(i+1), then of rho_k p_k^(16-i)),
 // and its zero-start end states are [E; F] = V x, V = (Re, Im of p_k^(15-j), then of p_k^j).
-// Between the two products the end states are chained along each line (z' = p^16 z + E) in
-// shared memory, as in iir_chunk_kernel.cu. T, V and U are constant, held as mma.sync
-// fragments for the whole kernel; every 16 samples x 8 lines are m16n8k8 products in TF32,
-// each operand split in two halves (a = a_hi + a_lo, a_hi the top 19 bits): a b ~ a_hi b_hi +
-// a_hi b_lo + a_lo b_hi, float32's accuracy on TF32 units (test_iir's bound, 1e-5 of the
-// largest value, holds as for the FFMA kernel). A warp's unit is 16 samples of 16 lines: 24
-// tensor-core instructions and ~40 others for 256 samples, where iir_chunk_kernel.cu issues
-// ~2000 (Nsight Compute on an H100, 256^3: 17 M instructions a column pass instead of 41 M;
-// the pass at 65% of DRAM bandwidth, 51 us against 48 us for a device copy).
+// A warp takes 16 lines and 4 chunks (64 samples) at a time and computes, per chunk, the
+// transposes: the end states x^T V^T (16 lines x 8 states) and y^T = x^T T^T + [z; s]^T U^T,
+// each an m16n8k8 TF32 mma.sync with every operand split in two halves (a = a_hi + a_lo,
+// a_hi its top 19 bits; a b ~ a_hi b_hi + a_hi b_lo + a_lo b_hi: float32's accuracy,
+// test_iir's 1e-5 bound). In the accumulator of x^T V^T a lane holds one complex recursion
+// (states 2t, 2t + 1; t = lane % 4) of two lines, so the end states are chained along the
+// line in the lane's registers (z' = p^16 z + E), and the chained states are the A operand of
+// [z; s]^T U^T as they stand (U^T's rows taken in the order 0, 2, 4, 6, 1, 3, 5, 7). A line of
+// up to 512 samples goes to a team of W = ceil(L / 64) warps (a block), each chaining its own
+// chunks from a zero start, then adding the states entering its range, which the team passes
+// through shared memory (one barrier).
 //
-// A block takes NL = 32 or 16 lines at a time (rows: NL consecutive rows, L % 4 == 0; columns:
-// NL neighbouring lines, Q % NL == 0; 16-byte aligned arrays), all of their L <= 512 samples
-// staged in shared memory (cp.async, the next group's in flight while the current one is
-// filtered), and writes its results over the stage before storing them: all loads of a line
-// come before its stores, so the pass may run in place.
-#include <cuda_pipeline.h>
+// A team's group is staged in shared memory (cp.async, the next group's copies in flight in a
+// second stage while the current one is filtered), written over its stage and stored: all
+// loads of a line come before its stores, so the pass may run in place. Each warp loads,
+// filters and stores only its own samples, so a team meets only at the exchange.
+//
+// The fused (y, x) pass (iir_tc_yx) runs the same groups: a slice's rows, and a little later
+// its columns, read back from L2, so the array crosses DRAM once for both axes.
+//
+// Measured on an H100 (256^3, sigma 4.5; bench/results/iir-warp-probe-2026-11-22-h100/): the
+// fused pass 100 us (the two passes it replaces: 2 x ~52 us), a column pass 55 us; 512^3:
+// 726 us fused, 507 us for z; the whole filter 0.160 ms back to back (0.169 before, one block
+// of 8 warps to 32 lines, chained through shared memory) and 1.267 ms (1.450). The fused pass
+// is bound by its instructions (DRAM at 35-46%), the single ones by DRAM and latency.
 #include <cuda_runtime.h>
 
 #include <stdint.h>
@@ -40,14 +50,17 @@ namespace {
 
 using namespace ndf_iir;
 
-constexpr int kC = 16, kWarps = 8, kThreads = 32 * kWarps, kMaxL = 512, kUnits = 4;
+constexpr int kC = 16, kNL = 16, kU = 4, kMaxW = 8, kMaxL = kC * kU * kMaxW;
+#ifndef NDF_IIR_TC_REGS
+#define NDF_IIR_TC_REGS 128
+#endif
+constexpr int kRegs = NDF_IIR_TC_REGS; // 16 warps an SM
 
 // The filter's matrices (row-major: T 16 x 16, V 8 x 16, U 16 x 8) and the chain's constants.
 struct tcparams {
   float T[kC * kC], V[8 * kC], U[kC * 8];
   float2 pC[2], g[2];
 };
-constexpr int kMats = kC * kC + 8 * kC + kC * 8;
 
 // x = hi + lo, hi in TF32 (x truncated: the tensor core reads a TF32 operand's top 19 bits),
 // lo exact in float32, of which it reads 11 significant bits again: 2^-21 of x is lost.
@@ -71,279 +84,351 @@ __device__ __forceinline__ void mma3(float (&d)[4], const uint32_t (&a)[2][4],
   mma(d, a[0], b[0]);
 }
 
+__device__ __forceinline__ float2 cmul(float2 a, float2 b) { return cfma(a, b, make_float2(0, 0)); }
+
 // Fragments of m16n8k8 (g = lane / 4, t = lane % 4): A (16 x 8) a0..a3 at (g, t), (g + 8, t),
 // (g, t + 4), (g + 8, t + 4); B (8 x 8) b0, b1 at (t, g), (t + 4, g); C (16 x 8) c0..c3 at
-// (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1). The constant ones, split: T (A, per k
-// step), V^T (B, per k step), U (A), from the matrices in shared memory.
+// (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1). The products' rows, columns and sums
+// are taken in orders that put a lane's operands side by side in shared memory:
+//   - A row g is line 2g, row g + 8 line 2g + 1 (lines: the rows of x^T, of the end states
+//     and of y^T);
+//   - the sum over a chunk's samples: k step kk, column t is sample 4t + 2kk, column t + 4
+//     sample 4t + 2kk + 1 (a lane's x operands are samples 4t .. 4t + 3 of its two lines);
+//   - y^T's columns: n tile nt, column n is sample 4 (n / 2) + 2 nt + n % 2 (a lane's results
+//     are the same four samples of the same two lines);
+//   - the sum over the states ([z; s]^T U^T): column t is state 2t, column t + 4 state
+//     2t + 1 (the accumulator of x^T V^T, read as an A fragment).
+// The constant B operands, split ([hi, lo][b0, b1]): T^T per k step and n tile, V^T per k
+// step, U^T per n tile; and this lane's recursion's p^16 and steady-state gain (pole t % 2).
 struct frags {
-  uint32_t Ta[2][2][4], Vb[2][2][2], Ua[2][4];
-  __device__ __forceinline__ explicit frags(const float *mats) {
+  uint32_t Tb[2][2][2][2], Vb[2][2][2], Ub[2][2][2];
+  float2 pC, pC4, g; // p^16, p^64
+  __device__ __forceinline__ explicit frags(const tcparams &prm) {
     const int lg = (threadIdx.x % 32) / 4, lt = threadIdx.x % 4;
-    const float *T = mats, *V = mats + kC * kC, *U = V + 8 * kC;
+    const int on[2] = {4 * (lg / 2) + lg % 2, 4 * (lg / 2) + lg % 2 + 2}; // sample of column g
 #pragma unroll
     for (int kk = 0; kk < 2; kk++) {
-      const int c0 = 8 * kk + lt;
-      const float a[4] = {T[lg * kC + c0], T[(lg + 8) * kC + c0], T[lg * kC + c0 + 4],
-                          T[(lg + 8) * kC + c0 + 4]};
 #pragma unroll
-      for (int i = 0; i < 4; i++)
-        split(a[i], Ta[kk][0][i], Ta[kk][1][i]);
-      split(V[lg * kC + c0], Vb[kk][0][0], Vb[kk][1][0]);
-      split(V[lg * kC + c0 + 4], Vb[kk][0][1], Vb[kk][1][1]);
+      for (int r = 0; r < 2; r++) {
+        const int k = 4 * lt + 2 * kk + r; // the sample of row t + 4r
+#pragma unroll
+        for (int nt = 0; nt < 2; nt++)
+          split(prm.T[on[nt] * kC + k], Tb[kk][nt][0][r], Tb[kk][nt][1][r]);
+        split(prm.V[lg * kC + k], Vb[kk][0][r], Vb[kk][1][r]);
+      }
     }
-    const float u[4] = {U[lg * 8 + lt], U[(lg + 8) * 8 + lt], U[lg * 8 + lt + 4],
-                        U[(lg + 8) * 8 + lt + 4]};
 #pragma unroll
-    for (int i = 0; i < 4; i++)
-      split(u[i], Ua[0][i], Ua[1][i]);
+    for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+      for (int r = 0; r < 2; r++)
+        split(prm.U[on[nt] * 8 + 2 * lt + r], Ub[nt][0][r], Ub[nt][1][r]);
+    pC = prm.pC[lt & 1];
+    pC4 = cmul(cmul(pC, pC), cmul(pC, pC));
+    g = prm.g[lt & 1];
   }
 };
 
-// A group of NL lines of length L staged in shared memory: sample i of line l at
-//   rows (ROW):  l * RP + i, RP = 16 nc + 4 (a fragment's loads on distinct banks);
-//   columns:     i * NLP + l, NLP = NL + 8 (the same).
-// Then the chain's states [nc][8][NLP] and the lines' first and last samples.
-template <int NL, bool ROW> struct group {
-  static constexpr int NLP = NL + 8, halves = NL / 16;
-  int L, nc, rows, RP;
-  float *xs, *car, *x0, *xl;
-  __device__ __forceinline__ group(int L_, float *xs_, float *car_) : L(L_), xs(xs_), car(car_) {
-    nc = (L + kC - 1) / kC;
-    rows = nc * kC;
-    RP = rows + 4;
-    x0 = car + nc * 8 * NLP;
-    xl = x0 + NL;
+__device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+// All but the last committed group of copies complete, and visible to the warp.
+__device__ __forceinline__ void wait_prior1() {
+  asm volatile("cp.async.wait_group 1;" ::: "memory");
+  __syncwarp();
+}
+__device__ __forceinline__ void cp_async16(float *s, const float *gp) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(
+                   (uint32_t)__cvta_generic_to_shared(s)),
+               "l"(gp));
+}
+
+// A team's share of a group of 16 lines of length L (rows: ROW, line l at l L from the
+// group's origin; columns: sample i at i Q), staged at xs. Warp w of the block's W takes the
+// 4 chunks from u0 = 4w (samples s0 .. s1 - 1 of each line, s0 = 64 w); the first We warps
+// have some (a block sized for a longer axis may have more warps than this one needs). The
+// samples past L, up to the last warp's last chunk, are the 'nearest' extension: the chain
+// runs through them at its steady state. Stage layouts, each putting a fragment's loads on
+// distinct banks:
+//   rows:    sample i of line l at l RP + i, RP = 8 mod 16;
+//   columns: at 16 r(i) + (l ^ 8 ((i >> 3) & 1)), r(i) = i ^ ((i >> 2) & 1).
+template <bool ROW> struct team_group {
+  float *xs;
+  int L, rows, RP, W, w, We, nu, s0, s1;
+  __device__ __forceinline__ team_group(float *xs_, int L_, int W_, int w_)
+      : xs(xs_), L(L_), W(W_), w(w_) {
+    const int nc = (L + kC - 1) / kC;
+    We = (nc + kU - 1) / kU;
+    rows = We * kU * kC;
+    RP = rows + 8;
+    nu = w < We ? kU : 0;
+    s0 = kU * kC * w;
+    s1 = max(s0, min(L, s0 + kC * nu));
   }
   __host__ __device__ static int stage(int L) {
-    const int rows = (L + kC - 1) / kC * kC;
-    return ROW ? NL * (rows + 4) : rows * NLP;
+    const int rows = (L + kU * kC - 1) / (kU * kC) * (kU * kC);
+    return ROW ? kNL * (rows + 8) : rows * kNL;
   }
-  __host__ __device__ static int rest(int L) { return (L + kC - 1) / kC * 8 * NLP + 2 * NL; }
-  __device__ __forceinline__ int at(int i, int l) const { return ROW ? l * RP + i : i * NLP + l; }
+  __device__ __forceinline__ int at(int i, int l) const {
+    return ROW ? l * RP + i : (i ^ ((i >> 2) & 1)) * kNL + (l ^ (((i >> 3) & 1) << 3));
+  }
 
-  // Copies the group's 16-byte pieces between the stage and global memory at gm (IN: into
-  // the stage, cp.async at L2 only, not committed): rows, `live` rows of L / 4 each, row r at
-  // gm + r L; columns, L rows of NL / 4, row i at gm + i Q.
-  __device__ __forceinline__ void move(float *gm, int64_t Q, int live, bool in) const {
-    const int t = threadIdx.x;
+  // Copies this warp's samples of the group's first `live` lines, 16 bytes at a time,
+  // between the stage and global memory at gm (IN: into the stage, cp.async through L2, not
+  // waited for). A lane's pieces: rows, piece lane % 16 of lines lane / 16 + 2k; columns,
+  // piece lane % 4 of samples s0 + lane / 4 + 8k.
+  template <bool IN> __device__ __forceinline__ void move(float *gm, int64_t Q, int live) const {
+    const int lane = threadIdx.x % 32;
     auto one = [&](float *sp, float *gp) {
-      if (in)
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(
-                         (uint32_t)__cvta_generic_to_shared(sp)),
-                     "l"(gp));
+      if (IN)
+        cp_async16(sp, gp);
       else
         *reinterpret_cast<float4 *>(gp) = *reinterpret_cast<const float4 *>(sp);
     };
     if (ROW) {
-      for (tile_walk e(t, kThreads, L / 4); e.r < live; e.next())
-        one(xs + e.r * RP + 4 * e.c, gm + (int64_t)e.r * L + 4 * e.c);
+      const int c = 4 * (lane % 16), r = lane / 16;
+      if (s0 + c >= s1) return;
+      float *sp = xs + r * RP + s0 + c, *gp = gm + (int64_t)r * L + s0 + c;
+#pragma unroll
+      for (int k = 0; k < kNL / 2; k++)
+        if (r + 2 * k < live) one(sp + 2 * k * RP, gp + (int64_t)2 * k * L);
     } else {
-      constexpr int lw = NL == 32 ? 3 : 2;
-      for (int e = t; e < L << lw; e += kThreads) {
-        const int r = e >> lw, c = e & ((1 << lw) - 1);
-        one(xs + r * NLP + 4 * c, gm + r * Q + 4 * c);
+      const int c = 4 * (lane % 4), i0 = s0 + lane / 4;
+      float *gp = gm + (int64_t)i0 * Q + c, *sp = xs + at(i0, c);
+#pragma unroll
+      for (int k = 0; k < kU * kC / 8; k++) // samples i0 + 8k: rows 8 further, pieces swapped
+        if (i0 + 8 * k < s1) one(sp + 8 * k * kNL + (k & 1 ? 8 - 2 * (c & 8) : 0), gp + 8 * k * Q);
+    }
+  }
+  // This warp's part of a group: its loads issued.
+  __device__ __forceinline__ void load(const float *gin, int64_t Q, int live) const {
+    move<true>(const_cast<float *>(gin), Q, live);
+  }
+
+  // The lane's x operands of chunk u: samples 4t .. 4t + 3 of lines 2g (v) and 2g + 1 (w2),
+  // split: a[kk][hl] is k step kk's A fragment. Rows: two 16-byte loads from xb; columns:
+  // sample 4t + j at xb[j % 2] + 32 (j / 2) (xbase).
+  struct base {
+    const float *p[2];
+  };
+  __device__ __forceinline__ base xbase() const {
+    const int lg = (threadIdx.x % 32) / 4, lt = threadIdx.x % 4;
+    if (ROW) return base{{xs + 2 * lg * RP + s0 + 4 * lt, nullptr}};
+    const float *b = xs + (s0 + 4 * lt) * kNL + ((2 * lg) ^ (8 * (lt >> 1)));
+    return base{{b + 16 * (lt & 1), b + 16 - 16 * (lt & 1)}};
+  }
+  __device__ __forceinline__ void xfrag(const base &xb, int u, uint32_t (&a)[2][2][4]) const {
+    float v[4], w2[4];
+    if (ROW) {
+      const float4 p = *reinterpret_cast<const float4 *>(xb.p[0] + kC * u),
+                   q = *reinterpret_cast<const float4 *>(xb.p[0] + kC * u + RP);
+      v[0] = p.x, v[1] = p.y, v[2] = p.z, v[3] = p.w;
+      w2[0] = q.x, w2[1] = q.y, w2[2] = q.z, w2[3] = q.w;
+    } else {
+#pragma unroll
+      for (int j = 0; j < 4; j++) {
+        const float2 p =
+            *reinterpret_cast<const float2 *>(xb.p[j % 2] + kC * kNL * u + 32 * (j / 2));
+        v[j] = p.x, w2[j] = p.y;
       }
+    }
+#pragma unroll
+    for (int kk = 0; kk < 2; kk++) {
+      split(v[2 * kk], a[kk][0][0], a[kk][1][0]);
+      split(w2[2 * kk], a[kk][0][1], a[kk][1][1]);
+      split(v[2 * kk + 1], a[kk][0][2], a[kk][1][2]);
+      split(w2[2 * kk + 1], a[kk][0][3], a[kk][1][3]);
     }
   }
 
-  // Filters the staged group in place (its copies complete and visible to the block); ends
-  // with a barrier.
-  __device__ void filter(const frags &fr, const tcparams &prm, int live) {
-    const int t = threadIdx.x, warp = t / 32, lg = (t % 32) / 4, lt = t % 4;
-    const int units = nc * halves;
-    // the 'nearest' extension past the end (and zeros on the rows past the last), the ends'
-    // values for the steady states
-    for (int e = t; e < (rows - L + 1) * NL; e += kThreads) {
-      const int i = L - 1 + e / NL, l = e % NL;
-      if (ROW && l >= live) {
-        if (i == L - 1)
-          for (int j = 0; j < rows; j++)
-            xs[at(j, l)] = 0;
-      } else if (i == L - 1) {
-        xl[l] = xs[at(i, l)];
-      } else {
-        xs[at(i, l)] = xs[at(L - 1, l)];
+  // Filters the group staged by load() (its copies complete and visible to the warp) into
+  // gout (may be its input): xch, the team's [W][32][4] floats of shared memory for the
+  // states crossing between its warps (W > 1).
+  __device__ void run(const frags &fr, float *gout, int64_t Q, int live, float *xch) const {
+    const int lane = threadIdx.x % 32, lg = lane / 4, lt = lane % 4;
+    // lines past the last (rows) zero, and the 'nearest' extension past L
+    const int span = kC * nu;
+    if (ROW && live < kNL)
+      for (int e = lane; e < (kNL - live) * span; e += 32)
+        xs[at(s0 + e % span, live + e / span)] = 0;
+    if (nu > 0 && s1 == L)
+      for (int e = lane; e < (s0 + span - L) * kNL; e += 32) {
+        const int i = L + e / kNL, l = e % kNL;
+        if (!ROW || l < live) xs[at(i, l)] = xs[at(L - 1, l)];
       }
-    }
-    __syncthreads();
-    for (int l = t; l < NL; l += kThreads)
-      x0[l] = xs[at(0, l)];
-    // 1. each unit: T x into registers, its zero-start end states x^T V^T into car
-    float loc[kUnits][2][4];
+    __syncwarp();
+    const base xb = xbase();
+    const bool causal = lt < 2;
+    float2 za = make_float2(0, 0), zb = za;
+    float E[kU][4];
+    if (nu > 0) {
+      // 1. each chunk's zero-start end states x^T V^T: lane (g, t) holds recursion t's for
+      // lines 2g and 2g + 1 (t < 2 causal, pole t; else anticausal, pole t - 2)
 #pragma unroll
-    for (int j = 0; j < kUnits; j++) {
-      const int u = warp + j * kWarps;
-      if (u >= units) break;
-      const int c = u / halves, n0 = 16 * (u % halves);
-      const float *xt = xs + at(c * kC + lt, n0 + lg);
-      uint32_t b[2][2][2][2]; // [k step][half][b0, b1][hi, lo]
-#pragma unroll
-      for (int kk = 0; kk < 2; kk++)
-#pragma unroll
-        for (int h = 0; h < 2; h++)
-#pragma unroll
-          for (int r = 0; r < 2; r++)
-            split(xt[ROW ? 8 * h * RP + 8 * kk + 4 * r : (8 * kk + 4 * r) * NLP + 8 * h],
-                  b[kk][h][r][0], b[kk][h][r][1]);
-      float ends[4] = {0, 0, 0, 0};
-#pragma unroll
-      for (int h = 0; h < 2; h++) {
+      for (int u = 0; u < kU; u++) {
+        uint32_t a[2][2][4];
+        xfrag(xb, u, a);
 #pragma unroll
         for (int i = 0; i < 4; i++)
-          loc[j][h][i] = 0;
+          E[u][i] = 0;
 #pragma unroll
-        for (int kk = 0; kk < 2; kk++) {
-          const uint32_t bb[2][2] = {{b[kk][h][0][0], b[kk][h][1][0]},
-                                     {b[kk][h][0][1], b[kk][h][1][1]}};
-          mma3(loc[j][h], fr.Ta[kk], bb);
+        for (int kk = 0; kk < 2; kk++)
+          mma3(E[u], a[kk], fr.Vb[kk]);
+      }
+      // 2. chain: each replaced by the state entering its chunk, in order (causal) or in
+      // reverse; the line's first warp starts from the steady state of its end sample
+      if (causal ? w == 0 : w == We - 1) {
+        const int i = causal ? 0 : L - 1;
+        za = cscale(fr.g, xs[at(i, 2 * lg)]);
+        zb = cscale(fr.g, xs[at(i, 2 * lg + 1)]);
+      }
+      auto step = [&](float(&e)[4]) {
+        const float2 ea = make_float2(e[0], e[1]), eb = make_float2(e[2], e[3]);
+        e[0] = za.x, e[1] = za.y, e[2] = zb.x, e[3] = zb.y;
+        za = cfma(fr.pC, za, ea);
+        zb = cfma(fr.pC, zb, eb);
+      };
+      if (causal) {
+#pragma unroll
+        for (int u = 0; u < kU; u++)
+          step(E[u]);
+      } else {
+#pragma unroll
+        for (int u = kU - 1; u >= 0; u--)
+          step(E[u]);
+      }
+    }
+    if (W > 1) { // add the states entering this warp's range
+      float *x = xch + (w * 32 + lane) * 4;
+      x[0] = za.x, x[1] = za.y, x[2] = zb.x, x[3] = zb.y;
+      __syncthreads();
+      if (nu > 0) {
+        float2 ia = make_float2(0, 0), ib = ia;
+        for (int k = 0; k < We; k++) { // the warps before this one, in chain order
+          const int v = causal ? k : We - 1 - k;
+          if (v == w) break;
+          const float *o = xch + (v * 32 + lane) * 4;
+          ia = cfma(fr.pC4, ia, make_float2(o[0], o[1]));
+          ib = cfma(fr.pC4, ib, make_float2(o[2], o[3]));
         }
-      }
+        auto add = [&](float(&e)[4]) {
+          e[0] += ia.x, e[1] += ia.y, e[2] += ib.x, e[3] += ib.y;
+          ia = cmul(fr.pC, ia);
+          ib = cmul(fr.pC, ib);
+        };
+        if (causal) {
 #pragma unroll
-      for (int kk = 0; kk < 2; kk++) {
-        const uint32_t xa[2][4] = {
-            {b[kk][0][0][0], b[kk][1][0][0], b[kk][0][1][0], b[kk][1][1][0]},
-            {b[kk][0][0][1], b[kk][1][0][1], b[kk][0][1][1], b[kk][1][1][1]}};
-        mma(ends, xa[1], fr.Vb[kk][0]);
-        mma(ends, xa[0], fr.Vb[kk][1]);
-        mma(ends, xa[0], fr.Vb[kk][0]);
-      }
-      float *ce = car + (c * 8 + 2 * lt) * NLP + n0 + lg;
-      ce[0] = ends[0];
-      ce[NLP] = ends[1];
-      ce[8] = ends[2];
-      ce[NLP + 8] = ends[3];
-    }
-    __syncthreads();
-    // 2. chain: 4 NL threads, a recursion and a line each, replace the end states by the
-    // states entering each chunk (causal rows 0-3, anticausal rows 4-7)
-    for (int u = t; u < 4 * NL; u += kThreads) {
-      const int k = u / NL, l = u % NL, kp = k & 1, row = 2 * kp + (k < 2 ? 0 : 4);
-      const float xe = k < 2 ? x0[l] : xl[l];
-      float2 z = make_float2(prm.g[kp].x * xe, prm.g[kp].y * xe);
-      for (int i = 0; i < nc; i++) {
-        const int c = k < 2 ? i : nc - 1 - i;
-        float *cr = car + (c * 8 + row) * NLP + l, *ci = cr + NLP;
-        const float2 e = make_float2(*cr, *ci);
-        *cr = z.x;
-        *ci = z.y;
-        z = cfma(prm.pC[kp], z, e);
-      }
-    }
-    __syncthreads();
-    // 3. y = T x + U [z; s], over the stage
-#pragma unroll
-    for (int j = 0; j < kUnits; j++) {
-      const int u = warp + j * kWarps;
-      if (u >= units) break;
-      const int c = u / halves, n0 = 16 * (u % halves);
-#pragma unroll
-      for (int h = 0; h < 2; h++) {
-        const float *st = car + (c * 8 + lt) * NLP + n0 + 8 * h + lg;
-        uint32_t sb[2][2];
-        split(st[0], sb[0][0], sb[1][0]);
-        split(st[4 * NLP], sb[0][1], sb[1][1]);
-        mma3(loc[j][h], fr.Ua, sb);
-        float *y = xs + at(c * kC + lg, n0 + 8 * h + 2 * lt);
-        if (ROW) {
-          y[0] = loc[j][h][0], y[RP] = loc[j][h][1];
-          y[8] = loc[j][h][2], y[RP + 8] = loc[j][h][3];
+          for (int u = 0; u < kU; u++)
+            add(E[u]);
         } else {
-          *reinterpret_cast<float2 *>(y) = make_float2(loc[j][h][0], loc[j][h][1]);
-          *reinterpret_cast<float2 *>(y + 8 * NLP) = make_float2(loc[j][h][2], loc[j][h][3]);
+#pragma unroll
+          for (int u = kU - 1; u >= 0; u--)
+            add(E[u]);
         }
       }
     }
-    __syncthreads();
+    if (nu == 0) return;
+    // 3. y^T = x^T T^T + [z; s]^T U^T, over the stage
+#pragma unroll
+    for (int u = 0; u < kU; u++) {
+      uint32_t a[2][2][4], s[2][4];
+      xfrag(xb, u, a);
+      split(E[u][0], s[0][0], s[1][0]);
+      split(E[u][2], s[0][1], s[1][1]);
+      split(E[u][1], s[0][2], s[1][2]);
+      split(E[u][3], s[0][3], s[1][3]);
+      float y[2][4];
+#pragma unroll
+      for (int nt = 0; nt < 2; nt++) {
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+          y[nt][i] = 0;
+#pragma unroll
+        for (int kk = 0; kk < 2; kk++)
+          mma3(y[nt], a[kk], fr.Tb[kk][nt]);
+        mma3(y[nt], s, fr.Ub[nt]);
+      }
+      __syncwarp(); // the chunk's samples all read
+      // line 2g: samples 4t .. 4t + 3 are y[0][0], y[0][1], y[1][0], y[1][1]; 2g + 1: [2], [3]
+      if (ROW) {
+        float *yb = const_cast<float *>(xb.p[0]) + kC * u;
+        *reinterpret_cast<float4 *>(yb) = make_float4(y[0][0], y[0][1], y[1][0], y[1][1]);
+        *reinterpret_cast<float4 *>(yb + RP) = make_float4(y[0][2], y[0][3], y[1][2], y[1][3]);
+      } else {
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+          *reinterpret_cast<float2 *>(const_cast<float *>(xb.p[j % 2]) + kC * kNL * u +
+                                      32 * (j / 2)) =
+              make_float2(y[j / 2][j % 2], y[j / 2][2 + j % 2]);
+      }
+    }
+    __syncwarp();
+    move<false>(gout, Q, live);
   }
 };
 
-// Copies the matrices into shared memory.
-__device__ __forceinline__ void load_mats(float *mats, const tcparams &prm) {
-  for (int i = threadIdx.x; i < kMats; i += kThreads)
-    mats[i] = (&prm.T[0])[i];
-  __syncthreads();
+// The team (block) size for lines of length L, and its shared memory in floats: the stage,
+// then (W > 1) two [W][32][4] exchange buffers (groups in turn).
+int team_of(int L) { return ((L + kC - 1) / kC + kU - 1) / kU; }
+template <bool ROW> size_t smem_of(int L, int W) {
+  return sizeof(float) * (2 * team_group<ROW>::stage(L) + (W > 1 ? 2 * W * 128 : 0));
 }
 
-// Along L of [P][L][Q] (rows: Q == 1; columns: Q % NL == 0). The blocks stay resident and
-// take the groups in turn, each group's copies issued into the other of two stages while the
-// current one is filtered. Shared memory: the matrices, the two stages, the group's rest.
-template <int NL, bool ROW>
-__global__ void __launch_bounds__(kThreads, 2)
+// Along L of [P][L][Q] (rows: Q == 1; columns: Q % 16 == 0). The blocks (teams) stay
+// resident and take the groups of 16 lines in turn.
+template <bool ROW>
+__global__ void __maxnreg__(kRegs)
     iir_tc(const float *src, float *dst, int64_t lines, int L, int64_t Q,
            const __grid_constant__ tcparams prm) {
-  extern __shared__ __align__(128) float mats[];
-  typedef group<NL, ROW> grp;
-  const int stage = grp::stage(L);
-  float *buf = mats + kMats;
-  load_mats(mats, prm);
-  const frags fr(mats);
-  const int64_t groups = (lines + NL - 1) / NL, col = (int64_t)L * Q;
-  // columns: the group's first line, (p, q), as the groups advance
-  int64_t g = blockIdx.x, p = g * NL / Q, q = g * NL - p * Q;
-  const int64_t step = (int64_t)gridDim.x * NL, dp = step / Q, dq = step - dp * Q;
-  auto origin = [&](int64_t gg) { return ROW ? gg * NL * L : p * col + q; };
-  auto live_of = [&](int64_t gg) { return (int)min((int64_t)NL, lines - gg * NL); };
-  float *src_ = const_cast<float *>(src);
-  if (g < groups) {
-    grp(L, buf, buf + 2 * stage).move(src_ + origin(g), Q, live_of(g), true);
-    __pipeline_commit();
+  extern __shared__ __align__(16) float smem[];
+  const int W = blockDim.x / 32;
+  team_group<ROW> gr(smem, L, W, threadIdx.x / 32);
+  const int stage = gr.stage(L);
+  float *xch = smem + 2 * stage;
+  const frags fr(prm);
+  const int64_t groups = (lines + kNL - 1) / kNL;
+  // a group's first line, (p, q) of [P][Q] (rows: Q == 1), as the groups advance
+  walk2<int64_t> l0((int64_t)blockIdx.x * kNL, (int64_t)gridDim.x * kNL, Q);
+  auto off = [&]() { return l0.r * L * Q + l0.c; };
+  auto live = [&](int64_t gi) { return (int)min((int64_t)kNL, lines - gi * kNL); };
+  int64_t gi = blockIdx.x, cur = 0;
+  if (gi < groups) gr.load(src + off(), Q, live(gi));
+  commit();
+  for (int b = 0; gi < groups; gi += gridDim.x, b ^= 1) {
+    const int64_t gn = gi + gridDim.x;
+    cur = off();
+    l0.next();
+    gr.xs = smem + (b ^ 1) * stage; // the next group's copies, into the other stage
+    if (gn < groups) gr.load(src + off(), Q, live(gn));
+    commit();
+    wait_prior1();
+    gr.xs = smem + b * stage;
+    gr.run(fr, dst + cur, Q, live(gi), xch + b * W * 128);
   }
-  for (int it = 0; g < groups; g += gridDim.x, it ^= 1) {
-    grp gr(L, buf + it * stage, buf + 2 * stage);
-    const int64_t off = origin(g), gn = g + gridDim.x;
-    const int live = live_of(g);
-    if (!ROW) {
-      p += dp;
-      q += dq;
-      if (q >= Q) q -= Q, p++;
-    }
-    if (gn < groups)
-      grp(L, buf + (it ^ 1) * stage, gr.car).move(src_ + origin(gn), Q, live_of(gn), true);
-    __pipeline_commit();
-    __pipeline_wait_prior(1);
-    __syncthreads();
-    gr.filter(fr, prm, live);
-    gr.move(dst + off, Q, live, false);
-    __syncthreads(); // the stage and car are reused
-  }
-  __pipeline_wait_prior(0);
 }
 
-// The last two axes of [P][Y][X] in one pass (the same filter on both), opt-in (iir.c): on an
-// H100 (256^3, sigma 4.5) it takes 112 us against 2 x 52 us for the two passes it replaces.
-// It moves the array through DRAM once instead of twice (39% of DRAM bandwidth), but each
-// group still takes ~12k cycles of barriers and latency, as in the separate passes, and twice
-// as many groups pass through each block: it needs more groups in flight per SM (fewer
-// registers or a single stage) before it pays.
-// per slice, its row
-// groups (x) and then its column groups (y), taken in ticket order from sync[0] by the
-// resident blocks. A slice's column groups read what its row groups wrote (from L2: a few
-// slices are in flight) once sync[1 + s] counts all of them; they come `lag` slices behind
-// (about as many slices as the resident blocks take at once), so the wait is short, and
-// never on a group that has not been handed out (no deadlock). A block
-// takes its next ticket while it filters the current group and issues the next group's
-// copies into its other stage at once if they may start (rows always, columns once their
-// slice's rows are done). sync is zeroed before the launch. The rows are read from src, and
-// the columns read and written in dst.
-template <int NL>
-__global__ void __launch_bounds__(kThreads, 2)
+// The last two axes of [P][Y][X] in one pass (the same filter on both). Per slice its row
+// groups (x), then, lag slices later, its column groups (y), taken in ticket order (sync[0])
+// by the resident teams. A slice's column groups read what its row groups wrote, from L2,
+// once sync[2 + s] counts all of them; they come about two rounds of the resident teams
+// behind (one round left the next group's copies waiting: 256^3 0.179 against 0.171 ms on an
+// H100), so the wait is short, and a team never waits on a group not yet handed out (no
+// deadlock). A team's next group is copied into its other stage as soon as it may start. The rows are read from src, the columns read and written in dst. The last team
+// to finish (sync[1] counts them) zeroes the counters for the next launch.
+__global__ void __maxnreg__(kRegs)
     iir_tc_yx(const float *src, float *dst, int64_t P, int Y, int X, int lag,
               const __grid_constant__ tcparams prm, unsigned long long *sync) {
-  extern __shared__ __align__(128) float mats[];
-  typedef group<NL, true> rgrp;
-  typedef group<NL, false> cgrp;
-  const int stage = max(rgrp::stage(X), cgrp::stage(Y));
-  float *buf = mats + kMats, *rest = buf + 2 * stage;
-  load_mats(mats, prm);
-  const frags fr(mats);
-  __shared__ long long next_ticket;
-  __shared__ int ready;
-  const int RX = (Y + NL - 1) / NL, CY = X / NL, per = RX + CY;
+  extern __shared__ __align__(16) float smem[];
+  __shared__ long long ticket[2];
+  const int W = blockDim.x / 32, w = threadIdx.x / 32;
+  team_group<true> rg(smem, X, W, w);
+  team_group<false> cg(smem, Y, W, w);
+  const int stage = max(rg.stage(X), cg.stage(Y));
+  float *xch = smem + 2 * stage;
+  const frags fr(prm);
+  const int RX = (Y + kNL - 1) / kNL, CY = X / kNL, per = RX + CY;
   const long long total = (P + lag) * per;
-  float *src_ = const_cast<float *>(src);
   const int64_t slice = (int64_t)Y * X;
-  // a ticket's group: kind 0 none, 1 rows (slice s, rows from j NL), 2 columns (slice s,
-  // columns from j NL)
+  __shared__ int ready;
+  // a ticket's group: kind 0 none, 1 rows (slice s, rows from j 16), 2 columns (slice s,
+  // columns from j 16); where it is read from, and its lines
   struct item {
     int kind, j;
     int64_t s;
@@ -357,20 +442,26 @@ __global__ void __launch_bounds__(kThreads, 2)
     if (j >= RX && round >= lag) it = item{2, j - RX, round - lag};
     return it;
   };
+  auto at = [&](const item &it) {
+    return it.s * slice + (it.kind == 1 ? (int64_t)it.j * kNL * X : (int64_t)it.j * kNL);
+  };
+  auto from = [&](const item &it) -> const float * { return (it.kind == 1 ? src : dst) + at(it); };
+  auto live = [&](const item &it) { return it.kind == 1 ? min(kNL, Y - it.j * kNL) : kNL; };
+  int par = 0;
   auto take = [&]() {
-    if (threadIdx.x == 0) next_ticket = (long long)atomicAdd(sync, 1ull);
+    if (threadIdx.x == 0) ticket[par] = (long long)atomicAdd(sync, 1ull);
     __syncthreads();
-    const long long tk = next_ticket;
-    __syncthreads();
+    const long long tk = ticket[par];
+    par ^= 1;
     return tk;
   };
-  // whether slice s's rows are all done (block-wide; wait: until they are)
+  // whether slice s's rows are all done (wait: until they are)
   auto rows_done = [&](int64_t s, bool wait) {
     if (threadIdx.x == 0) {
-      volatile unsigned long long *c = sync + 1 + s;
+      volatile unsigned long long *c = sync + 2 + s;
       if (wait)
         while (*c < (unsigned long long)RX)
-          __nanosleep(64);
+          __nanosleep(32);
       ready = *c >= (unsigned long long)RX;
       __threadfence();
     }
@@ -379,50 +470,50 @@ __global__ void __launch_bounds__(kThreads, 2)
     __syncthreads();
     return r;
   };
-  auto fetch = [&](const item &it, float *xs) {
-    if (it.kind == 1)
-      rgrp(X, xs, rest)
-          .move(src_ + it.s * slice + (int64_t)it.j * NL * X, 1, min(NL, Y - it.j * NL), true);
-    else if (it.kind == 2)
-      cgrp(Y, xs, rest).move(dst + it.s * slice + (int64_t)it.j * NL, X, NL, true);
+  auto issue = [&](const item &it, int b) {
+    rg.xs = cg.xs = smem + b * stage;
+    if (it.kind == 1) rg.load(from(it), 1, live(it));
+    if (it.kind == 2) cg.load(from(it), X, kNL);
   };
   long long tk = take();
-  bool fetched = false; // the current group's copies issued
+  item cur = decode(tk);
+  bool loaded = false; // the current group's copies issued (with the group before)
   for (int b = 0; tk < total; b ^= 1) {
-    const item cur = decode(tk);
-    float *xs = buf + b * stage;
-    if (!fetched && cur.kind) {
+    if (!loaded) {
       if (cur.kind == 2) rows_done(cur.s, true);
-      fetch(cur, xs);
+      issue(cur, b);
     }
-    __pipeline_commit();
-    // the next ticket, its copies issued now if they may start
+    commit();
+    // the next ticket's copies, into the other stage (all warps are past its last group:
+    // take's barrier), if its group may start
     const long long tn = take();
     const item nx = decode(tn);
-    fetched = nx.kind == 1 || (nx.kind == 2 && rows_done(nx.s, false));
-    if (fetched) fetch(nx, buf + (b ^ 1) * stage);
-    __pipeline_commit();
-    __pipeline_wait_prior(1);
-    __syncthreads();
+    loaded = nx.kind == 1 || (nx.kind == 2 && rows_done(nx.s, false));
+    if (loaded) issue(nx, b ^ 1);
+    commit();
+    wait_prior1();
+    rg.xs = cg.xs = smem + b * stage;
+    float *x = xch + b * W * 128;
     if (cur.kind == 1) {
-      rgrp gr(X, xs, rest);
-      const int live = min(NL, Y - cur.j * NL);
-      gr.filter(fr, prm, live);
-      gr.move(dst + cur.s * slice + (int64_t)cur.j * NL * X, 1, live, false);
+      rg.run(fr, dst + at(cur), 1, live(cur), x);
       __syncthreads();
       if (threadIdx.x == 0) {
         __threadfence();
-        atomicAdd(sync + 1 + cur.s, 1ull);
+        atomicAdd(sync + 2 + cur.s, 1ull);
       }
     } else if (cur.kind == 2) {
-      cgrp gr(Y, xs, rest);
-      gr.filter(fr, prm, NL);
-      gr.move(dst + cur.s * slice + (int64_t)cur.j * NL, X, NL, false);
-      __syncthreads();
+      cg.run(fr, dst + at(cur), X, kNL, x);
     }
     tk = tn;
+    cur = nx;
   }
-  __pipeline_wait_prior(0);
+  asm volatile("cp.async.wait_all;" ::: "memory");
+  if (threadIdx.x == 0) {
+    __threadfence();
+    if (atomicAdd(sync + 1, 1ull) == gridDim.x - 1)
+      for (int64_t i = 0; i < P + 2; i++)
+        sync[i] = 0;
+  }
 }
 
 tcparams make_params(const ndf__iir &f) {
@@ -474,27 +565,15 @@ extern "C" int ndf__launch_iir_tc(const float *src, float *dst, int64_t P, int64
                                   const ndf__iir *f, void *stream) {
   if (P <= 0 || L <= 0 || Q <= 0) return 0;
   if (!ndf__iir_tc_fits(src, dst, L, Q)) return (int)cudaErrorNotSupported;
-  const int NL = L <= 256 && (Q == 1 || Q % 32 == 0) ? 32 : 16;
-  const int li = (int)L;
-  const size_t smem =
-      sizeof(float) *
-      (kMats +
-       2 * (size_t)(Q == 1
-                        ? (NL == 32 ? group<32, true>::stage(li) : group<16, true>::stage(li))
-                        : (NL == 32 ? group<32, false>::stage(li) : group<16, false>::stage(li))) +
-       (NL == 32 ? group<32, false>::rest(li) : group<16, false>::rest(li)));
+  const int li = (int)L, W = team_of(li);
   const tcparams q = make_params(*f);
-  const int64_t lines = P * Q, groups = (lines + NL - 1) / NL;
+  const int64_t lines = P * Q, groups = (lines + kNL - 1) / kNL;
   cudaStream_t st = (cudaStream_t)stream;
   if (Q == 1)
-    return NL == 32 ? launch_resident(iir_tc<32, true>, kThreads, smem, groups, st, src, dst, lines,
-                                      li, Q, q)
-                    : launch_resident(iir_tc<16, true>, kThreads, smem, groups, st, src, dst, lines,
-                                      li, Q, q);
-  return NL == 32 ? launch_resident(iir_tc<32, false>, kThreads, smem, groups, st, src, dst, lines,
-                                    li, Q, q)
-                  : launch_resident(iir_tc<16, false>, kThreads, smem, groups, st, src, dst, lines,
-                                    li, Q, q);
+    return launch_resident(iir_tc<true>, 32 * W, smem_of<true>(li, W), groups, st, src, dst,
+                           lines, li, Q, q);
+  return launch_resident(iir_tc<false>, 32 * W, smem_of<false>(li, W), groups, st, src, dst,
+                         lines, li, Q, q);
 }
 
 extern "C" int ndf__iir_tc_yx_fits(const float *src, const float *dst, int64_t Y, int64_t X) {
@@ -505,25 +584,17 @@ extern "C" int ndf__launch_iir_tc_yx(const float *src, float *dst, int64_t P, in
                                      const ndf__iir *f, unsigned long long *sync, void *stream) {
   if (P <= 0 || Y <= 0 || X <= 0) return 0;
   if (!ndf__iir_tc_yx_fits(src, dst, Y, X)) return (int)cudaErrorNotSupported;
-  cudaStream_t st = (cudaStream_t)stream;
-  cudaError_t err = cudaMemsetAsync(sync, 0, (size_t)(P + 1) * sizeof *sync, st);
-  if (err != cudaSuccess) return (int)err;
-  const int NL = X <= 256 && Y <= 256 && X % 32 == 0 ? 32 : 16;
-  const int x = (int)X, y = (int)Y;
-  auto smem_of = [&](int stage, int rest) { return sizeof(float) * (kMats + 2 * stage + rest); };
+  const int x = (int)X, y = (int)Y, W = std::max(team_of(x), team_of(y));
+  const size_t smem = std::max(smem_of<true>(x, W), smem_of<false>(y, W));
   const tcparams q = make_params(*f);
-  const int per = (y + NL - 1) / NL + x / NL;
-  const size_t smem = NL == 32 ? smem_of(max(group<32, true>::stage(x), group<32, false>::stage(y)),
-                                         max(group<32, true>::rest(x), group<32, false>::rest(y)))
-                               : smem_of(max(group<16, true>::stage(x), group<16, false>::stage(y)),
-                                         max(group<16, true>::rest(x), group<16, false>::rest(y)));
-  void (*k)(const float *, float *, int64_t, int, int, int, const tcparams, unsigned long long *) =
-      NL == 32 ? iir_tc_yx<32> : iir_tc_yx<16>;
+  const int per = (y + kNL - 1) / kNL + x / kNL;
   int64_t resident = 0;
-  err = resident_blocks(k, kThreads, smem, &resident);
+  const cudaError_t err = resident_blocks(iir_tc_yx, 32 * W, smem, &resident);
   if (err != cudaSuccess) return (int)err;
   const int64_t grid = std::min(resident, P * per);
-  const int lag = (int)std::min<int64_t>(P, 3 * (grid + per - 1) / per + 2);
-  k<<<(unsigned)grid, kThreads, smem, st>>>(src, dst, P, y, x, lag, q, sync);
+  const char *lenv = getenv("NDF_CUDA_IIR_LAG"); // development probe: slices behind
+  const int64_t lag = lenv ? atoll(lenv) : 2 * ((grid + per - 1) / per) + 1;
+  iir_tc_yx<<<(unsigned)grid, 32 * W, smem, (cudaStream_t)stream>>>(
+      src, dst, P, y, x, (int)std::min<int64_t>(P, lag), q, sync);
   return (int)cudaGetLastError();
 }

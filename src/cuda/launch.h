@@ -70,7 +70,8 @@ int ndf__iir_tc_fits(const float *src, const float *dst, int64_t L, int64_t Q);
 int ndf__launch_iir_tc(const float *src, float *dst, int64_t P, int64_t L, int64_t Q,
                        const struct ndf__iir *f, void *stream);
 /* Both last axes of [P][Y][X] in one pass under the same filter f (iir_tc_kernel.cu), where
- * ndf__iir_tc_yx_fits: sync is a device buffer of P + 1 counters (zeroed by the launch). */
+ * ndf__iir_tc_yx_fits: sync is a device buffer of P + 2 counters, zero before the first launch
+ * (each launch leaves them zero). */
 int ndf__iir_tc_yx_fits(const float *src, const float *dst, int64_t Y, int64_t X);
 int ndf__launch_iir_tc_yx(const float *src, float *dst, int64_t P, int64_t Y, int64_t X,
                           const struct ndf__iir *f, unsigned long long *sync, void *stream);
