@@ -278,9 +278,8 @@ typedef struct ndf_gaussian_opts {
  * that does not grow with sigma: float32 data, float64 recursion state (cuda_iir's Deriche on
  * lines up to 2048 long and sigma up to 256: float32 state in the better conditioned form of
  * first-order complex recursions, within about 1e-6 of float64; on lines up to 512 long, as
- * chunk-sized matrix products on the tensor cores in split TF32, float32's accuracy, the last
- * two axes in one pass when their sigmas are the same; NDF_CUDA_IIR_TC=0 keeps the FFMA
- * kernel, NDF_CUDA_IIR_FUSED=0 the separate passes). They support mode
+ * chunk-sized matrix products on the tensor cores in split TF32, float32's accuracy;
+ * NDF_CUDA_IIR_TC=0 keeps the FFMA kernel). They support mode
  * nearest only (the boundary exact: each line continued by its end values for ever), order 0,
  * and ignore truncate and radius; anything else is NDF_EUNSUPPORTED. Relative L2 error against
  * the true Gaussian on noise, borders included (BENCHMARKS.md, "Recursive Gaussian"):

@@ -8,10 +8,10 @@
  * run in the output. Else, as cuda_sep, the passes alternate between the output and one
  * temporary so that the last lands in the output; iir_kernel.cu's parallel form reads a pass's
  * input again in its backward sweep, so when the call is in place and the first pass would
- * write its input, the passes start in the temporary instead and a copy ends them. When the
- * last two axes have the same chunked filter and both fit the tensor-core kernel, one fused
- * pass takes them together (iir_tc_kernel.cu: the array crosses DRAM once for both;
- * NDF_CUDA_IIR_FUSED=0 turns it off). */
+ * write its input, the passes start in the temporary instead and a copy ends them. With
+ * NDF_CUDA_IIR_FUSED=1, when the last two axes have the same chunked filter and both fit the
+ * tensor-core kernel, one fused pass takes them together (iir_tc_kernel.cu: the array crosses
+ * DRAM once for both); it is off by default, as it is no faster on an H200. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,13 +83,16 @@ static int all_in_place(const ndf__iirp *q, const int64_t *shape, const int *ax,
   return 1;
 }
 
-/* Whether the two last axes go through the fused (y, x) pass: not turned off
- * (NDF_CUDA_IIR_FUSED=0), both filtered by the same chunked filter, in place, and the
- * tensor-core kernel fitting both (alignment aside: ndf__iir_tc_yx_fits checks the arrays at
- * run time; NDF_CUDA_IIR_TC=0, which turns the tensor-core kernels off, turns it off too). */
+/* Whether the two last axes go through the fused (y, x) pass: asked for (NDF_CUDA_IIR_FUSED=1;
+ * on an H200 it is no faster than the two passes it replaces, 256^3 0.146 against 0.146 ms
+ * back to back and 0.202 against 0.176 for one call, slower on thin volumes: it is bound by
+ * its instructions, see iir_tc_kernel.cu), both filtered by the same chunked filter, in place,
+ * and the tensor-core kernel fitting both (alignment aside: ndf__iir_tc_yx_fits checks the
+ * arrays at run time; NDF_CUDA_IIR_TC=0, which turns the tensor-core kernels off, turns it off
+ * too). */
 static int fused_yx(const ndf__iirp *q, const int64_t *shape, int nd, const int *ax, int np) {
   const char *fused = getenv("NDF_CUDA_IIR_FUSED");
-  if (fused && fused[0] == '0') return 0;
+  if (!fused || fused[0] != '1') return 0;
   if (np < 2 || ax[0] != nd - 1 || ax[1] != nd - 2) return 0;
   const ndf__iir *fx = &q->ax[nd - 1], *fy = &q->ax[nd - 2];
   return memcmp(fx, fy, sizeof *fx) == 0 && ndf__iir_chunks_fit(fx, shape[nd - 1]) &&

@@ -25,14 +25,17 @@
 // loads of a line come before its stores, so the pass may run in place. Each warp loads,
 // filters and stores only its own samples, so a team meets only at the exchange.
 //
-// The fused (y, x) pass (iir_tc_yx) runs the same groups: a slice's rows, and a little later
-// its columns, read back from L2, so the array crosses DRAM once for both axes.
+// The fused (y, x) pass (iir_tc_yx; opt-in, iir.c) runs the same groups: a slice's rows, and
+// a little later its columns, read back from L2, so the array crosses DRAM once for both axes.
 //
-// Measured on an H100 (256^3, sigma 4.5; bench/results/iir-warp-probe-2026-11-22-h100/): the
-// fused pass 100 us (the two passes it replaces: 2 x ~52 us), a column pass 55 us; 512^3:
-// 726 us fused, 507 us for z; the whole filter 0.160 ms back to back (0.169 before, one block
-// of 8 warps to 32 lines, chained through shared memory) and 1.267 ms (1.450). The fused pass
-// is bound by its instructions (DRAM at 35-46%), the single ones by DRAM and latency.
+// Measured (256^3 and 512^3, sigma 4.5, back to back; bench/results/iir-warp-probe-2026-11-22-
+// h100/ and -h200/), against one block of 8 warps to 32 lines chained through shared memory
+// (534e38c): H200 0.146 against 0.139 ms and 1.19 against 1.29 ms (256^2 x 64: 0.057 against
+// 0.087); H100 0.183 against 0.169 and 1.46 against 1.45. A pass is near its DRAM time on the
+// H100 (256^3: 52-56 us, a copy 48 us). The fused pass takes 100 us on the H100 against
+// 2 x ~54, but it is bound by its instructions (DRAM at 35-46%), so on the H200 it is no
+// faster than the two passes.
+
 #include <cuda_runtime.h>
 
 #include <stdint.h>
