@@ -131,6 +131,20 @@ struct frags {
   }
 };
 
+// f on each chunk's states of a warp in the chain's order: forward (causal) or backward.
+template <typename F>
+__device__ __forceinline__ void in_chain_order(bool causal, float (&E)[kU][4], F &f) {
+  if (causal) {
+#pragma unroll
+    for (int u = 0; u < kU; u++)
+      f(E[u]);
+  } else {
+#pragma unroll
+    for (int u = kU - 1; u >= 0; u--)
+      f(E[u]);
+  }
+}
+
 __device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 // All but the last committed group of copies complete, and visible to the warp.
 __device__ __forceinline__ void wait_prior1() {
@@ -288,15 +302,7 @@ template <bool ROW> struct team_group {
         za = cfma(fr.pC, za, ea);
         zb = cfma(fr.pC, zb, eb);
       };
-      if (causal) {
-#pragma unroll
-        for (int u = 0; u < kU; u++)
-          step(E[u]);
-      } else {
-#pragma unroll
-        for (int u = kU - 1; u >= 0; u--)
-          step(E[u]);
-      }
+      in_chain_order(causal, E, step);
     }
     if (W > 1) { // add the states entering this warp's range
       float *x = xch + (w * 32 + lane) * 4;
@@ -316,15 +322,7 @@ template <bool ROW> struct team_group {
           ia = cmul(fr.pC, ia);
           ib = cmul(fr.pC, ib);
         };
-        if (causal) {
-#pragma unroll
-          for (int u = 0; u < kU; u++)
-            add(E[u]);
-        } else {
-#pragma unroll
-          for (int u = kU - 1; u >= 0; u--)
-            add(E[u]);
-        }
+        in_chain_order(causal, E, add);
       }
     }
     if (nu == 0) return;
