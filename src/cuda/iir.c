@@ -66,6 +66,14 @@ static void free_state(void *v) {
   free(s);
 }
 
+/* The product of shape[from .. to - 1]. */
+static int64_t extent(const int64_t *shape, int from, int to) {
+  int64_t n = 1;
+  for (int d = from; d < to; d++)
+    n *= shape[d];
+  return n;
+}
+
 /* The filtered axes longer than 1, last first. */
 static int axes_of(const ndf__iirp *q, const ndf_array *a, int *ax) {
   int n = 0;
@@ -121,11 +129,9 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
   if (!inplace && src == dst && np % 2 == 1 && q->ax[ax[0]].form == NDF__IIR_PARALLEL) shift = 1;
   int k0 = 0;
   if (s->sync && ndf__iir_tc_yx_fits(src, dst, in->shape[nd - 2], in->shape[nd - 1])) {
-    int64_t P = 1;
-    for (int d = 0; d < nd - 2; d++)
-      P *= in->shape[d];
-    e = (cudaError_t)ndf__launch_iir_tc_yx(src, dst, P, in->shape[nd - 2], in->shape[nd - 1],
-                                           &q->ax[nd - 1], s->sync, st);
+    e = (cudaError_t)ndf__launch_iir_tc_yx(src, dst, extent(in->shape, 0, nd - 2),
+                                           in->shape[nd - 2], in->shape[nd - 1], &q->ax[nd - 1],
+                                           s->sync, st);
     src = dst;
     k0 = 2;
   }
@@ -133,11 +139,7 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
     float *to = inplace || (np - 1 - k + shift) % 2 == 0 ? dst : s->tmp;
     const int a = ax[k];
     const ndf__iir *f = &q->ax[a];
-    int64_t P = 1, Q = 1;
-    for (int d = 0; d < a; d++)
-      P *= in->shape[d];
-    for (int d = a + 1; d < nd; d++)
-      Q *= in->shape[d];
+    const int64_t P = extent(in->shape, 0, a), Q = extent(in->shape, a + 1, nd);
     if (ndf__iir_chunks_fit(f, in->shape[a]))
       e = (cudaError_t)ndf__launch_iir_chunks(src, to, P, in->shape[a], Q, f, st);
     else
@@ -168,9 +170,7 @@ static ndf_status make(ndf_plan *p) {
   cudaError_t e = cudaSetDevice(p->ctx->place.device);
   if (e == cudaSuccess && need && bytes) e = cudaMalloc((void **)&s->tmp, bytes);
   if (e == cudaSuccess && fused_yx(q, p->pb.in.shape, p->pb.in.ndim, ax, np)) {
-    int64_t P = 1;
-    for (int d = 0; d < p->pb.in.ndim - 2; d++)
-      P *= p->pb.in.shape[d];
+    const int64_t P = extent(p->pb.in.shape, 0, p->pb.in.ndim - 2);
     e = cudaMalloc((void **)&s->sync, (size_t)(P + 2) * sizeof *s->sync);
     if (e == cudaSuccess) e = cudaMemset(s->sync, 0, (size_t)(P + 2) * sizeof *s->sync);
     if (e == cudaSuccess) e = cudaStreamSynchronize(0); /* before work on any stream */

@@ -54,7 +54,8 @@ namespace {
 using namespace ndf_iir;
 
 constexpr int kC = 16, kNL = 16, kU = 4, kMaxW = 8, kMaxL = kC * kU * kMaxW;
-constexpr int kRegs = 128; // 16 warps an SM (the kernels take 122-128; the row one spills 12 bytes)
+constexpr int kXch = 32 * 4; // a warp's floats in a team's exchange buffer
+constexpr int kRegs = 128; // 16 warps an SM (the kernels take 119-128; the row one spills 4 bytes)
 
 // The filter's matrices (row-major: T 16 x 16, V 8 x 16, U 16 x 8) and the chain's constants.
 struct tcparams {
@@ -149,9 +150,9 @@ __device__ __forceinline__ void wait_prior1() {
   __syncwarp();
 }
 __device__ __forceinline__ void cp_async16(float *s, const float *gp) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(
-                   (uint32_t)__cvta_generic_to_shared(s)),
-               "l"(gp));
+  asm volatile(
+      "cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((uint32_t)__cvta_generic_to_shared(s)),
+      "l"(gp));
 }
 
 // A team's share of a group of 16 lines of length L (rows: ROW, line l at l L from the
@@ -163,21 +164,22 @@ __device__ __forceinline__ void cp_async16(float *s, const float *gp) {
 // distinct banks:
 //   rows:    sample i of line l at l RP + i, RP = 8 mod 16;
 //   columns: at 16 r(i) + (l ^ 8 ((i >> 3) & 1)), r(i) = i ^ ((i >> 2) & 1).
+// The warps a line of length L needs, 64 samples each.
+__host__ __device__ __forceinline__ int team_of(int L) { return (L + kU * kC - 1) / (kU * kC); }
+
 template <bool ROW> struct team_group {
   float *xs;
-  int L, rows, RP, W, w, We, nu, s0, s1;
+  int L, RP, W, w, We, nu, s0, s1;
   __device__ __forceinline__ team_group(float *xs_, int L_, int W_, int w_)
       : xs(xs_), L(L_), W(W_), w(w_) {
-    const int nc = (L + kC - 1) / kC;
-    We = (nc + kU - 1) / kU;
-    rows = We * kU * kC;
-    RP = rows + 8;
+    We = team_of(L);
+    RP = We * kU * kC + 8;
     nu = w < We ? kU : 0;
     s0 = kU * kC * w;
     s1 = max(s0, min(L, s0 + kC * nu));
   }
   __host__ __device__ static int stage(int L) {
-    const int rows = (L + kU * kC - 1) / (kU * kC) * (kU * kC);
+    const int rows = team_of(L) * kU * kC;
     return ROW ? kNL * (rows + 8) : rows * kNL;
   }
   __device__ __forceinline__ int at(int i, int l) const {
@@ -205,10 +207,10 @@ template <bool ROW> struct team_group {
         if (r + 2 * k < live) one(sp + 2 * k * RP, gp + (int64_t)2 * k * L);
     } else {
       const int c = 4 * (lane % 4), i0 = s0 + lane / 4;
-      float *gp = gm + (int64_t)i0 * Q + c, *sp = xs + at(i0, c);
+      float *gp = gm + (int64_t)i0 * Q + c;
 #pragma unroll
-      for (int k = 0; k < kU * kC / 8; k++) // samples i0 + 8k: rows 8 further, pieces swapped
-        if (i0 + 8 * k < s1) one(sp + 8 * k * kNL + (k & 1 ? 8 - 2 * (c & 8) : 0), gp + 8 * k * Q);
+      for (int k = 0; k < kU * kC / 8; k++)
+        if (i0 + 8 * k < s1) one(xs + at(i0 + 8 * k, c), gp + 8 * k * Q);
     }
   }
   // This warp's part of a group: its loads issued.
@@ -218,14 +220,17 @@ template <bool ROW> struct team_group {
 
   // The lane's x operands of chunk u: samples 4t .. 4t + 3 of lines 2g (v) and 2g + 1 (w2),
   // split: a[kk][hl] is k step kk's A fragment. Rows: two 16-byte loads from xb; columns:
-  // sample 4t + j at xb[j % 2] + 32 (j / 2) (xbase).
+  // sample 4t + j of both lines at col(xb, u, j) (xbase).
   struct base {
-    const float *p[2];
+    float *p[2];
   };
+  __device__ __forceinline__ static float *col(const base &xb, int u, int j) {
+    return xb.p[j % 2] + kC * kNL * u + 32 * (j / 2);
+  }
   __device__ __forceinline__ base xbase() const {
     const int lg = (threadIdx.x % 32) / 4, lt = threadIdx.x % 4;
     if (ROW) return base{{xs + 2 * lg * RP + s0 + 4 * lt, nullptr}};
-    const float *b = xs + (s0 + 4 * lt) * kNL + ((2 * lg) ^ (8 * (lt >> 1)));
+    float *b = xs + (s0 + 4 * lt) * kNL + ((2 * lg) ^ (8 * (lt >> 1)));
     return base{{b + 16 * (lt & 1), b + 16 - 16 * (lt & 1)}};
   }
   __device__ __forceinline__ void xfrag(const base &xb, int u, uint32_t (&a)[2][2][4]) const {
@@ -238,8 +243,7 @@ template <bool ROW> struct team_group {
     } else {
 #pragma unroll
       for (int j = 0; j < 4; j++) {
-        const float2 p =
-            *reinterpret_cast<const float2 *>(xb.p[j % 2] + kC * kNL * u + 32 * (j / 2));
+        const float2 p = *reinterpret_cast<const float2 *>(col(xb, u, j));
         v[j] = p.x, w2[j] = p.y;
       }
     }
@@ -302,7 +306,7 @@ template <bool ROW> struct team_group {
       in_chain_order(causal, E, step);
     }
     if (W > 1) { // add the states entering this warp's range
-      float *x = xch + (w * 32 + lane) * 4;
+      float *x = xch + w * kXch + 4 * lane;
       x[0] = za.x, x[1] = za.y, x[2] = zb.x, x[3] = zb.y;
       __syncthreads();
       if (nu > 0) {
@@ -310,7 +314,7 @@ template <bool ROW> struct team_group {
         for (int k = 0; k < We; k++) { // the warps before this one, in chain order
           const int v = causal ? k : We - 1 - k;
           if (v == w) break;
-          const float *o = xch + (v * 32 + lane) * 4;
+          const float *o = xch + v * kXch + 4 * lane;
           ia = cfma(fr.pC4, ia, make_float2(o[0], o[1]));
           ib = cfma(fr.pC4, ib, make_float2(o[2], o[3]));
         }
@@ -323,7 +327,7 @@ template <bool ROW> struct team_group {
       }
     }
     if (nu == 0) return;
-    // 3. y^T = x^T T^T + [z; s]^T U^T, over the stage
+      // 3. y^T = x^T T^T + [z; s]^T U^T, over the stage
 #pragma unroll
     for (int u = 0; u < kU; u++) {
       uint32_t a[2][2][4], s[2][4];
@@ -346,14 +350,13 @@ template <bool ROW> struct team_group {
       __syncwarp(); // the chunk's samples all read
       // line 2g: samples 4t .. 4t + 3 are y[0][0], y[0][1], y[1][0], y[1][1]; 2g + 1: [2], [3]
       if (ROW) {
-        float *yb = const_cast<float *>(xb.p[0]) + kC * u;
+        float *yb = xb.p[0] + kC * u;
         *reinterpret_cast<float4 *>(yb) = make_float4(y[0][0], y[0][1], y[1][0], y[1][1]);
         *reinterpret_cast<float4 *>(yb + RP) = make_float4(y[0][2], y[0][3], y[1][2], y[1][3]);
       } else {
 #pragma unroll
         for (int j = 0; j < 4; j++)
-          *reinterpret_cast<float2 *>(const_cast<float *>(xb.p[j % 2]) + kC * kNL * u +
-                                      32 * (j / 2)) =
+          *reinterpret_cast<float2 *>(col(xb, u, j)) =
               make_float2(y[j / 2][j % 2], y[j / 2][2 + j % 2]);
       }
     }
@@ -362,19 +365,16 @@ template <bool ROW> struct team_group {
   }
 };
 
-// The team (block) size for lines of length L, and its shared memory in floats: the stage,
-// then (W > 1) two [W][32][4] exchange buffers (groups in turn).
-int team_of(int L) { return ((L + kC - 1) / kC + kU - 1) / kU; }
+// A team's shared memory: two stages, then (W > 1) two exchange buffers (groups in turn).
 template <bool ROW> size_t smem_of(int L, int W) {
-  return sizeof(float) * (2 * team_group<ROW>::stage(L) + (W > 1 ? 2 * W * 128 : 0));
+  return sizeof(float) * (2 * team_group<ROW>::stage(L) + (W > 1 ? 2 * W * kXch : 0));
 }
 
 // Along L of [P][L][Q] (rows: Q == 1; columns: Q % 16 == 0). The blocks (teams) stay
 // resident and take the groups of 16 lines in turn.
 template <bool ROW>
-__global__ void __maxnreg__(kRegs)
-    iir_tc(const float *src, float *dst, int64_t lines, int L, int64_t Q,
-           const __grid_constant__ tcparams prm) {
+__global__ void __maxnreg__(kRegs) iir_tc(const float *src, float *dst, int64_t lines, int L,
+                                          int64_t Q, const __grid_constant__ tcparams prm) {
   extern __shared__ __align__(16) float smem[];
   const int W = blockDim.x / 32;
   team_group<ROW> gr(smem, L, W, threadIdx.x / 32);
@@ -398,7 +398,7 @@ __global__ void __maxnreg__(kRegs)
     commit();
     wait_prior1();
     gr.xs = smem + b * stage;
-    gr.run(fr, dst + cur, Q, live(gi), xch + b * W * 128);
+    gr.run(fr, dst + cur, Q, live(gi), xch + b * W * kXch);
   }
 }
 
@@ -408,8 +408,9 @@ __global__ void __maxnreg__(kRegs)
 // once sync[2 + s] counts all of them; they come about two rounds of the resident teams
 // behind (one round left the next group's copies waiting: 256^3 0.179 against 0.171 ms on an
 // H100), so the wait is short, and a team never waits on a group not yet handed out (no
-// deadlock). A team's next group is copied into its other stage as soon as it may start. The rows are read from src, the columns read and written in dst. The last team
-// to finish (sync[1] counts them) zeroes the counters for the next launch.
+// deadlock). A team's next group is copied into its other stage as soon as it may start. The
+// rows are read from src, the columns read and written in dst. The last team to finish
+// (sync[1] counts them) zeroes the counters for the next launch.
 __global__ void __maxnreg__(kRegs)
     iir_tc_yx(const float *src, float *dst, int64_t P, int Y, int X, int lag,
               const __grid_constant__ tcparams prm, unsigned long long *sync) {
@@ -491,7 +492,7 @@ __global__ void __maxnreg__(kRegs)
     commit();
     wait_prior1();
     rg.xs = cg.xs = smem + b * stage;
-    float *x = xch + b * W * 128;
+    float *x = xch + b * W * kXch;
     if (cur.kind == 1) {
       rg.run(fr, dst + at(cur), 1, live(cur), x);
       __syncthreads();
@@ -519,10 +520,12 @@ tcparams make_params(const ndf__iir &f) {
   const chunkp<kC> c = params<kC>(f); // the poles and residues the other passes use
   tcparams q;
   memset(&q, 0, sizeof q);
-  cd p[2], rho[2];
+  cd rho[2], pw[2][kC + 1]; // pw[k][n] = p_k^n
   for (int k = 0; k < 2; k++) {
-    p[k] = cd(c.p[k].x, c.p[k].y);
     rho[k] = cd(c.rho[k].x, c.rho[k].y);
+    pw[k][0] = 1;
+    for (int n = 1; n <= kC; n++)
+      pw[k][n] = pw[k][n - 1] * cd(c.p[k].x, c.p[k].y);
     q.pC[k] = c.pC[k];
     q.g[k] = c.g[k];
   }
@@ -530,18 +533,18 @@ tcparams make_params(const ndf__iir &f) {
     for (int j = 0; j < kC; j++) {
       double v = i == j ? -c.R : 0;
       for (int k = 0; k < 2; k++) {
-        if (i >= j) v += (rho[k] * std::pow(p[k], i - j)).real();
-        if (j >= i) v += (rho[k] * std::pow(p[k], j - i)).real();
+        if (i >= j) v += (rho[k] * pw[k][i - j]).real();
+        if (j >= i) v += (rho[k] * pw[k][j - i]).real();
       }
       q.T[i * kC + j] = (float)v;
     }
     for (int k = 0; k < 2; k++) {
-      const cd e = std::pow(p[k], kC - 1 - i), s = std::pow(p[k], i); // column i of V
+      const cd e = pw[k][kC - 1 - i], s = pw[k][i]; // column i of V
       q.V[(2 * k) * kC + i] = (float)e.real();
       q.V[(2 * k + 1) * kC + i] = (float)e.imag();
       q.V[(4 + 2 * k) * kC + i] = (float)s.real();
       q.V[(5 + 2 * k) * kC + i] = (float)s.imag();
-      const cd a = rho[k] * std::pow(p[k], i + 1), b = rho[k] * std::pow(p[k], kC - i);
+      const cd a = rho[k] * pw[k][i + 1], b = rho[k] * pw[k][kC - i];
       q.U[i * 8 + 2 * k] = (float)a.real();
       q.U[i * 8 + 2 * k + 1] = (float)-a.imag();
       q.U[i * 8 + 4 + 2 * k] = (float)b.real();
@@ -568,10 +571,10 @@ extern "C" int ndf__launch_iir_tc(const float *src, float *dst, int64_t P, int64
   const int64_t lines = P * Q, groups = (lines + kNL - 1) / kNL;
   cudaStream_t st = (cudaStream_t)stream;
   if (Q == 1)
-    return launch_resident(iir_tc<true>, 32 * W, smem_of<true>(li, W), groups, st, src, dst,
-                           lines, li, Q, q);
-  return launch_resident(iir_tc<false>, 32 * W, smem_of<false>(li, W), groups, st, src, dst,
-                         lines, li, Q, q);
+    return launch_resident(iir_tc<true>, 32 * W, smem_of<true>(li, W), groups, st, src, dst, lines,
+                           li, Q, q);
+  return launch_resident(iir_tc<false>, 32 * W, smem_of<false>(li, W), groups, st, src, dst, lines,
+                         li, Q, q);
 }
 
 extern "C" int ndf__iir_tc_yx_fits(const float *src, const float *dst, int64_t Y, int64_t X) {
