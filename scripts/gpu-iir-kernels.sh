@@ -14,10 +14,12 @@ export NDFILT_LIBRARY=$PWD/$LIB/libndfilt.so PYTHONPATH=$PWD/python
 tag=$(echo $LIB | tr / _)
 for f in ${KERNELS_FUSED:-0 1}; do for n in ${KERNELS_SIZES:-256 512}; do
   NDF_CUDA_IIR_FUSED=$f /usr/local/cuda/bin/ncu --clock-control none -k regex:iir \
-    --section SpeedOfLight python3 /tmp/one.py $n > $OUT/ncu_${tag}_f${f}_$n.txt 2>&1
-  echo "== $LIB fused=$f n=$n"
-  grep -E "^  [a-z].*iir|Duration|DRAM Throughput" $OUT/ncu_${tag}_f${f}_$n.txt |
-    sed -E 's/\(const float.*\) \(/(/; s/, Context.*//' | paste - - - | tr -s ' '
+    --section SpeedOfLight --metrics smsp__inst_executed.sum,sm__inst_issued.avg.pct_of_peak_sustained_active \
+    python3 /tmp/one.py $n > $OUT/ncu_${tag}_f${f}_$n.txt 2>&1
+  echo "== $LIB fused=$f n=$n (duration, DRAM %, issue % of active cycles, warp instructions)"
+  grep -E "^  [a-z].*iir|Duration|DRAM Throughput|sm__inst_issued.avg.pct|smsp__inst_executed.sum" \
+    $OUT/ncu_${tag}_f${f}_$n.txt | sed -E 's/\(const float.*\) \(/(/; s/, Context.*//' |
+    paste - - - - - | tr -s ' '
 done; done
 if [ -n "${KERNELS_DETAIL:-}" ]; then # stall reasons and pipe use of the 256^3 passes, unfused
   NDF_CUDA_IIR_FUSED=0 /usr/local/cuda/bin/ncu --clock-control none -k regex:iir \

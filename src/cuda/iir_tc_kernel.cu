@@ -129,18 +129,18 @@ struct frags {
   }
 };
 
-// f on each chunk's states of a warp in the chain's order: forward (causal) or backward.
-template <typename F>
-__device__ __forceinline__ void in_chain_order(bool causal, float (&E)[kU][4], F &f) {
-  if (causal) {
+// Puts a warp's chunk states in its lane's chain order, or back: the anticausal lanes' reversed.
+// The lanes of a warp run both directions, so a branch on the direction would run both orders
+// one after the other; selects cost 2 an element, and the chain's loops are the same for all.
+__device__ __forceinline__ void chain_order(bool causal, float (&E)[kU][4]) {
 #pragma unroll
-    for (int u = 0; u < kU; u++)
-      f(E[u]);
-  } else {
+  for (int u = 0; u < kU / 2; u++)
 #pragma unroll
-    for (int u = kU - 1; u >= 0; u--)
-      f(E[u]);
-  }
+    for (int i = 0; i < 4; i++) {
+      const float a = E[u][i], b = E[kU - 1 - u][i];
+      E[u][i] = causal ? a : b;
+      E[kU - 1 - u][i] = causal ? b : a;
+    }
 }
 
 __device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
@@ -149,10 +149,9 @@ __device__ __forceinline__ void wait_prior1() {
   asm volatile("cp.async.wait_group 1;" ::: "memory");
   __syncwarp();
 }
-__device__ __forceinline__ void cp_async16(float *s, const float *gp) {
-  asm volatile(
-      "cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((uint32_t)__cvta_generic_to_shared(s)),
-      "l"(gp));
+// A 16-byte copy from global memory at gp to shared memory at address sa (cp.async, through L2).
+__device__ __forceinline__ void cp_async16(uint32_t sa, const float *gp) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(sa), "l"(gp));
 }
 
 // A team's share of a group of 16 lines of length L (rows: ROW, line l at l L from the
@@ -189,28 +188,42 @@ template <bool ROW> struct team_group {
   // Copies this warp's samples of the group's first `live` lines, 16 bytes at a time,
   // between the stage and global memory at gm (IN: into the stage, cp.async through L2, not
   // waited for). A lane's pieces: rows, piece lane % 16 of lines lane / 16 + 2k; columns,
-  // piece lane % 4 of samples s0 + lane / 4 + 8k.
+  // piece lane % 4 of samples s0 + lane / 4 + 8k. The addresses are worked out once: piece k
+  // is at a constant offset in the stage, and a global pointer steps along (the loops' 64-bit
+  // products per piece were a third of the pass's instructions).
   template <bool IN> __device__ __forceinline__ void move(float *gm, int64_t Q, int live) const {
     const int lane = threadIdx.x % 32;
-    auto one = [&](float *sp, float *gp) {
-      if (IN)
-        cp_async16(sp, gp);
-      else
-        *reinterpret_cast<float4 *>(gp) = *reinterpret_cast<const float4 *>(sp);
-    };
+    const uint32_t sb = (uint32_t)__cvta_generic_to_shared(xs);
+    int so[2], n; // stage offsets of the even and odd pieces' first (floats), pieces to move
+    float *gp;
+    int64_t gs; // global step between pieces (floats)
+    int ss;     // stage step between pieces (floats)
     if (ROW) {
       const int c = 4 * (lane % 16), r = lane / 16;
-      if (s0 + c >= s1) return;
-      float *sp = xs + r * RP + s0 + c, *gp = gm + (int64_t)r * L + s0 + c;
-#pragma unroll
-      for (int k = 0; k < kNL / 2; k++)
-        if (r + 2 * k < live) one(sp + 2 * k * RP, gp + (int64_t)2 * k * L);
+      so[0] = so[1] = r * RP + s0 + c;
+      gp = gm + (int64_t)r * L + s0 + c;
+      gs = 2 * (int64_t)L;
+      ss = 2 * RP;
+      n = s0 + c >= s1 ? 0 : live == kNL ? kNL / 2 : (live - r + 1) / 2;
     } else {
-      const int c = 4 * (lane % 4), i0 = s0 + lane / 4;
-      float *gp = gm + (int64_t)i0 * Q + c;
+      // at(i0 + 8k, c): the row swizzle flips bit 0 by lane / 16 (constant), the column one
+      // flips c's bit 3 on odd k
+      const int c = 4 * (lane % 4), i0 = s0 + lane / 4, r0 = i0 ^ ((lane / 16) & 1);
+      so[0] = r0 * kNL + c;
+      so[1] = r0 * kNL + (c ^ 8);
+      gp = gm + (int64_t)i0 * Q + c;
+      gs = 8 * Q;
+      ss = 8 * kNL;
+      n = s1 - s0 == kU * kC ? kU * kC / 8 : max(0, (s1 - i0 + 7) / 8);
+    }
 #pragma unroll
-      for (int k = 0; k < kU * kC / 8; k++)
-        if (i0 + 8 * k < s1) one(xs + at(i0 + 8 * k, c), gp + 8 * k * Q);
+    for (int k = 0; k < 8; k++, gp += gs) {
+      if (k >= n) break;
+      const int o = so[ROW ? 0 : k & 1] + k * ss;
+      if (IN)
+        cp_async16(sb + 4 * o, gp);
+      else
+        *reinterpret_cast<float4 *>(gp) = *reinterpret_cast<const float4 *>(xs + o);
     }
   }
   // This warp's part of a group: its loads issued.
@@ -303,7 +316,10 @@ template <bool ROW> struct team_group {
         za = cfma(fr.pC, za, ea);
         zb = cfma(fr.pC, zb, eb);
       };
-      in_chain_order(causal, E, step);
+      chain_order(causal, E);
+#pragma unroll
+      for (int u = 0; u < kU; u++)
+        step(E[u]);
     }
     if (W > 1) { // add the states entering this warp's range
       float *x = xch + w * kXch + 4 * lane;
@@ -323,10 +339,13 @@ template <bool ROW> struct team_group {
           ia = cmul(fr.pC, ia);
           ib = cmul(fr.pC, ib);
         };
-        in_chain_order(causal, E, add);
+#pragma unroll
+        for (int u = 0; u < kU; u++)
+          add(E[u]);
       }
     }
     if (nu == 0) return;
+    chain_order(causal, E); // back in chunk order
       // 3. y^T = x^T T^T + [z; s]^T U^T, over the stage
 #pragma unroll
     for (int u = 0; u < kU; u++) {
@@ -424,6 +443,7 @@ __global__ void __maxnreg__(kRegs)
   const frags fr(prm);
   const int RX = (Y + kNL - 1) / kNL, CY = X / kNL, per = RX + CY;
   const long long total = (P + lag) * per;
+  const bool small = total <= UINT32_MAX;
   const int64_t slice = (int64_t)Y * X;
   __shared__ int ready;
   // a ticket's group: kind 0 none, 1 rows (slice s, rows from j 16), 2 columns (slice s,
@@ -435,7 +455,8 @@ __global__ void __maxnreg__(kRegs)
   auto decode = [&](long long tk) {
     item it{0, 0, 0};
     if (tk >= total) return it;
-    const int64_t round = tk / per;
+    // (a 32-bit division where the tickets fit: the 64-bit one is a call of ~70 instructions)
+    const int64_t round = small ? (int64_t)((uint32_t)tk / (uint32_t)per) : tk / per;
     const int j = (int)(tk - round * per);
     if (j < RX && round < P) it = item{1, j, round};
     if (j >= RX && round >= lag) it = item{2, j - RX, round - lag};
