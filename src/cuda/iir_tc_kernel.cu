@@ -345,8 +345,8 @@ template <bool ROW> struct team_group {
       }
     }
     if (nu == 0) return;
-    chain_order(causal, E); // back in chunk order
-      // 3. y^T = x^T T^T + [z; s]^T U^T, over the stage
+    // 3. the states back in chunk order; y^T = x^T T^T + [z; s]^T U^T, over the stage
+    chain_order(causal, E);
 #pragma unroll
     for (int u = 0; u < kU; u++) {
       uint32_t a[2][2][4], s[2][4];
