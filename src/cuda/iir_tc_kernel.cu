@@ -28,13 +28,14 @@
 // The fused (y, x) pass (iir_tc_yx; opt-in, iir.c) runs the same groups: a slice's rows, and
 // a little later its columns, read back from L2, so the array crosses DRAM once for both axes.
 //
-// Measured (256^3 and 512^3, sigma 4.5, back to back; bench/results/iir-warp-probe-2026-11-22-
-// h100/ and -h200/), against one block of 8 warps to 32 lines chained through shared memory
-// (534e38c): H200 0.146 against 0.139 ms and 1.19 against 1.29 ms (256^2 x 64: 0.057 against
-// 0.087); H100 0.183 against 0.169 and 1.46 against 1.45. A pass is near its DRAM time on the
-// H100 (256^3: 52-56 us, a copy 48 us). The fused pass takes 100 us on the H100 against
-// 2 x ~54, but it is bound by its instructions (DRAM at 35-46%), so on the H200 it is no
-// faster than the two passes.
+// Measured (sigma 4.5, Nsight Compute on an H200; bench/results/iir-diet-probe-2026-11-22-h200/):
+// a 256^3 pass takes 41-42 us (a copy 35), 512^3 328 (x), 366 (y), 438 us (z: 64-byte rows
+// 1 MB apart; a copy 256). A pass is bound by the latency of a group, not by its instructions
+// or DRAM: a warp's group is a chain of dependent steps, and with 4-5 warps a scheduler all
+// are often waiting at once (issue in 40-50% of cycles, DRAM at 50-67%); cutting a fifth of
+// the instructions gained 1-3%, 25% more warps (the B fragments moved to shared memory) 2-5%.
+// The fused pass runs twice the groups on the same teams: 94 us for 256^3 against 2 x ~41,
+// so it stays off by default.
 
 #include <cuda_runtime.h>
 
@@ -55,7 +56,7 @@ using namespace ndf_iir;
 
 constexpr int kC = 16, kNL = 16, kU = 4, kMaxW = 8, kMaxL = kC * kU * kMaxW;
 constexpr int kXch = 32 * 4; // a warp's floats in a team's exchange buffer
-constexpr int kRegs = 128; // 16 warps an SM (the kernels take 119-128; the row one spills 4 bytes)
+constexpr int kRegs = 96;    // 5 teams of 4 warps an SM (their shared memory allows no more)
 
 // The filter's matrices (row-major: T 16 x 16, V 8 x 16, U 16 x 8) and the chain's constants.
 struct tcparams {
@@ -100,33 +101,63 @@ __device__ __forceinline__ float2 cmul(float2 a, float2 b) { return cfma(a, b, m
 //   - the sum over the states ([z; s]^T U^T): column t is state 2t, column t + 4 state
 //     2t + 1 (the accumulator of x^T V^T, read as an A fragment).
 // The constant B operands, split ([hi, lo][b0, b1]): T^T per k step and n tile, V^T per k
-// step, U^T per n tile; and this lane's recursion's p^16 and steady-state gain (pole t % 2).
+// step, U^T per n tile, kept in shared memory (a block's table, a lane's 8 x 16 bytes on
+// distinct banks: 32 registers fewer a thread, so more warps an SM); and this lane's
+// recursion's p^16 and steady-state gain (pole t % 2).
 struct frags {
-  uint32_t Tb[2][2][2][2], Vb[2][2][2], Ub[2][2][2];
+  const uint4 *tab;  // this lane's entry q (Tb kk, nt: 2 kk + nt; Vb kk: 4 + kk; Ub nt: 6 + nt)
   float2 pC, pC4, g; // p^16, p^64
-  __device__ __forceinline__ explicit frags(const tcparams &prm) {
-    const int lg = (threadIdx.x % 32) / 4, lt = threadIdx.x % 4;
-    const int on[2] = {4 * (lg / 2) + lg % 2, 4 * (lg / 2) + lg % 2 + 2}; // sample of column g
+  // Fills the block's table (warp 0; every thread of the block calls this, once).
+  __device__ __forceinline__ frags(const tcparams &prm, uint4 (*table)[32]) {
+    const int lane = threadIdx.x % 32, lg = lane / 4, lt = lane % 4;
+    tab = &table[0][lane];
+    if (threadIdx.x < 32) {
+      const int on[2] = {4 * (lg / 2) + lg % 2, 4 * (lg / 2) + lg % 2 + 2}; // sample of column g
+      uint32_t Tb[2][2][2][2], Vb[2][2][2], Ub[2][2][2];
 #pragma unroll
-    for (int kk = 0; kk < 2; kk++) {
+      for (int kk = 0; kk < 2; kk++) {
 #pragma unroll
-      for (int r = 0; r < 2; r++) {
-        const int k = 4 * lt + 2 * kk + r; // the sample of row t + 4r
+        for (int r = 0; r < 2; r++) {
+          const int k = 4 * lt + 2 * kk + r; // the sample of row t + 4r
+#pragma unroll
+          for (int nt = 0; nt < 2; nt++)
+            split(prm.T[on[nt] * kC + k], Tb[kk][nt][0][r], Tb[kk][nt][1][r]);
+          split(prm.V[lg * kC + k], Vb[kk][0][r], Vb[kk][1][r]);
+        }
+      }
+#pragma unroll
+      for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+        for (int r = 0; r < 2; r++)
+          split(prm.U[on[nt] * 8 + 2 * lt + r], Ub[nt][0][r], Ub[nt][1][r]);
+      auto put = [&](int q, const uint32_t(&b)[2][2]) {
+        table[q][lane] = make_uint4(b[0][0], b[0][1], b[1][0], b[1][1]);
+      };
+#pragma unroll
+      for (int kk = 0; kk < 2; kk++) {
 #pragma unroll
         for (int nt = 0; nt < 2; nt++)
-          split(prm.T[on[nt] * kC + k], Tb[kk][nt][0][r], Tb[kk][nt][1][r]);
-        split(prm.V[lg * kC + k], Vb[kk][0][r], Vb[kk][1][r]);
+          put(2 * kk + nt, Tb[kk][nt]);
+        put(4 + kk, Vb[kk]);
       }
+#pragma unroll
+      for (int nt = 0; nt < 2; nt++)
+        put(6 + nt, Ub[nt]);
     }
-#pragma unroll
-    for (int nt = 0; nt < 2; nt++)
-#pragma unroll
-      for (int r = 0; r < 2; r++)
-        split(prm.U[on[nt] * 8 + 2 * lt + r], Ub[nt][0][r], Ub[nt][1][r]);
+    __syncthreads();
     pC = prm.pC[lt & 1];
     pC4 = cmul(cmul(pC, pC), cmul(pC, pC));
     g = prm.g[lt & 1];
   }
+  __device__ __forceinline__ void get(int q, uint32_t (&b)[2][2]) const {
+    const uint4 v = tab[32 * q];
+    b[0][0] = v.x, b[0][1] = v.y, b[1][0] = v.z, b[1][1] = v.w;
+  }
+  __device__ __forceinline__ void T(int kk, int nt, uint32_t (&b)[2][2]) const {
+    get(2 * kk + nt, b);
+  }
+  __device__ __forceinline__ void V(int kk, uint32_t (&b)[2][2]) const { get(4 + kk, b); }
+  __device__ __forceinline__ void U(int nt, uint32_t (&b)[2][2]) const { get(6 + nt, b); }
 };
 
 // Puts a warp's chunk states in its lane's chain order, or back: the anticausal lanes' reversed.
@@ -300,8 +331,11 @@ template <bool ROW> struct team_group {
         for (int i = 0; i < 4; i++)
           E[u][i] = 0;
 #pragma unroll
-        for (int kk = 0; kk < 2; kk++)
-          mma3(E[u], a[kk], fr.Vb[kk]);
+        for (int kk = 0; kk < 2; kk++) {
+          uint32_t vb[2][2];
+          fr.V(kk, vb);
+          mma3(E[u], a[kk], vb);
+        }
       }
       // 2. chain: each replaced by the state entering its chunk, in order (causal) or in
       // reverse; the line's first warp starts from the steady state of its end sample
@@ -361,10 +395,14 @@ template <bool ROW> struct team_group {
 #pragma unroll
         for (int i = 0; i < 4; i++)
           y[nt][i] = 0;
+        uint32_t b[2][2];
 #pragma unroll
-        for (int kk = 0; kk < 2; kk++)
-          mma3(y[nt], a[kk], fr.Tb[kk][nt]);
-        mma3(y[nt], s, fr.Ub[nt]);
+        for (int kk = 0; kk < 2; kk++) {
+          fr.T(kk, nt, b);
+          mma3(y[nt], a[kk], b);
+        }
+        fr.U(nt, b);
+        mma3(y[nt], s, b);
       }
       __syncwarp(); // the chunk's samples all read
       // line 2g: samples 4t .. 4t + 3 are y[0][0], y[0][1], y[1][0], y[1][1]; 2g + 1: [2], [3]
@@ -399,7 +437,8 @@ __global__ void __maxnreg__(kRegs) iir_tc(const float *src, float *dst, int64_t 
   team_group<ROW> gr(smem, L, W, threadIdx.x / 32);
   const int stage = gr.stage(L);
   float *xch = smem + 2 * stage;
-  const frags fr(prm);
+  __shared__ uint4 table[8][32];
+  const frags fr(prm, table);
   const int64_t groups = (lines + kNL - 1) / kNL;
   // a group's first line, (p, q) of [P][Q] (rows: Q == 1), as the groups advance
   walk2<int64_t> l0((int64_t)blockIdx.x * kNL, (int64_t)gridDim.x * kNL, Q);
@@ -440,7 +479,8 @@ __global__ void __maxnreg__(kRegs)
   team_group<false> cg(smem, Y, W, w);
   const int stage = max(rg.stage(X), cg.stage(Y));
   float *xch = smem + 2 * stage;
-  const frags fr(prm);
+  __shared__ uint4 table[8][32];
+  const frags fr(prm, table);
   const int RX = (Y + kNL - 1) / kNL, CY = X / kNL, per = RX + CY;
   const long long total = (P + lag) * per;
   const bool small = total <= UINT32_MAX;
