@@ -31,27 +31,42 @@ static int applicable(const ndf__problem *pb, const ndf_context *ctx) {
   return ctx->place.kind == NDF_PLACE_CUDA;
 }
 
-/* Per pass. Chunked: the array read and written at ~2 TB/s (half the copy bandwidth; the
- * chunks' chaining and recursions are not all hidden behind the loads), half that on lines
- * past 512 (64 chunks chained in series); measured on an H200, 256^3 0.08 ms a pass, 512^3
- * 0.45-0.5, 2048^2 0.035. Else the larger of: the array moved ~5 times at ~3.3 TB/s (the
- * forward sweep's output and, for the parallel form, its input are read again from DRAM:
- * iir_kernel.cu); and the serial recursion, ~120 ns a sample per line for the two sweeps,
- * over the waves of lines (~512 lines resident per SM, 132 SMs); measured 256^3 0.41 ms
- * (model 0.32), 512^3 3.0 ms (2.4). */
+/* The product of shape[from .. to - 1]. */
+static int64_t extent(const int64_t *shape, int from, int to) {
+  int64_t n = 1;
+  for (int d = from; d < to; d++)
+    n *= shape[d];
+  return n;
+}
+
+/* Per pass. The tensor-core pass (lines up to 512 of the shapes it takes): the array read and
+ * written at ~3.2 TB/s plus ~4 us; measured on an H200 at 3c12620, 256^3 41-42 us a pass, 512^3
+ * 330-440, 64 x 256^2 0.051 ms for the filter back to back. Other chunked passes: ~2 TB/s (half
+ * the copy bandwidth; the chunks' chaining and recursions are not all hidden behind the loads),
+ * half that on lines past 512 (64 chunks chained in series); measured on an H200, 256^3 0.08
+ * ms a pass, 512^3 0.45-0.5, 2048^2 0.035. Else the larger of: the array moved ~5 times at ~3.3
+ * TB/s (the forward sweep's output and, for the parallel form, its input are read again from
+ * DRAM: iir_kernel.cu); and the serial recursion, ~120 ns a sample per line for the two sweeps,
+ * over the waves of lines (~512 lines resident per SM, 132 SMs); measured 256^3 0.41 ms (model
+ * 0.32), 512^3 3.0 ms (2.4). */
 static double cost(const ndf__problem *pb, const ndf_context *ctx) {
   (void)ctx;
   const ndf__iirp *q = pb->params;
   const double N = (double)ndf_array_size(&pb->in);
   double t = 0;
   for (int d = 0; d < pb->in.ndim; d++) {
-    if (!q->ax[d].K || pb->in.shape[d] == 1) continue;
-    if (ndf__iir_chunks_fit(&q->ax[d], pb->in.shape[d])) {
-      t += 6e-6 + N * 8 / 2e12 * (pb->in.shape[d] > 512 ? 2 : 1);
+    const int64_t L = pb->in.shape[d];
+    if (!q->ax[d].K || L == 1) continue;
+    if (ndf__iir_chunks_fit(&q->ax[d], L)) {
+      if (ndf__iir_tc_fits(NULL, NULL, L, extent(pb->in.shape, d + 1, pb->in.ndim)))
+        t += 4e-6 + N * 8 / 3.2e12;
+      else
+        t += 6e-6 + N * 8 / 2e12 * (L > 512 ? 2 : 1);
       continue;
     }
-    const double L = (double)pb->in.shape[d], lines = L > 0 ? N / L : 0;
-    const double mem = N * 4 * 5 / 3.3e12, chain = 2 * L * 120e-9 * ceil(lines / (132 * 512.0));
+    const double lines = L > 0 ? N / (double)L : 0;
+    const double mem = N * 4 * 5 / 3.3e12,
+                 chain = 2 * (double)L * 120e-9 * ceil(lines / (132 * 512.0));
     t += 4e-6 + (mem > chain ? mem : chain);
   }
   return t;
@@ -64,14 +79,6 @@ static void free_state(void *v) {
   cudaFree(s->tmp);
   cudaFree(s->sync);
   free(s);
-}
-
-/* The product of shape[from .. to - 1]. */
-static int64_t extent(const int64_t *shape, int from, int to) {
-  int64_t n = 1;
-  for (int d = from; d < to; d++)
-    n *= shape[d];
-  return n;
 }
 
 /* The filtered axes longer than 1, last first. */
