@@ -28,7 +28,8 @@
 // The fused (y, x) pass (iir_tc_yx; opt-in, iir.c) runs the same groups: a slice's rows, and
 // a little later its columns, read back from L2, so the array crosses DRAM once for both axes.
 //
-// Measured (sigma 4.5, Nsight Compute on an H200; bench/results/iir-diet-probe-2026-11-22-h200/):
+// Measured (sigma 4.5, Nsight Compute on an H200; bench/results/iir-diet-probe-2026-11-22-h200/
+// and iir-btable-probe-2026-11-22-h200/):
 // a 256^3 pass takes 41-42 us (a copy 35), 512^3 328 (x), 366 (y), 438 us (z: 64-byte rows
 // 1 MB apart; a copy 256). A pass is bound by the latency of a group, not by its instructions
 // or DRAM: a warp's group is a chain of dependent steps, and with 4-5 warps a scheduler all
@@ -221,7 +222,7 @@ template <bool ROW> struct team_group {
   // waited for). A lane's pieces: rows, piece lane % 16 of lines lane / 16 + 2k; columns,
   // piece lane % 4 of samples s0 + lane / 4 + 8k. The addresses are worked out once: piece k
   // is at a constant offset in the stage, and a global pointer steps along (the loops' 64-bit
-  // products per piece were a third of the pass's instructions).
+  // products per piece were over a quarter of the pass's instructions).
   template <bool IN> __device__ __forceinline__ void move(float *gm, int64_t Q, int live) const {
     const int lane = threadIdx.x % 32;
     const uint32_t sb = (uint32_t)__cvta_generic_to_shared(xs);
@@ -231,20 +232,20 @@ template <bool ROW> struct team_group {
     int ss;     // stage step between pieces (floats)
     if (ROW) {
       const int c = 4 * (lane % 16), r = lane / 16;
-      so[0] = so[1] = r * RP + s0 + c;
+      so[0] = so[1] = at(s0 + c, r);
       gp = gm + (int64_t)r * L + s0 + c;
       gs = 2 * (int64_t)L;
       ss = 2 * RP;
       n = s0 + c >= s1 ? 0 : live == kNL ? kNL / 2 : (live - r + 1) / 2;
     } else {
-      // at(i0 + 8k, c): the row swizzle flips bit 0 by lane / 16 (constant), the column one
-      // flips c's bit 3 on odd k
-      const int c = 4 * (lane % 4), i0 = s0 + lane / 4, r0 = i0 ^ ((lane / 16) & 1);
-      so[0] = r0 * kNL + c;
-      so[1] = r0 * kNL + (c ^ 8);
+      // at(i0 + 8k, c) = so[k % 2] + k ss: the swizzle's row bit is the same for every k
+      // (s0 % 64 == 0, lane / 4 < 8), its column bit flips with k
+      const int c = 4 * (lane % 4), i0 = s0 + lane / 4;
+      ss = 8 * kNL;
+      so[0] = at(i0, c);
+      so[1] = at(i0 + 8, c) - ss;
       gp = gm + (int64_t)i0 * Q + c;
       gs = 8 * Q;
-      ss = 8 * kNL;
       n = s1 - s0 == kU * kC ? kU * kC / 8 : max(0, (s1 - i0 + 7) / 8);
     }
 #pragma unroll
