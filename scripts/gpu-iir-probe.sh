@@ -59,20 +59,13 @@ for shp in [(256,256,64),(256,256,256),(512,512,512)]:
 PY
 done
 if [ -n "${PROBE_NCU-1}" ]; then
-cat > /tmp/one.py <<'PY'
-import sys, cupy as cp, ndfilt
-n = int(sys.argv[1])
-x = cp.random.standard_normal((n, n, n), dtype=cp.float32); y = cp.empty_like(x)
-ndfilt.gaussian_filter(x, 4.5, mode='nearest', method='cuda_iir', output=y)
-cp.cuda.Device().synchronize()
-PY
 for n in ${PROBE_NCU_SIZES:-256 512}; do
   /usr/local/cuda/bin/ncu --clock-control none --section SpeedOfLight --section Occupancy \
     --section WarpStateStats --section SchedulerStats --section LaunchStats --section MemoryWorkloadAnalysis \
-    python3 /tmp/one.py $n > $OUT/ncu_$n.txt 2>&1
+    python3 scripts/gpu-iir-one.py $n > $OUT/ncu_$n.txt 2>&1
   echo "ncu $n rc=$?"
   [ $n = 256 ] && /usr/local/cuda/bin/ncu --clock-control none --metrics smsp__inst_executed.sum,sass__inst_executed_per_opcode \
-    --print-metric-instances details -k regex:iir python3 /tmp/one.py $n > $OUT/ncu_op_$n.txt 2>&1
+    --print-metric-instances details -k regex:iir python3 scripts/gpu-iir-one.py $n > $OUT/ncu_op_$n.txt 2>&1
   grep -E "^  [a-z_<>:, 0-9A-Za-z()]+\(|Duration|DRAM Throughput|Issue Slots Busy|Achieved Occupancy|Registers Per|Warp Cycles Per Issued|Memory Throughput|No Eligible" $OUT/ncu_$n.txt | head -60
 done
 fi

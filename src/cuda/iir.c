@@ -182,9 +182,11 @@ static ndf_status make(ndf_plan *p) {
     if (e == cudaSuccess) e = cudaMemset(s->sync, 0, (size_t)(P + 2) * sizeof *s->sync);
     if (e == cudaSuccess) e = cudaStreamSynchronize(0); /* before work on any stream */
   }
-  if (e == cudaErrorMemoryAllocation)
+  if (e == cudaErrorMemoryAllocation && need && bytes && !s->tmp)
     return ndf__fail(p->ctx, NDF_ENOMEM, "cuda_iir: out of device memory for a %zu-byte temporary",
                      bytes);
+  if (e == cudaErrorMemoryAllocation)
+    return ndf__fail(p->ctx, NDF_ENOMEM, "cuda_iir: out of device memory for its counters");
   return ndf__cuda_check(p->ctx, e, "cuda_iir plan");
 }
 
