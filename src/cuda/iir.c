@@ -186,7 +186,8 @@ static ndf_status make(ndf_plan *p) {
     return ndf__fail(p->ctx, NDF_ENOMEM, "cuda_iir: out of device memory for a %zu-byte temporary",
                      bytes);
   if (e == cudaErrorMemoryAllocation)
-    return ndf__fail(p->ctx, NDF_ENOMEM, "cuda_iir: out of device memory for its counters");
+    return ndf__fail(p->ctx, NDF_ENOMEM,
+                     "cuda_iir: out of device memory for the fused pass's counters");
   return ndf__cuda_check(p->ctx, e, "cuda_iir plan");
 }
 
