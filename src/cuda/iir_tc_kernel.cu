@@ -15,7 +15,9 @@
 // test_iir's 1e-5 bound). In the accumulator of x^T V^T a lane holds one complex recursion
 // (states 2t, 2t + 1; t = lane % 4) of two lines, so the end states are chained along the
 // line in the lane's registers (z' = p^16 z + E), and the chained states are the A operand of
-// [z; s]^T U^T as they stand (U^T's rows taken in the order 0, 2, 4, 6, 1, 3, 5, 7). A line of
+// [z; s]^T U^T as they stand (U^T's rows taken in the order 0, 2, 4, 6, 1, 3, 5, 7). x^T T^T is
+// taken with x^T V^T, from one read and split of x, and kept in registers until the states are
+// known (a second read and split were a sixth of a pass's instructions). A line of
 // up to 512 samples goes to a team of W = ceil(L / 64) warps (a block), each chaining its own
 // chunks from a zero start, then adding the states entering its range, which the team passes
 // through shared memory (one barrier).
@@ -57,7 +59,9 @@ using namespace ndf_iir;
 
 constexpr int kC = 16, kNL = 16, kU = 4, kMaxW = 8, kMaxL = kC * kU * kMaxW;
 constexpr int kXch = 32 * 4; // a warp's floats in a team's exchange buffer
-constexpr int kRegs = 96;    // 5 teams of 4 warps an SM (their shared memory allows no more)
+// 4 teams of 4 warps an SM (at 96, 5 teams, the chunks' zero-start responses kept from step 1
+// to step 3 spill: 256^3 0.200 against 0.162 ms on an H100)
+constexpr int kRegs = 128;
 
 // The filter's matrices (row-major: T 16 x 16, V 8 x 16, U 16 x 8) and the chain's constants.
 struct tcparams {
@@ -150,9 +154,11 @@ struct frags {
     pC4 = cmul(cmul(pC, pC), cmul(pC, pC));
     g = prm.g[lt & 1];
   }
+  // (volatile: read where used, not hoisted out of the chunk loops into 24 more registers)
   __device__ __forceinline__ void get(int q, uint32_t (&b)[2][2]) const {
-    const uint4 v = tab[32 * q];
-    b[0][0] = v.x, b[0][1] = v.y, b[1][0] = v.z, b[1][1] = v.w;
+    asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(b[0][0]), "=r"(b[0][1]), "=r"(b[1][0]), "=r"(b[1][1])
+                 : "r"((uint32_t)__cvta_generic_to_shared(tab + 32 * q)));
   }
   __device__ __forceinline__ void T(int kk, int nt, uint32_t (&b)[2][2]) const {
     get(2 * kk + nt, b);
@@ -181,9 +187,12 @@ __device__ __forceinline__ void wait_prior1() {
   asm volatile("cp.async.wait_group 1;" ::: "memory");
   __syncwarp();
 }
-// A 16-byte copy from global memory at gp to shared memory at address sa (cp.async, through L2).
+// A 16-byte copy from global memory at gp to shared memory at address sa (cp.async, through L2),
+// the L2 fetching the whole 128 bytes around it: a column group's rows are 64 bytes, and the
+// next group's lie beside them (H100, 512^3: the y pass 437 -> 394 us, z 503 -> 418; with
+// 256 bytes 431 and 455).
 __device__ __forceinline__ void cp_async16(uint32_t sa, const float *gp) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(sa), "l"(gp));
+  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16;" ::"r"(sa), "l"(gp));
 }
 
 // A team's share of a group of 16 lines of length L (rows: ROW, line l at l L from the
@@ -320,22 +329,28 @@ template <bool ROW> struct team_group {
     const base xb = xbase();
     const bool causal = lt < 2;
     float2 za = make_float2(0, 0), zb = za;
-    float E[kU][4];
+    float E[kU][4], y0[kU][2][4]; // y0: the chunks' zero-start responses x^T T^T
     if (nu > 0) {
-      // 1. each chunk's zero-start end states x^T V^T: lane (g, t) holds recursion t's for
-      // lines 2g and 2g + 1 (t < 2 causal, pole t; else anticausal, pole t - 2)
+      // 1. each chunk's zero-start end states x^T V^T (lane (g, t) holds recursion t's for
+      // lines 2g and 2g + 1: t < 2 causal, pole t; else anticausal, pole t - 2) and its
+      // zero-start response x^T T^T, from one read of its x operands
 #pragma unroll
       for (int u = 0; u < kU; u++) {
         uint32_t a[2][2][4];
         xfrag(xb, u, a);
 #pragma unroll
         for (int i = 0; i < 4; i++)
-          E[u][i] = 0;
+          E[u][i] = y0[u][0][i] = y0[u][1][i] = 0;
 #pragma unroll
         for (int kk = 0; kk < 2; kk++) {
-          uint32_t vb[2][2];
-          fr.V(kk, vb);
-          mma3(E[u], a[kk], vb);
+          uint32_t b[2][2];
+          fr.V(kk, b);
+          mma3(E[u], a[kk], b);
+#pragma unroll
+          for (int nt = 0; nt < 2; nt++) {
+            fr.T(kk, nt, b);
+            mma3(y0[u][nt], a[kk], b);
+          }
         }
       }
       // 2. chain: each replaced by the state entering its chunk, in order (causal) or in
@@ -380,32 +395,24 @@ template <bool ROW> struct team_group {
       }
     }
     if (nu == 0) return;
-    // 3. the states back in chunk order; y^T = x^T T^T + [z; s]^T U^T, over the stage
+    // 3. the states back in chunk order; y^T = x^T T^T + [z; s]^T U^T, over the stage (each
+    // lane writes the samples it read, and the steady states' samples were read above)
     chain_order(causal, E);
+    __syncwarp();
 #pragma unroll
     for (int u = 0; u < kU; u++) {
-      uint32_t a[2][2][4], s[2][4];
-      xfrag(xb, u, a);
+      uint32_t s[2][4];
       split(E[u][0], s[0][0], s[1][0]);
       split(E[u][2], s[0][1], s[1][1]);
       split(E[u][1], s[0][2], s[1][2]);
       split(E[u][3], s[0][3], s[1][3]);
-      float y[2][4];
+      float(&y)[2][4] = y0[u];
 #pragma unroll
       for (int nt = 0; nt < 2; nt++) {
-#pragma unroll
-        for (int i = 0; i < 4; i++)
-          y[nt][i] = 0;
         uint32_t b[2][2];
-#pragma unroll
-        for (int kk = 0; kk < 2; kk++) {
-          fr.T(kk, nt, b);
-          mma3(y[nt], a[kk], b);
-        }
         fr.U(nt, b);
         mma3(y[nt], s, b);
       }
-      __syncwarp(); // the chunk's samples all read
       // line 2g: samples 4t .. 4t + 3 are y[0][0], y[0][1], y[1][0], y[1][1]; 2g + 1: [2], [3]
       if (ROW) {
         float *yb = xb.p[0] + kC * u;
