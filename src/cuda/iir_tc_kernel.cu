@@ -30,15 +30,12 @@
 // The fused (y, x) pass (iir_tc_yx; opt-in, iir.c) runs the same groups: a slice's rows, and
 // a little later its columns, read back from L2, so the array crosses DRAM once for both axes.
 //
-// Measured (sigma 4.5, Nsight Compute on an H200; bench/results/iir-diet-probe-2026-11-22-h200/
-// and iir-btable-probe-2026-11-22-h200/):
-// a 256^3 pass takes 41-42 us (a copy 35), 512^3 328 (x), 366 (y), 438 us (z: 64-byte rows
-// 1 MB apart; a copy 256). A pass is bound by the latency of a group, not by its instructions
-// or DRAM: a warp's group is a chain of dependent steps, and with 4-5 warps a scheduler all
-// are often waiting at once (issue in 40-50% of cycles, DRAM at 50-67%); cutting a fifth of
-// the instructions gained 1-3%, 25% more warps (the B fragments moved to shared memory) 2-5%.
-// The fused pass runs twice the groups on the same teams: 94 us for 256^3 against 2 x ~41,
-// so it stays off by default.
+// Measured (sigma 4.5, Nsight Compute on an H200; bench/results/iir-y0-l2-probe-2026-11-22/):
+// a 256^3 pass takes 36.6 (x), 38.8 (y), 37.0 us (z) against a 34.6 us copy; 512^3 281, 336,
+// 356 us against 254. The fused pass is bound by its issue (43% of cycles, DRAM at 26-33%):
+// 87.6 us for 256^3, more than the two passes it replaces, so it stays off by default. Its
+// warps wait on each other at the item bookkeeping, but removing those barriers (static
+// items, per-warp acquire and release) only moved the waits to the fences (README there).
 
 #include <cuda_runtime.h>
 
