@@ -152,11 +152,9 @@ struct frags {
     pC4 = cmul(cmul(pC, pC), cmul(pC, pC));
     g = prm.g[lt & 1];
   }
-  // (volatile: read where used, not hoisted out of the chunk loops into 24 more registers)
   __device__ __forceinline__ void get(int q, uint32_t (&b)[2][2]) const {
-    asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(b[0][0]), "=r"(b[0][1]), "=r"(b[1][0]), "=r"(b[1][1])
-                 : "r"((uint32_t)__cvta_generic_to_shared(tab + 32 * q)));
+    const uint4 v = tab[32 * q];
+    b[0][0] = v.x, b[0][1] = v.y, b[1][0] = v.z, b[1][1] = v.w;
   }
   __device__ __forceinline__ void T(int kk, int nt, uint32_t (&b)[2][2]) const {
     get(2 * kk + nt, b);
