@@ -40,8 +40,8 @@ static int64_t extent(const int64_t *shape, int from, int to) {
 }
 
 /* Per pass. The tensor-core pass (lines up to 512 of the shapes it takes): the array read and
- * written at ~3.2 TB/s plus ~4 us; measured on an H200 at 3c12620, 256^3 41-42 us a pass, 512^3
- * 330-440, 64 x 256^2 0.051 ms for the filter back to back. Other chunked passes: ~2 TB/s (half
+ * written at ~3.6 TB/s plus ~4 us; measured on an H200 at da35ee3, 256^3 36-39 us a pass, 512^3
+ * 280-360, 64 x 256^2 0.042 ms for the filter back to back. Other chunked passes: ~2 TB/s (half
  * the copy bandwidth; the chunks' chaining and recursions are not all hidden behind the loads),
  * half that on lines past 512 (64 chunks chained in series); measured on an H200, 256^3 0.08
  * ms a pass, 512^3 0.45-0.5, 2048^2 0.035. Else the larger of: the array moved ~5 times at ~3.3
@@ -59,7 +59,7 @@ static double cost(const ndf__problem *pb, const ndf_context *ctx) {
     if (!q->ax[d].K || L == 1) continue;
     if (ndf__iir_chunks_fit(&q->ax[d], L)) {
       if (ndf__iir_tc_fits(NULL, NULL, L, extent(pb->in.shape, d + 1, pb->in.ndim)))
-        t += 4e-6 + N * 8 / 3.2e12;
+        t += 4e-6 + N * 8 / 3.6e12;
       else
         t += 6e-6 + N * 8 / 2e12 * (L > 512 ? 2 : 1);
       continue;
