@@ -100,7 +100,7 @@ static int all_in_place(const ndf__iirp *q, const int64_t *shape, const int *ax,
 
 /* Whether the two last axes go through the fused (y, x) pass: asked for (NDF_CUDA_IIR_FUSED=1;
  * on an H200 it is slower than the two passes it replaces, 256^3 0.127 against 0.122 ms back
- * to back, 512^3 1.015 against 0.954: it is bound by its issue, see iir_tc_kernel.cu), both
+ * to back, 512^3 1.015 against 0.954: its groups' latency bounds it, see iir_tc_kernel.cu), both
  * filtered by the same chunked filter, in place, and the tensor-core kernel fitting both (alignment
  * aside: ndf__iir_tc_yx_fits checks the arrays at run time; NDF_CUDA_IIR_TC=0, which turns the
  * tensor-core kernels off, turns it off too). */

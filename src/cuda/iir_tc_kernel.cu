@@ -33,10 +33,12 @@
 //
 // Measured (sigma 4.5, Nsight Compute on an H200; bench/results/iir-y0-l2-probe-2026-11-22/):
 // a 256^3 pass takes 36.6 (x), 38.8 (y), 37.0 us (z) against a 34.6 us copy; 512^3 281, 336,
-// 356 us against 254. The fused pass is bound by its issue (43% of cycles, DRAM at 26-33%):
-// 87.6 us for 256^3, more than the two passes it replaces, so it stays off by default. Its
-// warps wait on each other at the item bookkeeping, but removing those barriers (static
-// items, per-warp acquire and release) only moved the waits to the fences (README there).
+// 356 us against 254. The fused pass is bound by its groups' latency, not by its issue (43% of
+// cycles) nor DRAM (26-33%): 87.6 us for 256^3, more than the two passes it replaces, so it
+// stays off by default. Its warps wait on each other at the item bookkeeping, but removing
+// those barriers (static items, per-warp acquire and release) only moved the waits to the
+// fences (README there). More warps an SM (y0 in the stage, 5 teams) and a slice to a cluster
+// were slower too (bench/results/iir-slab-pdl-probe-2026-11-22-h200/).
 
 #include <cuda_runtime.h>
 
