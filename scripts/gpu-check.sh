@@ -204,7 +204,7 @@ fi
 fi # profile
 
 echo
-sed -n '/^operation/,$p' "$LOG/demo.log"
+[ -f "$LOG/demo.log" ] && sed -n '/^operation/,$p' "$LOG/demo.log" # (the tests part ran the demo)
 echo
 sed -n '/^## /,$p' "$OUT/BENCHMARKS.md" 2>/dev/null
 [ -f "$OUT/BENCHMARKS.md" ] || sed -n '/^## /,$p' "$OUT/conv.md" 2>/dev/null
