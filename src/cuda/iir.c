@@ -40,8 +40,9 @@ static int64_t extent(const int64_t *shape, int from, int to) {
 }
 
 /* Per pass. The tensor-core pass (lines up to 512 of the shapes it takes): the array read and
- * written at ~3.6 TB/s plus ~4 us; measured on an H200 at da35ee3, 256^3 36-39 us a pass, 512^3
- * 280-360, 64 x 256^2 0.042 ms for the filter back to back. Other chunked passes: ~2 TB/s (half
+ * written at ~3.6 TB/s plus ~4 us; measured on an H200, 256^3 36-39 us a pass, 512^3 279-325
+ * (columns on 8 chunks a warp; 280-360 at da35ee3), 64 x 256^2 0.042 ms for the filter back to
+ * back. Other chunked passes: ~2 TB/s (half
  * the copy bandwidth; the chunks' chaining and recursions are not all hidden behind the loads),
  * half that on lines past 512 (64 chunks chained in series); measured on an H200, 256^3 0.08
  * ms a pass, 512^3 0.45-0.5, 2048^2 0.035. Else the larger of: the array moved ~5 times at ~3.3

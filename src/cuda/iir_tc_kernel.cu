@@ -8,7 +8,7 @@
 //     y = T x + U [z; s],    T[i][j] = sum_k Re(rho_k p_k^|i-j|) (- R on the diagonal),
 //     U[i] = (Re, -Im of rho_k p_k^(i+1), then of rho_k p_k^(16-i)),
 // and its zero-start end states are [E; F] = V x, V = (Re, Im of p_k^(15-j), then of p_k^j).
-// A warp takes 16 lines and 4 chunks (64 samples) at a time and computes, per chunk, the
+// A warp takes 16 lines and KU chunks (16 KU samples) at a time and computes, per chunk, the
 // transposes: the end states x^T V^T (16 lines x 8 states) and y^T = x^T T^T + [z; s]^T U^T,
 // each an m16n8k8 TF32 mma.sync with every operand split in two halves (a = a_hi + a_lo,
 // a_hi its top 19 bits; a b ~ a_hi b_hi + a_hi b_lo + a_lo b_hi: float32's accuracy,
@@ -19,9 +19,12 @@
 // taken with x^T V^T, from one read and split of x, and kept in registers until the states are
 // known (without the second read and split, 256^3 on an H100: a row pass 17.6 -> 15.5 M warp
 // instructions, a column pass 13.9 -> 13.1 M). A line of
-// up to 512 samples goes to a team of W = ceil(L / 64) warps (a block), each chaining its own
-// chunks from a zero start, then adding the states entering its range, which the team passes
-// through shared memory (one barrier).
+// up to 512 samples goes to a team of W = ceil(L / (16 KU)) warps (a block), each chaining its
+// own chunks from a zero start, then adding the states entering its range, which the team
+// passes through shared memory (one barrier). KU is 4 (128 registers, 16 warps an SM), and 8
+// for columns longer than 256 (168 registers, 12 warps an SM: each warp holds twice the
+// samples, so an SM has 1.5 times the work in flight;
+// bench/results/iir-ku8-probe-2026-11-22-h200/).
 //
 // A team's group is staged in shared memory (cp.async, the next group's copies in flight in a
 // second stage while the current one is filtered), written over its stage and stored: all
@@ -31,14 +34,16 @@
 // The fused (y, x) pass (iir_tc_yx; opt-in, iir.c) runs the same groups: a slice's rows, and
 // a little later its columns, read back from L2, so the array crosses DRAM once for both axes.
 //
-// Measured (sigma 4.5, Nsight Compute on an H200; bench/results/iir-y0-l2-probe-2026-11-22/):
-// a 256^3 pass takes 36.6 (x), 38.8 (y), 37.0 us (z) against a 34.6 us copy; 512^3 281, 336,
-// 356 us against 254. The fused pass is bound by its groups' latency, not by its issue (43% of
-// cycles) nor DRAM (26-33%): 87.6 us for 256^3, more than the two passes it replaces, so it
-// stays off by default. Its warps wait on each other at the item bookkeeping, but removing
-// those barriers (static items, per-warp acquire and release) only moved the waits to the
-// fences (README there). More warps an SM (y0 in the stage, 5 teams) and a slice to a cluster
-// were slower too (bench/results/iir-slab-pdl-probe-2026-11-22-h200/).
+// Measured (sigma 4.5, Nsight Compute on an H200; bench/results/iir-y0-l2-probe-2026-11-22/
+// and iir-ku8-probe-2026-11-22-h200/): a 256^3 pass takes 36-38 us (x, y, z) against a 34.6 us
+// copy; 512^3 279 (x), 290 (y, KU 8; 315-336 with 4) and 325 us (z; 340-356) against 254. The
+// fused pass is bound by its groups' latency, not by its issue (43% of cycles) nor DRAM
+// (26-33%): 87.6 us for 256^3, more than the two passes it replaces, so it stays off by
+// default. Its warps wait on each other at the item bookkeeping, but removing those barriers
+// (static items, per-warp acquire and release) only moved the waits to the fences (README
+// there). More warps an SM (y0 in the stage, 5 teams) and a slice to a cluster were slower too
+// (bench/results/iir-slab-pdl-probe-2026-11-22-h200/), and a third copy stage gained 2% at most
+// (iir-stages-probe-2026-11-22-h200/).
 
 #include <cuda_runtime.h>
 
@@ -57,11 +62,15 @@ namespace {
 
 using namespace ndf_iir;
 
-constexpr int kC = 16, kNL = 16, kU = 4, kMaxW = 8, kMaxL = kC * kU * kMaxW;
+constexpr int kC = 16, kNL = 16, kMaxL = 512;
 constexpr int kXch = 32 * 4; // a warp's floats in a team's exchange buffer
 // 4 teams of 4 warps an SM (at 96, 5 teams, the chunks' zero-start responses kept from step 1
 // to step 3 spill: 256^3 0.200 against 0.162 ms on an H100)
 constexpr int kRegs = 128;
+// A warp's chunks a group (its share of a line: KU 16 samples). KU = 4 is the pass's default;
+// KU = 8 takes columns of more than 256 samples: twice the samples a warp, 168 registers (3
+// teams of 4 warps an SM for 512), the work in flight on an SM 1.5 times.
+template <int KU> constexpr int regs_of() { return KU == 8 ? 168 : kRegs; }
 
 // The filter's matrices (row-major: T 16 x 16, V 8 x 16, U 16 x 8) and the chain's constants.
 struct tcparams {
@@ -109,9 +118,9 @@ __device__ __forceinline__ float2 cmul(float2 a, float2 b) { return cfma(a, b, m
 // step, U^T per n tile, kept in shared memory (a block's table, a lane's 8 x 16 bytes on
 // distinct banks: 32 registers fewer a thread, so more warps an SM); and this lane's
 // recursion's p^16 and steady-state gain (pole t % 2).
-struct frags {
+template <int KU> struct frags {
   const uint4 *tab;  // this lane's entry q (Tb kk, nt: 2 kk + nt; Vb kk: 4 + kk; Ub nt: 6 + nt)
-  float2 pC, pC4, g; // p^16, p^64
+  float2 pC, pC4, g; // p^16, p^(16 KU) (a warp's span)
   // Fills the block's table (warp 0; every thread of the block calls this, once).
   __device__ __forceinline__ frags(const tcparams &prm, uint4 (*table)[32]) {
     const int lane = threadIdx.x % 32, lg = lane / 4, lt = lane % 4;
@@ -151,7 +160,10 @@ struct frags {
     }
     __syncthreads();
     pC = prm.pC[lt & 1];
-    pC4 = cmul(cmul(pC, pC), cmul(pC, pC));
+    pC4 = pC;
+#pragma unroll
+    for (int u = 1; u < KU; u++)
+      pC4 = cmul(pC4, pC);
     g = prm.g[lt & 1];
   }
   __device__ __forceinline__ void get(int q, uint32_t (&b)[2][2]) const {
@@ -168,7 +180,7 @@ struct frags {
 // Puts a warp's chunk states in its lane's chain order, or back: the anticausal lanes' reversed.
 // The lanes of a warp run both directions, so a branch on the direction would run both orders
 // one after the other; selects cost 2 an element, and the chain's loops are the same for all.
-__device__ __forceinline__ void chain_order(bool causal, float (&E)[kU][4]) {
+template <int kU> __device__ __forceinline__ void chain_order(bool causal, float (&E)[kU][4]) {
 #pragma unroll
   for (int u = 0; u < kU / 2; u++)
 #pragma unroll
@@ -202,22 +214,26 @@ __device__ __forceinline__ void cp_async16(uint32_t sa, const float *gp) {
 // distinct banks:
 //   rows:    sample i of line l at l RP + i, RP = 8 mod 16;
 //   columns: at 16 r(i) + (l ^ 8 ((i >> 3) & 1)), r(i) = i ^ ((i >> 2) & 1).
-// The warps a line of length L needs, 64 samples each.
-__host__ __device__ __forceinline__ int team_of(int L) { return (L + kU * kC - 1) / (kU * kC); }
+// The warps a line of length L needs, 16 kU samples each.
+template <int kU> __host__ __device__ __forceinline__ int team_of(int L) {
+  return (L + kU * kC - 1) / (kU * kC);
+}
 
-template <bool ROW> struct team_group {
+template <bool ROW, int kU = 4> struct team_group {
+  // rows: a line's 16-byte pieces in a warp's span, and the lines a warp instruction covers
+  static constexpr int PL = kU * kC / 4, LPI = 32 / PL;
   float *xs;
   int L, RP, W, w, We, nu, s0, s1;
   __device__ __forceinline__ team_group(float *xs_, int L_, int W_, int w_)
       : xs(xs_), L(L_), W(W_), w(w_) {
-    We = team_of(L);
+    We = team_of<kU>(L);
     RP = We * kU * kC + 8;
     nu = w < We ? kU : 0;
     s0 = kU * kC * w;
     s1 = max(s0, min(L, s0 + kC * nu));
   }
   __host__ __device__ static int stage(int L) {
-    const int rows = team_of(L) * kU * kC;
+    const int rows = team_of<kU>(L) * kU * kC;
     return ROW ? kNL * (rows + 8) : rows * kNL;
   }
   __device__ __forceinline__ int at(int i, int l) const {
@@ -226,7 +242,7 @@ template <bool ROW> struct team_group {
 
   // Copies this warp's samples of the group's first `live` lines, 16 bytes at a time,
   // between the stage and global memory at gm (IN: into the stage, cp.async through L2, not
-  // waited for). A lane's pieces: rows, piece lane % 16 of lines lane / 16 + 2k; columns,
+  // waited for). A lane's pieces: rows, piece lane % PL of lines lane / PL + LPI k; columns,
   // piece lane % 4 of samples s0 + lane / 4 + 8k. The addresses are worked out once: piece k
   // is at a constant offset in the stage, and a global pointer steps along (the loops' 64-bit
   // products per piece were over a quarter of the pass's instructions).
@@ -238,12 +254,12 @@ template <bool ROW> struct team_group {
     int64_t gs; // global step between pieces (floats)
     int ss;     // stage step between pieces (floats)
     if (ROW) {
-      const int c = 4 * (lane % 16), r = lane / 16;
+      const int c = 4 * (lane % PL), r = lane / PL;
       so[0] = so[1] = at(s0 + c, r);
       gp = gm + (int64_t)r * L + s0 + c;
-      gs = 2 * (int64_t)L;
-      ss = 2 * RP;
-      n = s0 + c >= s1 ? 0 : live == kNL ? kNL / 2 : (live - r + 1) / 2;
+      gs = LPI * (int64_t)L;
+      ss = LPI * RP;
+      n = s0 + c >= s1 ? 0 : live == kNL ? kNL / LPI : (live - r + LPI - 1) / LPI;
     } else {
       // at(i0 + 8k, c) = so[k % 2] + k ss: the swizzle's row bit is the same for every k
       // (s0 % 64 == 0, lane / 4 < 8), its column bit flips with k
@@ -256,7 +272,7 @@ template <bool ROW> struct team_group {
       n = s1 - s0 == kU * kC ? kU * kC / 8 : max(0, (s1 - i0 + 7) / 8);
     }
 #pragma unroll
-    for (int k = 0; k < 8; k++, gp += gs) {
+    for (int k = 0; k < (ROW ? kNL / LPI : kU * kC / 8); k++, gp += gs) {
       if (k >= n) break;
       const int o = so[ROW ? 0 : k & 1] + k * ss;
       if (IN)
@@ -311,7 +327,7 @@ template <bool ROW> struct team_group {
   // Filters the group staged by load() (its copies complete and visible to the warp) into
   // gout (may be its input): xch, the team's [W][32][4] floats of shared memory for the
   // states crossing between its warps (W > 1).
-  __device__ void run(const frags &fr, float *gout, int64_t Q, int live, float *xch) const {
+  __device__ void run(const frags<kU> &fr, float *gout, int64_t Q, int live, float *xch) const {
     const int lane = threadIdx.x % 32, lg = lane / 4, lt = lane % 4;
     // lines past the last (rows) zero, and the 'nearest' extension past L
     const int span = kC * nu;
@@ -429,22 +445,23 @@ template <bool ROW> struct team_group {
 };
 
 // A team's shared memory: two stages, then (W > 1) two exchange buffers (groups in turn).
-template <bool ROW> size_t smem_of(int L, int W) {
-  return sizeof(float) * (2 * team_group<ROW>::stage(L) + (W > 1 ? 2 * W * kXch : 0));
+template <bool ROW, int KU = 4> size_t smem_of(int L, int W) {
+  return sizeof(float) * (2 * team_group<ROW, KU>::stage(L) + (W > 1 ? 2 * W * kXch : 0));
 }
 
 // Along L of [P][L][Q] (rows: Q == 1; columns: Q % 16 == 0). The blocks (teams) stay
 // resident and take the groups of 16 lines in turn.
-template <bool ROW>
-__global__ void __maxnreg__(kRegs) iir_tc(const float *src, float *dst, int64_t lines, int L,
-                                          int64_t Q, const __grid_constant__ tcparams prm) {
+template <bool ROW, int KU>
+__global__ void __maxnreg__(regs_of<KU>())
+    iir_tc(const float *src, float *dst, int64_t lines, int L, int64_t Q,
+           const __grid_constant__ tcparams prm) {
   extern __shared__ __align__(16) float smem[];
   const int W = blockDim.x / 32;
-  team_group<ROW> gr(smem, L, W, threadIdx.x / 32);
+  team_group<ROW, KU> gr(smem, L, W, threadIdx.x / 32);
   const int stage = gr.stage(L);
   float *xch = smem + 2 * stage;
   __shared__ uint4 table[8][32];
-  const frags fr(prm, table);
+  const frags<KU> fr(prm, table);
   const int64_t groups = (lines + kNL - 1) / kNL;
   // a group's first line, (p, q) of [P][Q] (rows: Q == 1), as the groups advance
   walk2<int64_t> l0((int64_t)blockIdx.x * kNL, (int64_t)gridDim.x * kNL, Q);
@@ -486,7 +503,7 @@ __global__ void __maxnreg__(kRegs)
   const int stage = max(rg.stage(X), cg.stage(Y));
   float *xch = smem + 2 * stage;
   __shared__ uint4 table[8][32];
-  const frags fr(prm, table);
+  const frags<4> fr(prm, table);
   const int RX = (Y + kNL - 1) / kNL, CY = X / kNL, per = RX + CY;
   const long long total = (P + lag) * per;
   const bool small = total <= UINT32_MAX;
@@ -633,15 +650,23 @@ extern "C" int ndf__launch_iir_tc(const float *src, float *dst, int64_t P, int64
                                   const ndf__iir *f, void *stream) {
   if (P <= 0 || L <= 0 || Q <= 0) return 0;
   if (!ndf__iir_tc_fits(src, dst, L, Q)) return (int)cudaErrorNotSupported;
-  const int li = (int)L, W = team_of(li);
+  const int li = (int)L;
   const tcparams q = make_params(*f);
   const int64_t lines = P * Q, groups = (lines + kNL - 1) / kNL;
   cudaStream_t st = (cudaStream_t)stream;
+  // columns longer than 256: 8 chunks a warp (H200, 512^3: y 315-336 -> 290 us, z 340-356 ->
+  // 325; rows of 512 and all of 256^3 are as fast or faster with 4)
   if (Q == 1)
-    return launch_resident(iir_tc<true>, 32 * W, smem_of<true>(li, W), groups, st, src, dst, lines,
-                           li, Q, q);
-  return launch_resident(iir_tc<false>, 32 * W, smem_of<false>(li, W), groups, st, src, dst, lines,
-                         li, Q, q);
+    return launch_resident(iir_tc<true, 4>, 32 * team_of<4>(li),
+                           smem_of<true, 4>(li, team_of<4>(li)), groups, st, src, dst, lines, li, Q,
+                           q);
+  if (li <= 256)
+    return launch_resident(iir_tc<false, 4>, 32 * team_of<4>(li),
+                           smem_of<false, 4>(li, team_of<4>(li)), groups, st, src, dst, lines, li,
+                           Q, q);
+  return launch_resident(iir_tc<false, 8>, 32 * team_of<8>(li),
+                         smem_of<false, 8>(li, team_of<8>(li)), groups, st, src, dst, lines, li, Q,
+                         q);
 }
 
 extern "C" int ndf__iir_tc_yx_fits(const float *src, const float *dst, int64_t Y, int64_t X) {
@@ -652,7 +677,7 @@ extern "C" int ndf__launch_iir_tc_yx(const float *src, float *dst, int64_t P, in
                                      const ndf__iir *f, unsigned long long *sync, void *stream) {
   if (P <= 0 || Y <= 0 || X <= 0) return 0;
   if (!ndf__iir_tc_yx_fits(src, dst, Y, X)) return (int)cudaErrorNotSupported;
-  const int x = (int)X, y = (int)Y, W = std::max(team_of(x), team_of(y));
+  const int x = (int)X, y = (int)Y, W = std::max(team_of<4>(x), team_of<4>(y));
   const size_t smem = std::max(smem_of<true>(x, W), smem_of<false>(y, W));
   const tcparams q = make_params(*f);
   const int per = (y + kNL - 1) / kNL + x / kNL;
