@@ -120,7 +120,7 @@ __device__ __forceinline__ float2 cmul(float2 a, float2 b) { return cfma(a, b, m
 // recursion's p^16 and steady-state gain (pole t % 2).
 template <int KU> struct frags {
   const uint4 *tab;  // this lane's entry q (Tb kk, nt: 2 kk + nt; Vb kk: 4 + kk; Ub nt: 6 + nt)
-  float2 pC, pC4, g; // p^16, p^(16 KU) (a warp's span)
+  float2 pC, pCw, g; // p^16, p^(16 KU) (a warp's span)
   // Fills the block's table (warp 0; every thread of the block calls this, once).
   __device__ __forceinline__ frags(const tcparams &prm, uint4 (*table)[32]) {
     const int lane = threadIdx.x % 32, lg = lane / 4, lt = lane % 4;
@@ -160,10 +160,10 @@ template <int KU> struct frags {
     }
     __syncthreads();
     pC = prm.pC[lt & 1];
-    pC4 = pC;
+    pCw = pC;
 #pragma unroll
     for (int u = 1; u < KU; u++)
-      pC4 = cmul(pC4, pC);
+      pCw = cmul(pCw, pC);
     g = prm.g[lt & 1];
   }
   __device__ __forceinline__ void get(int q, uint32_t (&b)[2][2]) const {
@@ -395,8 +395,8 @@ template <bool ROW, int kU = 4> struct team_group {
           const int v = causal ? k : We - 1 - k;
           if (v == w) break;
           const float *o = xch + v * kXch + 4 * lane;
-          ia = cfma(fr.pC4, ia, make_float2(o[0], o[1]));
-          ib = cfma(fr.pC4, ib, make_float2(o[2], o[3]));
+          ia = cfma(fr.pCw, ia, make_float2(o[0], o[1]));
+          ib = cfma(fr.pCw, ib, make_float2(o[2], o[3]));
         }
         auto add = [&](float(&e)[4]) {
           e[0] += ia.x, e[1] += ia.y, e[2] += ib.x, e[3] += ib.y;
@@ -638,6 +638,15 @@ tcparams make_params(const ndf__iir &f) {
   return q;
 }
 
+// The pass along L of [P][L][Q] (lines = P Q) on KU chunks a warp.
+template <bool ROW, int KU>
+int launch_tc(const float *src, float *dst, int64_t lines, int L, int64_t Q, const tcparams &q,
+              cudaStream_t st) {
+  const int W = team_of<KU>(L);
+  return launch_resident(iir_tc<ROW, KU>, 32 * W, smem_of<ROW, KU>(L, W), (lines + kNL - 1) / kNL,
+                         st, src, dst, lines, L, Q, q);
+}
+
 } // namespace
 
 extern "C" int ndf__iir_tc_fits(const float *src, const float *dst, int64_t L, int64_t Q) {
@@ -652,21 +661,12 @@ extern "C" int ndf__launch_iir_tc(const float *src, float *dst, int64_t P, int64
   if (!ndf__iir_tc_fits(src, dst, L, Q)) return (int)cudaErrorNotSupported;
   const int li = (int)L;
   const tcparams q = make_params(*f);
-  const int64_t lines = P * Q, groups = (lines + kNL - 1) / kNL;
   cudaStream_t st = (cudaStream_t)stream;
   // columns longer than 256: 8 chunks a warp (H200, 512^3: y 315-336 -> 290 us, z 340-356 ->
   // 325; rows of 512 and all of 256^3 are as fast or faster with 4)
-  if (Q == 1)
-    return launch_resident(iir_tc<true, 4>, 32 * team_of<4>(li),
-                           smem_of<true, 4>(li, team_of<4>(li)), groups, st, src, dst, lines, li, Q,
-                           q);
-  if (li <= 256)
-    return launch_resident(iir_tc<false, 4>, 32 * team_of<4>(li),
-                           smem_of<false, 4>(li, team_of<4>(li)), groups, st, src, dst, lines, li,
-                           Q, q);
-  return launch_resident(iir_tc<false, 8>, 32 * team_of<8>(li),
-                         smem_of<false, 8>(li, team_of<8>(li)), groups, st, src, dst, lines, li, Q,
-                         q);
+  if (Q == 1) return launch_tc<true, 4>(src, dst, P * Q, li, Q, q, st);
+  if (li <= 256) return launch_tc<false, 4>(src, dst, P * Q, li, Q, q, st);
+  return launch_tc<false, 8>(src, dst, P * Q, li, Q, q, st);
 }
 
 extern "C" int ndf__iir_tc_yx_fits(const float *src, const float *dst, int64_t Y, int64_t X) {
