@@ -67,9 +67,7 @@ constexpr int kXch = 32 * 4; // a warp's floats in a team's exchange buffer
 // 4 teams of 4 warps an SM (at 96, 5 teams, the chunks' zero-start responses kept from step 1
 // to step 3 spill: 256^3 0.200 against 0.162 ms on an H100)
 constexpr int kRegs = 128;
-// A warp's chunks a group (its share of a line: KU 16 samples). KU = 4 is the pass's default;
-// KU = 8 takes columns of more than 256 samples: twice the samples a warp, 168 registers (3
-// teams of 4 warps an SM for 512), the work in flight on an SM 1.5 times.
+// The register cap for KU chunks a warp (KU: see the header; 8: 12 warps an SM)
 template <int KU> constexpr int regs_of() { return KU == 8 ? 168 : kRegs; }
 
 // The filter's matrices (row-major: T 16 x 16, V 8 x 16, U 16 x 8) and the chain's constants.
@@ -180,14 +178,14 @@ template <int KU> struct frags {
 // Puts a warp's chunk states in its lane's chain order, or back: the anticausal lanes' reversed.
 // The lanes of a warp run both directions, so a branch on the direction would run both orders
 // one after the other; selects cost 2 an element, and the chain's loops are the same for all.
-template <int kU> __device__ __forceinline__ void chain_order(bool causal, float (&E)[kU][4]) {
+template <int KU> __device__ __forceinline__ void chain_order(bool causal, float (&E)[KU][4]) {
 #pragma unroll
-  for (int u = 0; u < kU / 2; u++)
+  for (int u = 0; u < KU / 2; u++)
 #pragma unroll
     for (int i = 0; i < 4; i++) {
-      const float a = E[u][i], b = E[kU - 1 - u][i];
+      const float a = E[u][i], b = E[KU - 1 - u][i];
       E[u][i] = causal ? a : b;
-      E[kU - 1 - u][i] = causal ? b : a;
+      E[KU - 1 - u][i] = causal ? b : a;
     }
 }
 
@@ -214,26 +212,26 @@ __device__ __forceinline__ void cp_async16(uint32_t sa, const float *gp) {
 // distinct banks:
 //   rows:    sample i of line l at l RP + i, RP = 8 mod 16;
 //   columns: at 16 r(i) + (l ^ 8 ((i >> 3) & 1)), r(i) = i ^ ((i >> 2) & 1).
-// The warps a line of length L needs, 16 kU samples each.
-template <int kU> __host__ __device__ __forceinline__ int team_of(int L) {
-  return (L + kU * kC - 1) / (kU * kC);
+// The warps a line of length L needs, 16 KU samples each.
+template <int KU> __host__ __device__ __forceinline__ int team_of(int L) {
+  return (L + KU * kC - 1) / (KU * kC);
 }
 
-template <bool ROW, int kU = 4> struct team_group {
+template <bool ROW, int KU = 4> struct team_group {
   // rows: a line's 16-byte pieces in a warp's span, and the lines a warp instruction covers
-  static constexpr int PL = kU * kC / 4, LPI = 32 / PL;
+  static constexpr int PL = KU * kC / 4, LPI = 32 / PL;
   float *xs;
   int L, RP, W, w, We, nu, s0, s1;
   __device__ __forceinline__ team_group(float *xs_, int L_, int W_, int w_)
       : xs(xs_), L(L_), W(W_), w(w_) {
-    We = team_of<kU>(L);
-    RP = We * kU * kC + 8;
-    nu = w < We ? kU : 0;
-    s0 = kU * kC * w;
+    We = team_of<KU>(L);
+    RP = We * KU * kC + 8;
+    nu = w < We ? KU : 0;
+    s0 = KU * kC * w;
     s1 = max(s0, min(L, s0 + kC * nu));
   }
   __host__ __device__ static int stage(int L) {
-    const int rows = team_of<kU>(L) * kU * kC;
+    const int rows = team_of<KU>(L) * KU * kC;
     return ROW ? kNL * (rows + 8) : rows * kNL;
   }
   __device__ __forceinline__ int at(int i, int l) const {
@@ -269,10 +267,10 @@ template <bool ROW, int kU = 4> struct team_group {
       so[1] = at(i0 + 8, c) - ss;
       gp = gm + (int64_t)i0 * Q + c;
       gs = 8 * Q;
-      n = s1 - s0 == kU * kC ? kU * kC / 8 : max(0, (s1 - i0 + 7) / 8);
+      n = s1 - s0 == KU * kC ? KU * kC / 8 : max(0, (s1 - i0 + 7) / 8);
     }
 #pragma unroll
-    for (int k = 0; k < (ROW ? kNL / LPI : kU * kC / 8); k++, gp += gs) {
+    for (int k = 0; k < (ROW ? kNL / LPI : KU * kC / 8); k++, gp += gs) {
       if (k >= n) break;
       const int o = so[ROW ? 0 : k & 1] + k * ss;
       if (IN)
@@ -327,7 +325,7 @@ template <bool ROW, int kU = 4> struct team_group {
   // Filters the group staged by load() (its copies complete and visible to the warp) into
   // gout (may be its input): xch, the team's [W][32][4] floats of shared memory for the
   // states crossing between its warps (W > 1).
-  __device__ void run(const frags<kU> &fr, float *gout, int64_t Q, int live, float *xch) const {
+  __device__ void run(const frags<KU> &fr, float *gout, int64_t Q, int live, float *xch) const {
     const int lane = threadIdx.x % 32, lg = lane / 4, lt = lane % 4;
     // lines past the last (rows) zero, and the 'nearest' extension past L
     const int span = kC * nu;
@@ -343,13 +341,13 @@ template <bool ROW, int kU = 4> struct team_group {
     const base xb = xbase();
     const bool causal = lt < 2;
     float2 za = make_float2(0, 0), zb = za;
-    float E[kU][4], y0[kU][2][4]; // y0: the chunks' zero-start responses x^T T^T
+    float E[KU][4], y0[KU][2][4]; // y0: the chunks' zero-start responses x^T T^T
     if (nu > 0) {
       // 1. each chunk's zero-start end states x^T V^T (lane (g, t) holds recursion t's for
       // lines 2g and 2g + 1: t < 2 causal, pole t; else anticausal, pole t - 2) and its
       // zero-start response x^T T^T, from one read of its x operands
 #pragma unroll
-      for (int u = 0; u < kU; u++) {
+      for (int u = 0; u < KU; u++) {
         uint32_t a[2][2][4];
         xfrag(xb, u, a);
 #pragma unroll
@@ -382,7 +380,7 @@ template <bool ROW, int kU = 4> struct team_group {
       };
       chain_order(causal, E);
 #pragma unroll
-      for (int u = 0; u < kU; u++)
+      for (int u = 0; u < KU; u++)
         step(E[u]);
     }
     if (W > 1) { // add the states entering this warp's range
@@ -404,7 +402,7 @@ template <bool ROW, int kU = 4> struct team_group {
           ib = cmul(fr.pC, ib);
         };
 #pragma unroll
-        for (int u = 0; u < kU; u++)
+        for (int u = 0; u < KU; u++)
           add(E[u]);
       }
     }
@@ -414,7 +412,7 @@ template <bool ROW, int kU = 4> struct team_group {
     chain_order(causal, E);
     __syncwarp();
 #pragma unroll
-    for (int u = 0; u < kU; u++) {
+    for (int u = 0; u < KU; u++) {
       uint32_t s[2][4];
       split(E[u][0], s[0][0], s[1][0]);
       split(E[u][2], s[0][1], s[1][1]);
