@@ -29,12 +29,14 @@ if [ -n "${PROBE_SAN:-}" ]; then # compute-sanitizer over test_iir (few random c
       echo "$tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $OUT/san_$tool.log | tail -1)" )
   done
 fi
-for run in ${PROBE_RUNS:-$B:1 .probe-base/build-base:1 $B:1}; do # library:TC[:FUSED]
-IFS=: read -r dir tc fused <<< "$run"
+# library:TC[:FUSED[:ENV]], ENV more settings for that run, comma-separated (a development knob
+# added for the probe, e.g. build-gpu:1::NDF_CUDA_IIR_STAGES=3), so probes need no script of their own
+for run in ${PROBE_RUNS:-$B:1 .probe-base/build-base:1 $B:1}; do
+IFS=: read -r dir tc fused extra <<< "$run"
 lib=$PWD/$dir/libndfilt.so
 [ -f $lib ] || continue
-echo "== $lib NDF_CUDA_IIR_TC=$tc NDF_CUDA_IIR_FUSED=${fused:-default}" | tee -a $OUT/probe.txt
-NDF_CUDA_IIR_TC=$tc NDF_CUDA_IIR_FUSED=${fused:-} NDFILT_LIBRARY=$lib python3 - <<'PY' 2>&1 | tee -a $OUT/probe.txt
+echo "== $lib NDF_CUDA_IIR_TC=$tc NDF_CUDA_IIR_FUSED=${fused:-default} ${extra//,/ }" | tee -a $OUT/probe.txt
+env ${extra//,/ } NDF_CUDA_IIR_TC=$tc NDF_CUDA_IIR_FUSED=${fused:-} NDFILT_LIBRARY=$lib python3 - <<'PY' 2>&1 | tee -a $OUT/probe.txt
 import os, cupy as cp, numpy as np, ndfilt, cupyx.scipy.ndimage as cnd
 def t(f, n=30):
     for _ in range(5): f()
