@@ -217,8 +217,10 @@ static void large_cases(ndf_context *ctx, int cuda, uint64_t *r) {
 /* Long lines under Deriche: each shape of cuda_iir's chunked pass (8, 16 and 32 samples a
  * chunk; rows with and without float4 access; columns; up to 64 chunks a line) and its
  * unchunked fallback past 2048, out of place and in place. iso: one sigma on every axis (the
- * fused (y, x) pass of the tensor-core kernel takes the last two axes together when their
- * filters are the same: slices of one to several groups, partial row groups, in place). */
+ * fused (y, x) passes of the tensor-core kernel take the last two axes together when their
+ * filters are the same: slices of one to several groups, partial row groups, in place; the
+ * cluster pass by default on 64 slices or more, with blocks that have no row group or no
+ * column group of a slice). */
 static int long_cases(ndf_context *ctx, int cuda, uint64_t *r) {
   static const struct {
     int nd, inplace, iso;
@@ -244,12 +246,15 @@ static int long_cases(ndf_context *ctx, int cuda, uint64_t *r) {
                /* one sigma: the fused (y, x) pass */
                {3, 0, 1, {5, 256, 256}},
                {3, 1, 1, {3, 100, 96}},
-               {3, 0, 1, {2, 16, 500}}, /* rows on 8 warps, columns on 1 of them */
+               {3, 0, 1, {2, 16, 500}},   /* rows on 8 warps, columns on 1 of them */
                {3, 0, 1, {64, 128, 128}}, /* many slices: row and column groups interleave */
                {2, 0, 1, {130, 64}},
                {3, 1, 1, {2, 512, 272}},
                {3, 0, 1, {4, 300, 48}},
-               {2, 1, 1, {256, 512}}};
+               {2, 1, 1, {256, 512}},
+               {3, 1, 1, {64, 100, 96}},
+               {3, 0, 1, {70, 16, 256}},
+               {3, 0, 1, {65, 256, 16}}};
   for (size_t k = 0; k < sizeof longs / sizeof longs[0]; k++) {
     tcase c;
     memset(&c, 0, sizeof c);
@@ -264,11 +269,12 @@ static int long_cases(ndf_context *ctx, int cuda, uint64_t *r) {
     c.lay.dev_in = c.lay.dev_out = cuda;
     c.lay.inplace = longs[k].inplace;
     run_case(ctx, cuda, &c, r);
-    if (longs[k].iso && cuda) { /* once more through cuda_iir's opt-in fused (y, x) pass */
-      setenv("NDF_CUDA_IIR_FUSED", "1", 1);
-      run_case(ctx, cuda, &c, r);
-      unsetenv("NDF_CUDA_IIR_FUSED");
-    }
+    if (longs[k].iso && cuda) /* again: cuda_iir without and with each fused (y, x) pass */
+      for (int v = 0; v <= 2; v++) {
+        setenv("NDF_CUDA_IIR_FUSED", v == 0 ? "0" : v == 1 ? "1" : "2", 1);
+        run_case(ctx, cuda, &c, r);
+        unsetenv("NDF_CUDA_IIR_FUSED");
+      }
   }
   return (int)(sizeof longs / sizeof longs[0]);
 }

@@ -8,10 +8,10 @@
  * run in the output. Else, as cuda_sep, the passes alternate between the output and one
  * temporary so that the last lands in the output; iir_kernel.cu's parallel form reads a pass's
  * input again in its backward sweep, so when the call is in place and the first pass would
- * write its input, the passes start in the temporary instead and a copy ends them. With
- * NDF_CUDA_IIR_FUSED=1, when the last two axes have the same chunked filter and both fit the
- * tensor-core kernel, one fused pass takes them together (iir_tc_kernel.cu: the array crosses
- * DRAM once for both); it is off by default, as it is no faster on an H200. */
+ * write its input, the passes start in the temporary instead and a copy ends them. On 64
+ * slices or more of up to 256 x 256, when the last two axes have the same chunked filter and both
+ * fit the tensor-core kernel, one fused pass takes them together (iir_tc_kernel.cu: a slice to a
+ * thread-block cluster; the array crosses DRAM once for both): see fused_yx. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +23,8 @@
 
 typedef struct {
   float *tmp;               /* full-size temporary, when some pass cannot write its own input */
-  unsigned long long *sync; /* the fused (y, x) pass's counters, when it may run */
+  unsigned long long *sync; /* the ticketed fused (y, x) pass's counters, when it may run */
+  int fused;                /* fused_yx */
 } state;
 
 static int applicable(const ndf__problem *pb, const ndf_context *ctx) {
@@ -99,20 +100,26 @@ static int all_in_place(const ndf__iirp *q, const int64_t *shape, const int *ax,
   return 1;
 }
 
-/* Whether the two last axes go through the fused (y, x) pass: asked for (NDF_CUDA_IIR_FUSED=1;
- * on an H200 it is slower than the two passes it replaces, 256^3 0.127 against 0.122 ms back
- * to back, 512^3 1.015 against 0.954: its groups' latency bounds it, see iir_tc_kernel.cu), both
- * filtered by the same chunked filter, in place, and the tensor-core kernel fitting both (alignment
+/* Whether the two last axes go through a fused (y, x) pass, and which: 0 none, 1 by ticket
+ * (iir_tc_yx), 2 a slice to a thread-block cluster (iir_tc_yxc). Both need the same chunked
+ * filter on both axes, every pass in place, and the tensor-core kernel fitting both (alignment
  * aside: ndf__iir_tc_yx_fits checks the arrays at run time; NDF_CUDA_IIR_TC=0, which turns the
- * tensor-core kernels off, turns it off too). */
+ * tensor-core kernels off, turns them off too). The cluster pass runs by default where it was
+ * measured faster: slices up to 256 x 256 (teams of 4 warps), 64 of them or more (H200, 256^3
+ * back to back 0.110-0.114 against 0.121-0.124 ms for three passes; 512^3 0.917-0.924 against
+ * 0.910-0.915, so not there). NDF_CUDA_IIR_FUSED=0, 1 or 2 picks one (development probe); the
+ * ticketed pass is slower than the passes it replaces (256^3 0.127 against 0.122 ms, 512^3
+ * 1.015 against 0.954: its groups' latency bounds it, see iir_tc_kernel.cu). */
 static int fused_yx(const ndf__iirp *q, const int64_t *shape, int nd, const int *ax, int np) {
-  const char *fused = getenv("NDF_CUDA_IIR_FUSED");
-  if (!fused || fused[0] != '1') return 0;
   if (np < 2 || ax[0] != nd - 1 || ax[1] != nd - 2) return 0;
   const ndf__iir *fx = &q->ax[nd - 1], *fy = &q->ax[nd - 2];
-  return memcmp(fx, fy, sizeof *fx) == 0 && ndf__iir_chunks_fit(fx, shape[nd - 1]) &&
-         ndf__iir_chunks_fit(fy, shape[nd - 2]) && all_in_place(q, shape, ax, np) &&
-         ndf__iir_tc_yx_fits(NULL, NULL, shape[nd - 2], shape[nd - 1]);
+  if (!(memcmp(fx, fy, sizeof *fx) == 0 && ndf__iir_chunks_fit(fx, shape[nd - 1]) &&
+        ndf__iir_chunks_fit(fy, shape[nd - 2]) && all_in_place(q, shape, ax, np) &&
+        ndf__iir_tc_yx_fits(NULL, NULL, shape[nd - 2], shape[nd - 1])))
+    return 0;
+  const char *fused = getenv("NDF_CUDA_IIR_FUSED");
+  if (fused && (fused[0] == '0' || fused[0] == '1' || fused[0] == '2')) return fused[0] - '0';
+  return shape[nd - 1] <= 256 && shape[nd - 2] <= 256 && extent(shape, 0, nd - 2) >= 64 ? 2 : 0;
 }
 
 static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
@@ -135,12 +142,19 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
   int shift = 0;
   if (!inplace && src == dst && np % 2 == 1 && q->ax[ax[0]].form == NDF__IIR_PARALLEL) shift = 1;
   int k0 = 0;
-  if (s->sync && ndf__iir_tc_yx_fits(src, dst, in->shape[nd - 2], in->shape[nd - 1])) {
-    e = (cudaError_t)ndf__launch_iir_tc_yx(src, dst, extent(in->shape, 0, nd - 2),
-                                           in->shape[nd - 2], in->shape[nd - 1], &q->ax[nd - 1],
-                                           s->sync, st);
-    src = dst;
-    k0 = 2;
+  if (s->fused && ndf__iir_tc_yx_fits(src, dst, in->shape[nd - 2], in->shape[nd - 1])) {
+    const int64_t P = extent(in->shape, 0, nd - 2), Y = in->shape[nd - 2], X = in->shape[nd - 1];
+    if (s->fused == 1)
+      e = (cudaError_t)ndf__launch_iir_tc_yx(src, dst, P, Y, X, &q->ax[nd - 1], s->sync, st);
+    else
+      e = (cudaError_t)ndf__launch_iir_tc_yxc(src, dst, P, Y, X, &q->ax[nd - 1], st);
+    if (e == cudaErrorNotSupported) { /* no clusters here: the passes one by one */
+      (void)cudaGetLastError();
+      e = cudaSuccess;
+    } else {
+      src = dst;
+      k0 = 2;
+    }
   }
   for (int k = k0; k < np && e == cudaSuccess; k++) {
     float *to = inplace || (np - 1 - k + shift) % 2 == 0 ? dst : s->tmp;
@@ -176,7 +190,8 @@ static ndf_status make(ndf_plan *p) {
   const int need = !p->in_place && (np >= 2 || par);
   cudaError_t e = cudaSetDevice(p->ctx->place.device);
   if (e == cudaSuccess && need && bytes) e = cudaMalloc((void **)&s->tmp, bytes);
-  if (e == cudaSuccess && fused_yx(q, p->pb.in.shape, p->pb.in.ndim, ax, np)) {
+  s->fused = fused_yx(q, p->pb.in.shape, p->pb.in.ndim, ax, np);
+  if (e == cudaSuccess && s->fused == 1) {
     const int64_t P = extent(p->pb.in.shape, 0, p->pb.in.ndim - 2);
     e = cudaMalloc((void **)&s->sync, (size_t)(P + 2) * sizeof *s->sync);
     if (e == cudaSuccess) e = cudaMemset(s->sync, 0, (size_t)(P + 2) * sizeof *s->sync);

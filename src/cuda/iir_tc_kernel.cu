@@ -597,6 +597,93 @@ __global__ void __maxnreg__(kRegs)
   }
 }
 
+// The last two axes of [P][Y][X] in one pass, a slice to a thread-block cluster of C blocks
+// (teams; iir_tc_yx above hands groups out by ticket instead). Block r of a cluster takes the
+// slice's row groups r, r + C, ... (read from src), meets the cluster's other blocks at one
+// cluster barrier (its stores released to them, theirs acquired), then takes the column groups
+// r, r + C, ... (read back from dst: the slice was written a few groups earlier, so from L2).
+// The clusters take the slices in turn. A block waits only for the blocks of its own cluster,
+// which run at the same time: no counters, no tickets. The next group's copies are in flight
+// while a group is filtered, except across the barrier. (Starting a block's next slice's rows
+// before the columns of the one before, to hide the barrier, was slower: two slices a cluster
+// in L2 and a longer wait between writing rows and reading them back sent the column reads to
+// DRAM: 256^3 0.117 against 0.110-0.114 ms back to back,
+// bench/results/iir-cluster-2026-11-22-h200.)
+__global__ void __maxnreg__(kRegs) iir_tc_yxc(const float *src, float *dst, int64_t P, int Y, int X,
+                                              const __grid_constant__ tcparams prm) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  extern __shared__ __align__(16) float smem[];
+  const int W = blockDim.x / 32, w = threadIdx.x / 32;
+  team_group<true> rg(smem, X, W, w);
+  team_group<false> cg(smem, Y, W, w);
+  const int stage = max(rg.stage(X), cg.stage(Y));
+  float *xch = smem + 2 * stage;
+  __shared__ uint4 table[8][32];
+  const frags<4> fr(prm, table);
+  unsigned ur, uC, ucid, uncl;
+  asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(ur));
+  asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(uC));
+  asm("mov.u32 %0, %%clusterid.x;" : "=r"(ucid));
+  asm("mov.u32 %0, %%nclusterid.x;" : "=r"(uncl));
+  const int r = (int)ur, C = (int)uC, RX = (Y + kNL - 1) / kNL, CY = X / kNL;
+  const int64_t ncl = uncl, slice = (int64_t)Y * X;
+  // an item: kind 1 row group j of slice s, 2 column group j, 0 none; j past the last group:
+  // nothing to filter, but the item keeps its place (a block without a column group of the
+  // slice still meets the others at the barrier)
+  struct item {
+    int kind, j;
+    int64_t s;
+  };
+  auto first = [&](int64_t s) -> item {
+    if (s >= P) return item{0, 0, s};
+    return item{r < RX ? 1 : 2, r, s};
+  };
+  auto next = [&](const item &it) -> item {
+    if (it.kind == 1) return it.j + C < RX ? item{1, it.j + C, it.s} : item{2, r, it.s};
+    return it.j + C < CY ? item{2, it.j + C, it.s} : first(it.s + ncl);
+  };
+  auto at = [&](const item &it) {
+    return it.s * slice + (it.kind == 1 ? (int64_t)it.j * kNL * X : (int64_t)it.j * kNL);
+  };
+  auto live = [&](const item &it) { return min(kNL, Y - it.j * kNL); };
+  auto issue = [&](const item &it, int b) {
+    rg.xs = cg.xs = smem + b * stage;
+    if (it.kind == 1) rg.load(src + at(it), 1, live(it));
+    if (it.kind == 2 && it.j < CY) cg.load(dst + at(it), X, kNL);
+  };
+  item cur = first(ucid);
+  bool loaded = false, met = false; // cur's copies issued; cur's slice's barrier passed
+  for (int b = 0; cur.kind != 0; b ^= 1) {
+    if (cur.kind == 2 && !met) { // the slice's first column group: every row stored
+      asm volatile("barrier.cluster.arrive.release.aligned;\n\t"
+                   "barrier.cluster.wait.acquire.aligned;" ::
+                       : "memory");
+      met = true;
+      loaded = false;
+    }
+    if (!loaded) issue(cur, b);
+    commit();
+    // the next group's copies now, unless the barrier comes first
+    const item nx = next(cur);
+    loaded = nx.kind == 1 || (nx.kind == 2 && cur.kind == 2 && nx.s == cur.s);
+    if (loaded) issue(nx, b ^ 1);
+    commit();
+    wait_prior1();
+    rg.xs = cg.xs = smem + b * stage;
+    float *x = xch + b * W * kXch;
+    if (cur.kind == 1)
+      rg.run(fr, dst + at(cur), 1, live(cur), x);
+    else if (cur.j < CY)
+      cg.run(fr, dst + at(cur), X, kNL, x);
+    if (nx.s != cur.s) met = false;
+    cur = nx;
+  }
+  asm volatile("cp.async.wait_all;" ::: "memory");
+#else
+  __trap(); // (launched only on compute capability 9.0 and later)
+#endif
+}
+
 tcparams make_params(const ndf__iir &f) {
   typedef std::complex<double> cd;
   const chunkp<kC> c = params<kC>(f); // the poles and residues the other passes use
@@ -688,4 +775,44 @@ extern "C" int ndf__launch_iir_tc_yx(const float *src, float *dst, int64_t P, in
   iir_tc_yx<<<(unsigned)grid, 32 * W, smem, (cudaStream_t)stream>>>(
       src, dst, P, y, x, (int)std::min<int64_t>(P, lag), q, sync);
   return (int)cudaGetLastError();
+}
+
+extern "C" int ndf__launch_iir_tc_yxc(const float *src, float *dst, int64_t P, int64_t Y, int64_t X,
+                                      const ndf__iir *f, void *stream) {
+  if (P <= 0 || Y <= 0 || X <= 0) return 0;
+  if (!ndf__iir_tc_yx_fits(src, dst, Y, X)) return (int)cudaErrorNotSupported;
+  int dev = 0, major = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+  if (e != cudaSuccess) return (int)e;
+  if (major < 9) return (int)cudaErrorNotSupported; // no clusters
+  const int x = (int)X, y = (int)Y, W = std::max(team_of<4>(x), team_of<4>(y));
+  const size_t smem = std::max(smem_of<true>(x, W), smem_of<false>(y, W));
+  // 8 blocks a cluster (H200, 256^3 back to back: 0.110-0.114 ms; 2: 0.118, 4: 0.120, 16:
+  // 0.121-0.123; the three passes 0.121-0.124)
+  const char *cenv = getenv("NDF_CUDA_IIR_CLUSTER"); // development probe
+  const int C = cenv && atoi(cenv) > 0 ? atoi(cenv) : 8;
+  e = cudaFuncSetAttribute(iir_tc_yxc, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+  if (e == cudaSuccess && C > 8)
+    e = cudaFuncSetAttribute(iir_tc_yxc, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+  if (e != cudaSuccess) return (int)e;
+  cudaLaunchAttribute at[1];
+  at[0].id = cudaLaunchAttributeClusterDimension;
+  at[0].val.clusterDim.x = (unsigned)C;
+  at[0].val.clusterDim.y = at[0].val.clusterDim.z = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3((unsigned)C);
+  cfg.blockDim = dim3(32 * W);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = (cudaStream_t)stream;
+  cfg.attrs = at;
+  cfg.numAttrs = 1;
+  int ncl = 0;
+  e = cudaOccupancyMaxActiveClusters(&ncl, iir_tc_yxc, &cfg);
+  if (e != cudaSuccess) return (int)e;
+  if (ncl < 1) return (int)cudaErrorNotSupported;
+  cfg.gridDim = dim3((unsigned)(C * std::min<int64_t>(ncl, P)));
+  const tcparams q = make_params(*f);
+  e = cudaLaunchKernelEx(&cfg, iir_tc_yxc, src, dst, P, y, x, q);
+  return (int)(e != cudaSuccess ? e : cudaGetLastError());
 }
