@@ -254,7 +254,10 @@ static int long_cases(ndf_context *ctx, int cuda, uint64_t *r) {
                {2, 1, 1, {256, 512}},
                {3, 1, 1, {64, 100, 96}},
                {3, 0, 1, {70, 16, 256}},
-               {3, 0, 1, {65, 256, 16}}};
+               {3, 0, 1, {65, 256, 16}},
+               /* more slices than clusters: a block's column groups then the next slice's rows */
+               {3, 0, 1, {300, 64, 48}},
+               {3, 1, 1, {400, 32, 64}}};
   for (size_t k = 0; k < sizeof longs / sizeof longs[0]; k++) {
     tcase c;
     memset(&c, 0, sizeof c);

@@ -646,10 +646,17 @@ __global__ void __maxnreg__(kRegs) iir_tc_yxc(const float *src, float *dst, int6
     return it.s * slice + (it.kind == 1 ? (int64_t)it.j * kNL * X : (int64_t)it.j * kNL);
   };
   auto live = [&](const item &it) { return min(kNL, Y - it.j * kNL); };
+  // A warp's samples lie in different parts of a stage under the row and the column layouts,
+  // so a stage last filled for the other kind waits for every warp to be done with it.
+  int kind_of[2] = {0, 0};
   auto issue = [&](const item &it, int b) {
+    const bool copies = it.kind == 1 || (it.kind == 2 && it.j < CY);
+    if (!copies) return;
+    if (kind_of[b] != it.kind) __syncthreads();
+    kind_of[b] = it.kind;
     rg.xs = cg.xs = smem + b * stage;
     if (it.kind == 1) rg.load(src + at(it), 1, live(it));
-    if (it.kind == 2 && it.j < CY) cg.load(dst + at(it), X, kNL);
+    if (it.kind == 2) cg.load(dst + at(it), X, kNL);
   };
   item cur = first(ucid);
   bool loaded = false, met = false; // cur's copies issued; cur's slice's barrier passed
