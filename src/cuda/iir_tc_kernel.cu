@@ -608,7 +608,8 @@ __global__ void __maxnreg__(kRegs)
 // before the columns of the one before, to hide the barrier, was slower: two slices a cluster
 // in L2 and a longer wait between writing rows and reading them back sent the column reads to
 // DRAM: 256^3 0.117 against 0.110-0.114 ms back to back,
-// bench/results/iir-cluster-2026-11-22-h200.)
+// bench/results/iir-cluster-2026-11-22-h200.) Measured on an H200: 256^3 0.112 ms back to back
+// against 0.122-0.125 for the three passes; 512^3 (slices past 256 x 256) no faster.
 __global__ void __maxnreg__(kRegs) iir_tc_yxc(const float *src, float *dst, int64_t P, int Y, int X,
                                               const __grid_constant__ tcparams prm) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -648,12 +649,12 @@ __global__ void __maxnreg__(kRegs) iir_tc_yxc(const float *src, float *dst, int6
   auto live = [&](const item &it) { return min(kNL, Y - it.j * kNL); };
   // A warp's samples lie in different parts of a stage under the row and the column layouts,
   // so a stage last filled for the other kind waits for every warp to be done with it.
-  int kind_of[2] = {0, 0};
+  unsigned kinds = 0; // the kind last copied into stage b: bits 2b, 2b + 1
   auto issue = [&](const item &it, int b) {
     const bool copies = it.kind == 1 || (it.kind == 2 && it.j < CY);
     if (!copies) return;
-    if (kind_of[b] != it.kind) __syncthreads();
-    kind_of[b] = it.kind;
+    if (((kinds >> (2 * b)) & 3u) != (unsigned)it.kind) __syncthreads();
+    kinds = (kinds & ~(3u << (2 * b))) | ((unsigned)it.kind << (2 * b));
     rg.xs = cg.xs = smem + b * stage;
     if (it.kind == 1) rg.load(src + at(it), 1, live(it));
     if (it.kind == 2) cg.load(dst + at(it), X, kNL);
