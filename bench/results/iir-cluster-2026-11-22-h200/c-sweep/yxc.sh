@@ -1,0 +1,12 @@
+set -u
+B=build-gpu
+cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DNDF_ENABLE_CUDA=ON -DNDF_CUDA_ARCHS=90 \
+  -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DNDF_PYTHON=$(command -v python3) -DNDF_REQUIRE_FORMATS=OFF \
+  -DNDF_BUILD_TOOLS=OFF > $OUT/configure.log 2>&1 && cmake --build $B -j16 --target ndfilt test_iir > $OUT/build.log 2>&1 || { grep -E "error" -A5 $OUT/build.log | head -30; exit 1; }
+for c in 4 2 8; do
+ ( cd $B/tests && NDF_CUDA_IIR_CLUSTER=$c timeout 200 ./test_iir cuda > $OUT/test_iir_c$c.log 2>&1; echo "C=$c test_iir rc=$?"; tail -1 $OUT/test_iir_c$c.log; grep -m3 -B2 -A6 FAIL $OUT/test_iir_c$c.log )
+done
+PROBE_NCU= PROBE_RUNS="$B:1:0 $B:1:1 $B:1:2 $B:1:2:NDF_CUDA_IIR_CLUSTER=2 $B:1:2:NDF_CUDA_IIR_CLUSTER=8 $B:1:0" bash scripts/gpu-iir-probe.sh > /dev/null 2>&1
+grep -E "==|256, 256, 256|512, 512, 512" $OUT/probe.txt | sed -E 's/rel L2.*//'
+KERNELS_FUSED="2" bash scripts/gpu-iir-kernels.sh build-gpu
+( cd $B/tests && NDF_TEST_CASES=4 timeout 250 /usr/local/cuda/bin/compute-sanitizer --tool racecheck --error-exitcode 9 ./test_iir cuda > $OUT/racecheck.log 2>&1; echo "racecheck rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' $OUT/racecheck.log | tail -1)" )
