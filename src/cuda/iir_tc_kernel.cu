@@ -31,8 +31,12 @@
 // loads of a line come before its stores, so the pass may run in place. Each warp loads,
 // filters and stores only its own samples, so a team meets only at the exchange.
 //
-// The fused (y, x) pass (iir_tc_yx; opt-in, iir.c) runs the same groups: a slice's rows, and
-// a little later its columns, read back from L2, so the array crosses DRAM once for both axes.
+// The fused (y, x) passes run the same groups: a slice's rows, and a little later its columns,
+// read back from L2, so the array crosses DRAM once for both axes. iir_tc_yxc (a slice to a
+// thread-block cluster; by default on slices up to 256 x 256, iir.c) pays: without global
+// traffic a pass's arithmetic takes only 0.29-0.42 SM-cycles a sample, the rest of its time
+// is data movement and its latency (bench/results/iir-cluster-2026-11-22-h200/). iir_tc_yx
+// (tickets) is opt-in.
 //
 // Measured (sigma 4.5, Nsight Compute on an H200; bench/results/iir-y0-l2-probe-2026-11-22/
 // and iir-ku8-probe-2026-11-22-h200/): a 256^3 pass takes 36-38 us (x, y, z) against a 34.6 us
