@@ -104,12 +104,13 @@ static int all_in_place(const ndf__iirp *q, const int64_t *shape, const int *ax,
  * (iir_tc_yx), 2 a slice to a thread-block cluster (iir_tc_yxc). Both need the same chunked
  * filter on both axes, every pass in place, and the tensor-core kernel fitting both (alignment
  * aside: ndf__iir_tc_yx_fits checks the arrays at run time; NDF_CUDA_IIR_TC=0, which turns the
- * tensor-core kernels off, turns them off too). The cluster pass runs by default where it was
- * measured faster: slices up to 256 x 256 (teams of 4 warps), 64 of them or more (H200, 256^3
- * back to back 0.110-0.114 against 0.121-0.124 ms for three passes; 512^3 0.917-0.924 against
- * 0.910-0.915, so not there). NDF_CUDA_IIR_FUSED=0, 1 or 2 picks one (development probe); the
- * ticketed pass is slower than the passes it replaces (256^3 0.127 against 0.122 ms, 512^3
- * 1.015 against 0.954: its groups' latency bounds it, see iir_tc_kernel.cu). */
+ * tensor-core kernels off, turns them off too). The cluster pass runs by default on slices up
+ * to 256 x 256 (teams of 4 warps), 64 of them or more (H200: 256^3 back to back 0.110-0.114
+ * against 0.121-0.124 ms for three passes; 64 and 128 slices of 256^2 within the run-to-run
+ * spread of the three passes; 512^3 0.917-0.924 against 0.910-0.915, so not there).
+ * NDF_CUDA_IIR_FUSED=0, 1 or 2 picks one (development probe); the ticketed pass is slower than the
+ * passes it replaces (256^3 0.127 against 0.122 ms, 512^3 1.015 against 0.954: its groups' latency
+ * bounds it, see iir_tc_kernel.cu). */
 static int fused_yx(const ndf__iirp *q, const int64_t *shape, int nd, const int *ax, int np) {
   if (np < 2 || ax[0] != nd - 1 || ax[1] != nd - 2) return 0;
   const ndf__iir *fx = &q->ax[nd - 1], *fy = &q->ax[nd - 2];

@@ -485,6 +485,21 @@ __global__ void __maxnreg__(regs_of<KU>())
   }
 }
 
+// A fused (y, x) pass's block: a team for row groups and one for column groups over the same
+// two stages (the larger of their sizes) and exchange buffers.
+struct yx_teams {
+  float *smem;
+  team_group<true> rg;
+  team_group<false> cg;
+  int W, stage;
+  __device__ __forceinline__ yx_teams(float *smem_, int Y, int X)
+      : smem(smem_), rg(smem_, X, blockDim.x / 32, threadIdx.x / 32),
+        cg(smem_, Y, blockDim.x / 32, threadIdx.x / 32), W(blockDim.x / 32),
+        stage(max(rg.stage(X), cg.stage(Y))) {}
+  __device__ __forceinline__ void use(int b) { rg.xs = cg.xs = smem + b * stage; }
+  __device__ __forceinline__ float *xch(int b) const { return smem + 2 * stage + b * W * kXch; }
+};
+
 // The last two axes of [P][Y][X] in one pass (the same filter on both). Per slice its row
 // groups (x), then, lag slices later, its column groups (y), taken in ticket order (sync[0])
 // by the resident teams. A slice's column groups read what its row groups wrote, from L2,
@@ -499,11 +514,9 @@ __global__ void __maxnreg__(kRegs)
               const __grid_constant__ tcparams prm, unsigned long long *sync) {
   extern __shared__ __align__(16) float smem[];
   __shared__ long long ticket[2];
-  const int W = blockDim.x / 32, w = threadIdx.x / 32;
-  team_group<true> rg(smem, X, W, w);
-  team_group<false> cg(smem, Y, W, w);
-  const int stage = max(rg.stage(X), cg.stage(Y));
-  float *xch = smem + 2 * stage;
+  yx_teams t(smem, Y, X);
+  team_group<true> &rg = t.rg;
+  team_group<false> &cg = t.cg;
   __shared__ uint4 table[8][32];
   const frags<4> fr(prm, table);
   const int RX = (Y + kNL - 1) / kNL, CY = X / kNL, per = RX + CY;
@@ -556,7 +569,7 @@ __global__ void __maxnreg__(kRegs)
     return r;
   };
   auto issue = [&](const item &it, int b) {
-    rg.xs = cg.xs = smem + b * stage;
+    t.use(b);
     if (it.kind == 1) rg.load(from(it), 1, live(it));
     if (it.kind == 2) cg.load(from(it), X, kNL);
   };
@@ -577,8 +590,8 @@ __global__ void __maxnreg__(kRegs)
     if (loaded) issue(nx, b ^ 1);
     commit();
     wait_prior1();
-    rg.xs = cg.xs = smem + b * stage;
-    float *x = xch + b * W * kXch;
+    t.use(b);
+    float *x = t.xch(b);
     if (cur.kind == 1) {
       rg.run(fr, dst + at(cur), 1, live(cur), x);
       __syncthreads();
@@ -618,11 +631,9 @@ __global__ void __maxnreg__(kRegs) iir_tc_yxc(const float *src, float *dst, int6
                                               const __grid_constant__ tcparams prm) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   extern __shared__ __align__(16) float smem[];
-  const int W = blockDim.x / 32, w = threadIdx.x / 32;
-  team_group<true> rg(smem, X, W, w);
-  team_group<false> cg(smem, Y, W, w);
-  const int stage = max(rg.stage(X), cg.stage(Y));
-  float *xch = smem + 2 * stage;
+  yx_teams t(smem, Y, X);
+  team_group<true> &rg = t.rg;
+  team_group<false> &cg = t.cg;
   __shared__ uint4 table[8][32];
   const frags<4> fr(prm, table);
   unsigned ur, uC, ucid, uncl;
@@ -659,7 +670,7 @@ __global__ void __maxnreg__(kRegs) iir_tc_yxc(const float *src, float *dst, int6
     if (!copies) return;
     if (((kinds >> (2 * b)) & 3u) != (unsigned)it.kind) __syncthreads();
     kinds = (kinds & ~(3u << (2 * b))) | ((unsigned)it.kind << (2 * b));
-    rg.xs = cg.xs = smem + b * stage;
+    t.use(b);
     if (it.kind == 1) rg.load(src + at(it), 1, live(it));
     if (it.kind == 2) cg.load(dst + at(it), X, kNL);
   };
@@ -681,8 +692,8 @@ __global__ void __maxnreg__(kRegs) iir_tc_yxc(const float *src, float *dst, int6
     if (loaded) issue(nx, b ^ 1);
     commit();
     wait_prior1();
-    rg.xs = cg.xs = smem + b * stage;
-    float *x = xch + b * W * kXch;
+    t.use(b);
+    float *x = t.xch(b);
     if (cur.kind == 1)
       rg.run(fr, dst + at(cur), 1, live(cur), x);
     else if (cur.j < CY)
