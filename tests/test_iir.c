@@ -219,7 +219,7 @@ static void large_cases(ndf_context *ctx, int cuda, uint64_t *r) {
  * unchunked fallback past 2048, out of place and in place. iso: one sigma on every axis (the
  * fused (y, x) passes of the tensor-core kernel take the last two axes together when their
  * filters are the same: slices of one to several groups, partial row groups, in place; the
- * cluster pass by default on 64 slices or more, with blocks that have no row group or no
+ * cluster pass by default on 256 slices or more, with blocks that have no row group or no
  * column group of a slice). */
 static int long_cases(ndf_context *ctx, int cuda, uint64_t *r) {
   static const struct {

@@ -8,7 +8,7 @@
  * run in the output. Else, as cuda_sep, the passes alternate between the output and one
  * temporary so that the last lands in the output; iir_kernel.cu's parallel form reads a pass's
  * input again in its backward sweep, so when the call is in place and the first pass would
- * write its input, the passes start in the temporary instead and a copy ends them. On 64
+ * write its input, the passes start in the temporary instead and a copy ends them. On 256
  * slices or more of up to 256 x 256, when the last two axes have the same chunked filter and both
  * fit the tensor-core kernel, one fused pass takes them together (iir_tc_kernel.cu: a slice to a
  * thread-block cluster; the array crosses DRAM once for both): see fused_yx. */
@@ -24,7 +24,8 @@
 typedef struct {
   float *tmp;               /* full-size temporary, when some pass cannot write its own input */
   unsigned long long *sync; /* the ticketed fused (y, x) pass's counters, when it may run */
-  int fused;                /* fused_yx */
+  int fused;                /* fused_yx (2 only where clusters are) */
+  int cluster, clusters;    /* the cluster pass's blocks a cluster, clusters resident */
 } state;
 
 static int applicable(const ndf__problem *pb, const ndf_context *ctx) {
@@ -105,9 +106,10 @@ static int all_in_place(const ndf__iirp *q, const int64_t *shape, const int *ax,
  * filter on both axes, every pass in place, and the tensor-core kernel fitting both (alignment
  * aside: ndf__iir_tc_yx_fits checks the arrays at run time; NDF_CUDA_IIR_TC=0, which turns the
  * tensor-core kernels off, turns them off too). The cluster pass runs by default on slices up
- * to 256 x 256 (teams of 4 warps), 64 of them or more (H200: 256^3 back to back 0.110-0.114
- * against 0.121-0.124 ms for three passes; 64 and 128 slices of 256^2 within the run-to-run
- * spread of the three passes; 512^3 0.917-0.924 against 0.910-0.915, so not there).
+ * to 256 x 256 (teams of 4 warps), 256 of them or more (H200: 256^3 back to back 0.110-0.114
+ * against 0.121-0.124 ms for three passes; not on 64 or 128 slices of 256^2, where it was no
+ * faster, 64 perhaps slower: 0.055-0.062 against 0.044-0.059 in one run; 512^3 0.917-0.924
+ * against 0.910-0.915, so not there either).
  * NDF_CUDA_IIR_FUSED=0, 1 or 2 picks one (development probe); the ticketed pass is slower than the
  * passes it replaces (256^3 0.127 against 0.122 ms, 512^3 1.015 against 0.954: its groups' latency
  * bounds it, see iir_tc_kernel.cu). */
@@ -120,7 +122,7 @@ static int fused_yx(const ndf__iirp *q, const int64_t *shape, int nd, const int 
     return 0;
   const char *fused = getenv("NDF_CUDA_IIR_FUSED");
   if (fused && (fused[0] == '0' || fused[0] == '1' || fused[0] == '2')) return fused[0] - '0';
-  return shape[nd - 1] <= 256 && shape[nd - 2] <= 256 && extent(shape, 0, nd - 2) >= 64 ? 2 : 0;
+  return shape[nd - 1] <= 256 && shape[nd - 2] <= 256 && extent(shape, 0, nd - 2) >= 256 ? 2 : 0;
 }
 
 static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
@@ -148,14 +150,10 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
     if (s->fused == 1)
       e = (cudaError_t)ndf__launch_iir_tc_yx(src, dst, P, Y, X, &q->ax[nd - 1], s->sync, st);
     else
-      e = (cudaError_t)ndf__launch_iir_tc_yxc(src, dst, P, Y, X, &q->ax[nd - 1], st);
-    if (e == cudaErrorNotSupported) { /* no clusters here: the passes one by one */
-      (void)cudaGetLastError();
-      e = cudaSuccess;
-    } else {
-      src = dst;
-      k0 = 2;
-    }
+      e = (cudaError_t)ndf__launch_iir_tc_yxc(src, dst, P, Y, X, &q->ax[nd - 1], s->cluster,
+                                              s->clusters, st);
+    src = dst;
+    k0 = 2;
   }
   for (int k = k0; k < np && e == cudaSuccess; k++) {
     float *to = inplace || (np - 1 - k + shift) % 2 == 0 ? dst : s->tmp;
@@ -192,6 +190,14 @@ static ndf_status make(ndf_plan *p) {
   cudaError_t e = cudaSetDevice(p->ctx->place.device);
   if (e == cudaSuccess && need && bytes) e = cudaMalloc((void **)&s->tmp, bytes);
   s->fused = fused_yx(q, p->pb.in.shape, p->pb.in.ndim, ax, np);
+  if (e == cudaSuccess && s->fused == 2) { /* the cluster pass, where clusters are */
+    const int nd = p->pb.in.ndim;
+    e = (cudaError_t)ndf__iir_tc_yxc_plan(p->pb.in.shape[nd - 2], p->pb.in.shape[nd - 1],
+                                          &s->cluster, &s->clusters);
+    if (e != cudaSuccess) (void)cudaGetLastError(); /* a query refused: no cluster pass */
+    if (e != cudaSuccess || !s->clusters) s->fused = 0;
+    e = cudaSuccess;
+  }
   if (e == cudaSuccess && s->fused == 1) {
     const int64_t P = extent(p->pb.in.shape, 0, p->pb.in.ndim - 2);
     e = cudaMalloc((void **)&s->sync, (size_t)(P + 2) * sizeof *s->sync);

@@ -781,12 +781,21 @@ extern "C" int ndf__iir_tc_yx_fits(const float *src, const float *dst, int64_t Y
   return ndf__iir_tc_fits(src, dst, X, 1) && ndf__iir_tc_fits(src, dst, Y, X);
 }
 
+namespace {
+// A fused (y, x) pass's block (yx_teams): its warps, and its dynamic shared memory.
+int yx_warps(int y, int x) { return std::max(team_of<4>(x), team_of<4>(y)); }
+size_t yx_smem(int y, int x) {
+  const int W = yx_warps(y, x);
+  return std::max(smem_of<true>(x, W), smem_of<false>(y, W));
+}
+} // namespace
+
 extern "C" int ndf__launch_iir_tc_yx(const float *src, float *dst, int64_t P, int64_t Y, int64_t X,
                                      const ndf__iir *f, unsigned long long *sync, void *stream) {
   if (P <= 0 || Y <= 0 || X <= 0) return 0;
   if (!ndf__iir_tc_yx_fits(src, dst, Y, X)) return (int)cudaErrorNotSupported;
-  const int x = (int)X, y = (int)Y, W = std::max(team_of<4>(x), team_of<4>(y));
-  const size_t smem = std::max(smem_of<true>(x, W), smem_of<false>(y, W));
+  const int x = (int)X, y = (int)Y, W = yx_warps(y, x);
+  const size_t smem = yx_smem(y, x);
   const tcparams q = make_params(*f);
   const int per = (y + kNL - 1) / kNL + x / kNL;
   int64_t resident = 0;
@@ -800,17 +809,15 @@ extern "C" int ndf__launch_iir_tc_yx(const float *src, float *dst, int64_t P, in
   return (int)cudaGetLastError();
 }
 
-extern "C" int ndf__launch_iir_tc_yxc(const float *src, float *dst, int64_t P, int64_t Y, int64_t X,
-                                      const ndf__iir *f, void *stream) {
-  if (P <= 0 || Y <= 0 || X <= 0) return 0;
-  if (!ndf__iir_tc_yx_fits(src, dst, Y, X)) return (int)cudaErrorNotSupported;
+extern "C" int ndf__iir_tc_yxc_plan(int64_t Y, int64_t X, int *cluster, int *clusters) {
+  *cluster = *clusters = 0;
+  if (!ndf__iir_tc_yx_fits(NULL, NULL, Y, X)) return 0;
   int dev = 0, major = 0;
   cudaError_t e = cudaGetDevice(&dev);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-  if (e != cudaSuccess) return (int)e;
-  if (major < 9) return (int)cudaErrorNotSupported; // no clusters
-  const int x = (int)X, y = (int)Y, W = std::max(team_of<4>(x), team_of<4>(y));
-  const size_t smem = std::max(smem_of<true>(x, W), smem_of<false>(y, W));
+  if (e != cudaSuccess || major < 9) return (int)e; // (below 9.0: no clusters)
+  const int y = (int)Y, x = (int)X;
+  const size_t smem = yx_smem(y, x);
   // 8 blocks a cluster (H200, 256^3 back to back: 0.110-0.114 ms; 2: 0.118, 4: 0.120, 16:
   // 0.121-0.123; the three passes 0.121-0.124)
   const char *cenv = getenv("NDF_CUDA_IIR_CLUSTER"); // development probe
@@ -825,17 +832,37 @@ extern "C" int ndf__launch_iir_tc_yxc(const float *src, float *dst, int64_t P, i
   at[0].val.clusterDim.y = at[0].val.clusterDim.z = 1;
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3((unsigned)C);
-  cfg.blockDim = dim3(32 * W);
+  cfg.blockDim = dim3(32 * yx_warps(y, x));
   cfg.dynamicSmemBytes = smem;
+  cfg.attrs = at;
+  cfg.numAttrs = 1;
+  e = cudaOccupancyMaxActiveClusters(clusters, iir_tc_yxc, &cfg);
+  if (e != cudaSuccess || *clusters < 1) {
+    *clusters = 0;
+    return (int)e;
+  }
+  *cluster = C;
+  return 0;
+}
+
+extern "C" int ndf__launch_iir_tc_yxc(const float *src, float *dst, int64_t P, int64_t Y, int64_t X,
+                                      const ndf__iir *f, int cluster, int clusters, void *stream) {
+  if (P <= 0 || Y <= 0 || X <= 0) return 0;
+  if (!ndf__iir_tc_yx_fits(src, dst, Y, X) || cluster < 1 || clusters < 1)
+    return (int)cudaErrorNotSupported;
+  const int y = (int)Y, x = (int)X;
+  cudaLaunchAttribute at[1];
+  at[0].id = cudaLaunchAttributeClusterDimension;
+  at[0].val.clusterDim.x = (unsigned)cluster;
+  at[0].val.clusterDim.y = at[0].val.clusterDim.z = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3((unsigned)(cluster * std::min<int64_t>(clusters, P)));
+  cfg.blockDim = dim3(32 * yx_warps(y, x));
+  cfg.dynamicSmemBytes = yx_smem(y, x);
   cfg.stream = (cudaStream_t)stream;
   cfg.attrs = at;
   cfg.numAttrs = 1;
-  int ncl = 0;
-  e = cudaOccupancyMaxActiveClusters(&ncl, iir_tc_yxc, &cfg);
-  if (e != cudaSuccess) return (int)e;
-  if (ncl < 1) return (int)cudaErrorNotSupported;
-  cfg.gridDim = dim3((unsigned)(C * std::min<int64_t>(ncl, P)));
   const tcparams q = make_params(*f);
-  e = cudaLaunchKernelEx(&cfg, iir_tc_yxc, src, dst, P, y, x, q);
+  const cudaError_t e = cudaLaunchKernelEx(&cfg, iir_tc_yxc, src, dst, P, y, x, q);
   return (int)(e != cudaSuccess ? e : cudaGetLastError());
 }

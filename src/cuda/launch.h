@@ -75,10 +75,12 @@ int ndf__launch_iir_tc(const float *src, float *dst, int64_t P, int64_t L, int64
 int ndf__iir_tc_yx_fits(const float *src, const float *dst, int64_t Y, int64_t X);
 int ndf__launch_iir_tc_yx(const float *src, float *dst, int64_t P, int64_t Y, int64_t X,
                           const struct ndf__iir *f, unsigned long long *sync, void *stream);
-/* The same, a slice to a thread-block cluster (no counters); cudaErrorNotSupported where
- * clusters are not (compute capability below 9.0) or do not fit. */
+/* The same, a slice to a thread-block cluster (no counters). ndf__iir_tc_yxc_plan, once for the
+ * current device, gives the blocks a cluster and the clusters resident at once (both 0 where
+ * clusters are not: compute capability below 9.0, or too large); the launch takes them. */
+int ndf__iir_tc_yxc_plan(int64_t Y, int64_t X, int *cluster, int *clusters);
 int ndf__launch_iir_tc_yxc(const float *src, float *dst, int64_t P, int64_t Y, int64_t X,
-                           const struct ndf__iir *f, void *stream);
+                           const struct ndf__iir *f, int cluster, int clusters, void *stream);
 
 /* ks (ks_kernel.cu): arrays as 3-D [z][y][x] (missing leading axes of length 1): input n,
  * output m, the input's offset in the output off; smap[a]: the sigma map of axis a (-1: none);
@@ -144,8 +146,9 @@ int ndf__launch_ks_gather(int lut, int narr, int ty, int by, const float *in, fl
 #define NDF__KS_SCATTER_DECLS(t, b)                                                                \
   NDF__KS_SCATTER_DECL(0, t, b)                                                                    \
   NDF__KS_SCATTER_DECL(1, t, b)                                                                    \
-  NDF__KS_SCATTER_DECL(2, t, b) NDF__KS_SCATTER_DECL(3, t, b) NDF__KS_SCATTER_DECL(4, t, b)        \
-      NDF__KS_SCATTER_DECL(5, t, b) NDF__KS_SCATTER_DECL(6, t, b)
+  NDF__KS_SCATTER_DECL(2, t, b)                                                                    \
+  NDF__KS_SCATTER_DECL(3, t, b) NDF__KS_SCATTER_DECL(4, t, b) NDF__KS_SCATTER_DECL(5, t, b)        \
+      NDF__KS_SCATTER_DECL(6, t, b)
 NDF__KS_SHAPES(NDF__KS_SCATTER_DECLS)
 
 #ifdef __cplusplus
