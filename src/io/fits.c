@@ -571,6 +571,42 @@ static int sample_type(fitsfile *f, int bitpix, int *scaled) {
 }
 
 /* Reads the current image HDU of f into img. */
+/* cfitsio sizes a tile's buffer by its row's variable-length descriptor (element count and heap
+ * offset) before reading it, so a corrupt descriptor asked it for gigabytes (fuzzing found a
+ * 3.5 GB malloc from an 8640-byte file). A tile-compressed image's descriptors must lie in the
+ * heap (PCOUNT bytes). */
+static ndf_status check_heap(fitsfile *f, const char *path, char *err, size_t errlen) {
+  int st = 0, ncols = 0;
+  long long rows = 0, heap = 0;
+  if (fits_get_num_rowsll(f, &rows, &st) || fits_get_num_cols(f, &ncols, &st) ||
+      fits_read_key(f, TLONGLONG, "PCOUNT", &heap, NULL, &st))
+    return fits_fail(err, errlen, NDF_EINVAL, path, "corrupt tile-compressed image", st);
+  for (int c = 1; c <= ncols; c++) {
+    int type = 0;
+    long long repeat = 0, width = 0;
+    if (fits_get_coltypell(f, c, &type, &repeat, &width, &st))
+      return fits_fail(err, errlen, NDF_EINVAL, path, "corrupt tile-compressed image", st);
+    if (type >= 0) continue; /* not a variable-length column */
+    const int t = abs(type);
+    const long long size = t == TSHORT                                       ? 2
+                           : t == TLONG || t == TFLOAT || t == TINT32BIT     ? 4
+                           : t == TDOUBLE || t == TLONGLONG || t == TCOMPLEX ? 8
+                           : t == TDBLCOMPLEX                                ? 16
+                                                                             : 1;
+    for (long long row = 1; row <= rows; row++) {
+      long long n = 0, off = 0;
+      if (fits_read_descriptll(f, c, row, &n, &off, &st))
+        return fits_fail(err, errlen, NDF_EINVAL, path, "corrupt tile-compressed image", st);
+      if (n < 0 || off < 0 || off > heap || n > (heap - off) / size)
+        return ndf_io_error(err, errlen, NDF_EINVAL, path,
+                            "corrupt tile-compressed image: tile %lld claims %lld elements at "
+                            "heap offset %lld of a %lld-byte heap",
+                            row, n, off, heap);
+    }
+  }
+  return NDF_OK;
+}
+
 static ndf_status read_image(fitsfile *f, const char *path, ndf_image *img, char *err,
                              size_t errlen) {
   enum { MAXAXES = 999 };
@@ -617,7 +653,11 @@ static ndf_status read_image(fitsfile *f, const char *path, ndf_image *img, char
     if (have - start < need)
       return ndf_io_error(err, errlen, NDF_EINVAL, path, "truncated: %lld of %lld data bytes",
                           have > start ? have - start : 0LL, need);
-  } else if (need > (64ll << 20) && need / 4096 > have) {
+  } else {
+    ndf_status hs = check_heap(f, path, err, errlen);
+    if (hs != NDF_OK) return hs;
+  }
+  if (compressed && need > (64ll << 20) && need / 4096 > have) {
     /* tile compression does not shrink data 4096 times: a corrupt header */
     return ndf_io_error(err, errlen, NDF_EINVAL, path,
                         "corrupt compressed image: %lld bytes of pixels from a %lld-byte file",
