@@ -688,6 +688,23 @@ static void bad_files(void) {
       io_write_file(io_at("tile99.fits"), z, nz);
       io_read_fails(io_at("tile99.fits"), NDF_EINVAL, "ZTILE2 = 99");
       memcpy(t + 10, "                   1", 20);
+      { /* a tile's descriptor past the heap (cfitsio would size its buffer by it) */
+        size_t end = 0, seen = 0;
+        for (size_t i = 0; i + 80 <= nz && !end; i += 80)
+          if (!strncmp(z + i, "END     ", 8) && ++seen == 2) end = (i / 2880 + 1) * 2880;
+        const char *tf = strstr(z, "TFORM1  = '1");
+        CHECK(end && end + 8 <= nz && tf, "no table data in tiles.fits.fz");
+        if (end && end + 8 <= nz && tf) {
+          char keep[8];
+          memcpy(keep, z + end, 8);
+          /* the element count: 32 bits (P) or 64 (Q), big-endian */
+          memset(z + end, 0, 8);
+          memset(z + end + (tf[12] == 'Q' ? 4 : 0), 0x7f, 1);
+          io_write_file(io_at("descriptor.fits"), z, nz);
+          io_read_fails(io_at("descriptor.fits"), NDF_EINVAL, "heap offset");
+          memcpy(z + end, keep, 8);
+        }
+      }
       char *bp = strstr(z, "ZVAL2   =                    2"); /* BYTEPIX of i16 */
       CHECK(bp && strstr(z, "ZNAME2  = 'BYTEPIX"), "no BYTEPIX in tiles.fits.fz");
       if (bp) {
