@@ -257,7 +257,10 @@ static int long_cases(ndf_context *ctx, int cuda, uint64_t *r) {
                {3, 0, 1, {65, 256, 16}},
                /* more slices than clusters: a block's column groups then the next slice's rows */
                {3, 0, 1, {300, 64, 48}},
-               {3, 1, 1, {400, 32, 64}}};
+               {3, 1, 1, {400, 32, 64}},
+               /* the same, slices past 256 x 256 (8 chunks a warp, L2 hints) */
+               {3, 0, 1, {200, 16, 300}},
+               {3, 1, 1, {150, 24, 260}}};
   for (size_t k = 0; k < sizeof longs / sizeof longs[0]; k++) {
     tcase c;
     memset(&c, 0, sizeof c);

@@ -9,7 +9,7 @@
  * temporary so that the last lands in the output; iir_kernel.cu's parallel form reads a pass's
  * input again in its backward sweep, so when the call is in place and the first pass would
  * write its input, the passes start in the temporary instead and a copy ends them. On 256
- * slices or more of up to 256 x 256, when the last two axes have the same chunked filter and both
+ * slices or more of up to 512 x 512, when the last two axes have the same chunked filter and both
  * fit the tensor-core kernel, one fused pass takes them together (iir_tc_kernel.cu: a slice to a
  * thread-block cluster; the array crosses DRAM once for both): see fused_yx. */
 #include <math.h>
@@ -105,11 +105,11 @@ static int all_in_place(const ndf__iirp *q, const int64_t *shape, const int *ax,
  * (iir_tc_yx), 2 a slice to a thread-block cluster (iir_tc_yxc). Both need the same chunked
  * filter on both axes, every pass in place, and the tensor-core kernel fitting both (alignment
  * aside: ndf__iir_tc_yx_fits checks the arrays at run time; NDF_CUDA_IIR_TC=0, which turns the
- * tensor-core kernels off, turns them off too). The cluster pass runs by default on slices up
- * to 256 x 256 (teams of 4 warps), 256 of them or more (H200: 256^3 back to back 0.110-0.114
- * against 0.121-0.124 ms for three passes; not on 64 or 128 slices of 256^2, where it was no
- * faster, 64 perhaps slower: 0.055-0.062 against 0.044-0.059 in one run; 512^3 0.917-0.924
- * against 0.910-0.915, so not there either).
+ * tensor-core kernels off, turns them off too). The cluster pass runs by default on 256 slices
+ * or more of up to 512 x 512 (H200, back to back: 256^3 0.110-0.114 against 0.121-0.124 ms for
+ * three passes; 512^3, 8 chunks a warp and L2 hints, 0.878-0.884 against 0.908-0.911; not on 64
+ * or 128 slices of 256^2, where it was no faster, 64 perhaps slower: 0.055-0.062 against
+ * 0.044-0.059 in one run).
  * NDF_CUDA_IIR_FUSED=0, 1 or 2 picks one (development probe); the ticketed pass is slower than the
  * passes it replaces (256^3 0.127 against 0.122 ms, 512^3 1.015 against 0.954: its groups' latency
  * bounds it, see iir_tc_kernel.cu). */
@@ -122,7 +122,7 @@ static int fused_yx(const ndf__iirp *q, const int64_t *shape, int nd, const int 
     return 0;
   const char *fused = getenv("NDF_CUDA_IIR_FUSED");
   if (fused && (fused[0] == '0' || fused[0] == '1' || fused[0] == '2')) return fused[0] - '0';
-  return shape[nd - 1] <= 256 && shape[nd - 2] <= 256 && extent(shape, 0, nd - 2) >= 256 ? 2 : 0;
+  return shape[nd - 1] <= 512 && shape[nd - 2] <= 512 && extent(shape, 0, nd - 2) >= 256 ? 2 : 0;
 }
 
 static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {

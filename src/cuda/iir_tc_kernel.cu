@@ -33,10 +33,10 @@
 //
 // The fused (y, x) passes run the same groups: a slice's rows, and a little later its columns,
 // read back from L2, so the array crosses DRAM once for both axes. iir_tc_yxc (a slice to a
-// thread-block cluster; by default on slices up to 256 x 256, iir.c) pays: without global
-// traffic a pass's arithmetic takes only 0.29-0.42 SM-cycles a sample, the rest of its time
-// is data movement and its latency (bench/results/iir-cluster-2026-11-22-h200/). iir_tc_yx
-// (tickets) is opt-in.
+// thread-block cluster; by default on 256 slices or more of up to 512 x 512, iir.c) pays:
+// without global traffic a pass's arithmetic takes only 0.29-0.42 SM-cycles a sample, the rest
+// of its time is data movement and its latency (bench/results/iir-cluster-2026-11-22-h200/).
+// iir_tc_yx (tickets) is opt-in.
 //
 // Measured (sigma 4.5, Nsight Compute on an H200; bench/results/iir-y0-l2-probe-2026-11-22/
 // and iir-ku8-probe-2026-11-22-h200/): a 256^3 pass takes 36-38 us (x, y, z) against a 34.6 us
@@ -47,7 +47,11 @@
 // (static items, per-warp acquire and release) only moved the waits to the fences (README
 // there). More warps an SM (y0 in the stage, 5 teams) and a slice to a cluster were slower too
 // (bench/results/iir-slab-pdl-probe-2026-11-22-h200/), and a third copy stage gained 2% at most
-// (iir-stages-probe-2026-11-22-h200/).
+// (iir-stages-probe-2026-11-22-h200/). Neither is the cluster pass bound by its issue: loading
+// and storing the row groups' fragments with ldmatrix / stmatrix took 16 % of a row pass's
+// instructions away and made it slower (256^3 38.3 against 36.3 us; the cluster pass 76.2
+// against 72.7), and its tail (256 slices on 62 clusters) costs 2 us, not a round
+// (bench/results/iir-yxc-ku8-2026-11-22-h200/).
 
 #include <cuda_runtime.h>
 
@@ -206,6 +210,21 @@ __device__ __forceinline__ void wait_prior1() {
 __device__ __forceinline__ void cp_async16(uint32_t sa, const float *gp) {
   asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16;" ::"r"(sa), "l"(gp));
 }
+// The same, the L2 told that the line may go first (pol: createpolicy's evict_first).
+__device__ __forceinline__ void cp_async16_ef(uint32_t sa, const float *gp, uint64_t pol) {
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint.L2::128B [%0], [%1], 16, %2;" ::"r"(sa),
+               "l"(gp), "l"(pol));
+}
+__device__ __forceinline__ void st16_ef(float *gp, float4 v, uint64_t pol) {
+  asm volatile("st.global.L2::cache_hint.v4.f32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(gp), "f"(v.x),
+               "f"(v.y), "f"(v.z), "f"(v.w), "l"(pol)
+               : "memory");
+}
+__device__ __forceinline__ uint64_t evict_first_policy() {
+  uint64_t pol;
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+  return pol;
+}
 
 // A team's share of a group of 16 lines of length L (rows: ROW, line l at l L from the
 // group's origin; columns: sample i at i Q), staged at xs. Warp w of the block's W takes the
@@ -226,6 +245,8 @@ template <bool ROW, int KU = 4> struct team_group {
   static constexpr int PL = KU * kC / 4, LPI = 32 / PL;
   float *xs;
   int L, RP, W, w, We, nu, s0, s1;
+  int ef = 0;       // the L2 told its copies in (bit 0) and its stores (bit 1) may go first
+  uint64_t pol = 0; // (the policy, when ef)
   __device__ __forceinline__ team_group(float *xs_, int L_, int W_, int w_)
       : xs(xs_), L(L_), W(W_), w(w_) {
     We = team_of<KU>(L);
@@ -277,8 +298,12 @@ template <bool ROW, int KU = 4> struct team_group {
     for (int k = 0; k < (ROW ? kNL / LPI : KU * kC / 8); k++, gp += gs) {
       if (k >= n) break;
       const int o = so[ROW ? 0 : k & 1] + k * ss;
-      if (IN)
+      if (IN && (ef & 1))
+        cp_async16_ef(sb + 4 * o, gp, pol);
+      else if (IN)
         cp_async16(sb + 4 * o, gp);
+      else if (ef & 2)
+        st16_ef(gp, *reinterpret_cast<const float4 *>(xs + o), pol);
       else
         *reinterpret_cast<float4 *>(gp) = *reinterpret_cast<const float4 *>(xs + o);
     }
@@ -487,10 +512,10 @@ __global__ void __maxnreg__(regs_of<KU>())
 
 // A fused (y, x) pass's block: a team for row groups and one for column groups over the same
 // two stages (the larger of their sizes) and exchange buffers.
-struct yx_teams {
+template <int KU = 4> struct yx_teams {
   float *smem;
-  team_group<true> rg;
-  team_group<false> cg;
+  team_group<true, KU> rg;
+  team_group<false, KU> cg;
   int W, stage;
   __device__ __forceinline__ yx_teams(float *smem_, int Y, int X)
       : smem(smem_), rg(smem_, X, blockDim.x / 32, threadIdx.x / 32),
@@ -514,7 +539,7 @@ __global__ void __maxnreg__(kRegs)
               const __grid_constant__ tcparams prm, unsigned long long *sync) {
   extern __shared__ __align__(16) float smem[];
   __shared__ long long ticket[2];
-  yx_teams t(smem, Y, X);
+  yx_teams<> t(smem, Y, X);
   team_group<true> &rg = t.rg;
   team_group<false> &cg = t.cg;
   __shared__ uint4 table[8][32];
@@ -625,17 +650,31 @@ __global__ void __maxnreg__(kRegs)
 // before the columns of the one before, to hide the barrier, was slower: two slices a cluster
 // in L2 and a longer wait between writing rows and reading them back sent the column reads to
 // DRAM: 256^3 0.117 against 0.110-0.114 ms back to back,
-// bench/results/iir-cluster-2026-11-22-h200.) Measured on an H200: 256^3 0.112 ms back to back
-// against 0.122-0.125 for the three passes; 512^3 (slices past 256 x 256) no faster.
-__global__ void __maxnreg__(kRegs) iir_tc_yxc(const float *src, float *dst, int64_t P, int Y, int X,
-                                              const __grid_constant__ tcparams prm) {
+// bench/results/iir-cluster-2026-11-22-h200; so was running only its first row group there,
+// 256^3 kernel 75.2 against 72.7 us, even with the L2 hints below.) KU chunks a warp (yxc_ku):
+// 4 up to 256 x 256, else 8. With 8, the clusters hold some 45 slices of 512 x 512 at a time,
+// more than the L2 keeps, so the source's rows and the columns (read back, then written) are
+// copied and stored with the L2 told they may go first, and the rows' results stay for their
+// columns (512^3 kernel 553 against 566 us without the hints; DRAM 52 against 66 % busy; at
+// 256^3 the hints gained nothing). Measured on an H200, back to back: 256^3 0.112 ms against
+// 0.122-0.125 for the three passes; 512^3 0.878-0.884 against 0.908-0.911
+// (bench/results/iir-yxc-ku8-2026-11-22-h200).
+template <int KU>
+__global__ void __maxnreg__(regs_of<KU>())
+    iir_tc_yxc(const float *src, float *dst, int64_t P, int Y, int X,
+               const __grid_constant__ tcparams prm) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   extern __shared__ __align__(16) float smem[];
-  yx_teams t(smem, Y, X);
-  team_group<true> &rg = t.rg;
-  team_group<false> &cg = t.cg;
+  yx_teams<KU> t(smem, Y, X);
+  team_group<true, KU> &rg = t.rg;
+  team_group<false, KU> &cg = t.cg;
   __shared__ uint4 table[8][32];
-  const frags<4> fr(prm, table);
+  const frags<KU> fr(prm, table);
+  if (KU == 8) { // (see above: L2 hints)
+    rg.pol = cg.pol = evict_first_policy();
+    rg.ef = 1;
+    cg.ef = 3;
+  }
   unsigned ur, uC, ucid, uncl;
   asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(ur));
   asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(uC));
@@ -783,11 +822,16 @@ extern "C" int ndf__iir_tc_yx_fits(const float *src, const float *dst, int64_t Y
 
 namespace {
 // A fused (y, x) pass's block (yx_teams): its warps, and its dynamic shared memory.
-int yx_warps(int y, int x) { return std::max(team_of<4>(x), team_of<4>(y)); }
-size_t yx_smem(int y, int x) {
-  const int W = yx_warps(y, x);
-  return std::max(smem_of<true>(x, W), smem_of<false>(y, W));
+template <int KU = 4> int yx_warps(int y, int x) {
+  return std::max(team_of<KU>(x), team_of<KU>(y));
 }
+template <int KU = 4> size_t yx_smem(int y, int x) {
+  const int W = yx_warps<KU>(y, x);
+  return std::max(smem_of<true, KU>(x, W), smem_of<false, KU>(y, W));
+}
+// The cluster pass's chunks a warp: 8 on slices past 256 x 256 (as the columns of iir_tc), so
+// that a 512-sample line takes a team of 4 warps, 3 teams an SM.
+int yxc_ku(int y, int x) { return y > 256 || x > 256 ? 8 : 4; }
 } // namespace
 
 extern "C" int ndf__launch_iir_tc_yx(const float *src, float *dst, int64_t P, int64_t Y, int64_t X,
@@ -817,14 +861,17 @@ extern "C" int ndf__iir_tc_yxc_plan(int64_t Y, int64_t X, int *cluster, int *clu
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
   if (e != cudaSuccess || major < 9) return (int)e; // (below 9.0: no clusters)
   const int y = (int)Y, x = (int)X;
-  const size_t smem = yx_smem(y, x);
+  const int ku = yxc_ku(y, x);
+  const size_t smem = ku == 8 ? yx_smem<8>(y, x) : yx_smem<4>(y, x);
+  const int warps = ku == 8 ? yx_warps<8>(y, x) : yx_warps<4>(y, x);
+  auto kern = ku == 8 ? iir_tc_yxc<8> : iir_tc_yxc<4>;
   // 8 blocks a cluster (H200, 256^3 back to back: 0.110-0.114 ms; 2: 0.118, 4: 0.120, 16:
   // 0.121-0.123; the three passes 0.121-0.124)
   const char *cenv = getenv("NDF_CUDA_IIR_CLUSTER"); // development probe
   const int C = cenv && atoi(cenv) > 0 ? atoi(cenv) : 8;
-  e = cudaFuncSetAttribute(iir_tc_yxc, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+  e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
   if (e == cudaSuccess && C > 8)
-    e = cudaFuncSetAttribute(iir_tc_yxc, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+    e = cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
   if (e != cudaSuccess) return (int)e;
   cudaLaunchAttribute at[1];
   at[0].id = cudaLaunchAttributeClusterDimension;
@@ -832,11 +879,11 @@ extern "C" int ndf__iir_tc_yxc_plan(int64_t Y, int64_t X, int *cluster, int *clu
   at[0].val.clusterDim.y = at[0].val.clusterDim.z = 1;
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3((unsigned)C);
-  cfg.blockDim = dim3(32 * yx_warps(y, x));
+  cfg.blockDim = dim3(32 * warps);
   cfg.dynamicSmemBytes = smem;
   cfg.attrs = at;
   cfg.numAttrs = 1;
-  e = cudaOccupancyMaxActiveClusters(clusters, iir_tc_yxc, &cfg);
+  e = cudaOccupancyMaxActiveClusters(clusters, kern, &cfg);
   if (e != cudaSuccess || *clusters < 1) {
     *clusters = 0;
     return (int)e;
@@ -857,12 +904,14 @@ extern "C" int ndf__launch_iir_tc_yxc(const float *src, float *dst, int64_t P, i
   at[0].val.clusterDim.y = at[0].val.clusterDim.z = 1;
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3((unsigned)(cluster * std::min<int64_t>(clusters, P)));
-  cfg.blockDim = dim3(32 * yx_warps(y, x));
-  cfg.dynamicSmemBytes = yx_smem(y, x);
+  const int ku = yxc_ku(y, x);
+  cfg.blockDim = dim3(32 * (ku == 8 ? yx_warps<8>(y, x) : yx_warps<4>(y, x)));
+  cfg.dynamicSmemBytes = ku == 8 ? yx_smem<8>(y, x) : yx_smem<4>(y, x);
   cfg.stream = (cudaStream_t)stream;
   cfg.attrs = at;
   cfg.numAttrs = 1;
   const tcparams q = make_params(*f);
-  const cudaError_t e = cudaLaunchKernelEx(&cfg, iir_tc_yxc, src, dst, P, y, x, q);
+  const cudaError_t e =
+      cudaLaunchKernelEx(&cfg, ku == 8 ? iir_tc_yxc<8> : iir_tc_yxc<4>, src, dst, P, y, x, q);
   return (int)(e != cudaSuccess ? e : cudaGetLastError());
 }
