@@ -832,6 +832,16 @@ template <int KU = 4> size_t yx_smem(int y, int x) {
 // The cluster pass's chunks a warp: 8 on slices past 256 x 256 (as the columns of iir_tc), so
 // that a 512-sample line takes a team of 4 warps, 3 teams an SM.
 int yxc_ku(int y, int x) { return y > 256 || x > 256 ? 8 : 4; }
+// The cluster pass's kernel, block and shared memory for slices of y x x.
+struct yxc_config {
+  void (*kern)(const float *, float *, int64_t, int, int, const tcparams);
+  int warps;
+  size_t smem;
+};
+yxc_config yxc_config_of(int y, int x) {
+  if (yxc_ku(y, x) == 8) return {iir_tc_yxc<8>, yx_warps<8>(y, x), yx_smem<8>(y, x)};
+  return {iir_tc_yxc<4>, yx_warps<4>(y, x), yx_smem<4>(y, x)};
+}
 } // namespace
 
 extern "C" int ndf__launch_iir_tc_yx(const float *src, float *dst, int64_t P, int64_t Y, int64_t X,
@@ -861,17 +871,14 @@ extern "C" int ndf__iir_tc_yxc_plan(int64_t Y, int64_t X, int *cluster, int *clu
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
   if (e != cudaSuccess || major < 9) return (int)e; // (below 9.0: no clusters)
   const int y = (int)Y, x = (int)X;
-  const int ku = yxc_ku(y, x);
-  const size_t smem = ku == 8 ? yx_smem<8>(y, x) : yx_smem<4>(y, x);
-  const int warps = ku == 8 ? yx_warps<8>(y, x) : yx_warps<4>(y, x);
-  auto kern = ku == 8 ? iir_tc_yxc<8> : iir_tc_yxc<4>;
+  const yxc_config k = yxc_config_of(y, x);
   // 8 blocks a cluster (H200, 256^3 back to back: 0.110-0.114 ms; 2: 0.118, 4: 0.120, 16:
-  // 0.121-0.123; the three passes 0.121-0.124)
+  // 0.121-0.123; the three passes 0.121-0.124. 512^3, the kernel: 553 us; 4: 664, 16: 595)
   const char *cenv = getenv("NDF_CUDA_IIR_CLUSTER"); // development probe
   const int C = cenv && atoi(cenv) > 0 ? atoi(cenv) : 8;
-  e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+  e = cudaFuncSetAttribute(k.kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)k.smem);
   if (e == cudaSuccess && C > 8)
-    e = cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+    e = cudaFuncSetAttribute(k.kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
   if (e != cudaSuccess) return (int)e;
   cudaLaunchAttribute at[1];
   at[0].id = cudaLaunchAttributeClusterDimension;
@@ -879,11 +886,11 @@ extern "C" int ndf__iir_tc_yxc_plan(int64_t Y, int64_t X, int *cluster, int *clu
   at[0].val.clusterDim.y = at[0].val.clusterDim.z = 1;
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3((unsigned)C);
-  cfg.blockDim = dim3(32 * warps);
-  cfg.dynamicSmemBytes = smem;
+  cfg.blockDim = dim3(32 * k.warps);
+  cfg.dynamicSmemBytes = k.smem;
   cfg.attrs = at;
   cfg.numAttrs = 1;
-  e = cudaOccupancyMaxActiveClusters(clusters, kern, &cfg);
+  e = cudaOccupancyMaxActiveClusters(clusters, k.kern, &cfg);
   if (e != cudaSuccess || *clusters < 1) {
     *clusters = 0;
     return (int)e;
@@ -904,14 +911,13 @@ extern "C" int ndf__launch_iir_tc_yxc(const float *src, float *dst, int64_t P, i
   at[0].val.clusterDim.y = at[0].val.clusterDim.z = 1;
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3((unsigned)(cluster * std::min<int64_t>(clusters, P)));
-  const int ku = yxc_ku(y, x);
-  cfg.blockDim = dim3(32 * (ku == 8 ? yx_warps<8>(y, x) : yx_warps<4>(y, x)));
-  cfg.dynamicSmemBytes = ku == 8 ? yx_smem<8>(y, x) : yx_smem<4>(y, x);
+  const yxc_config k = yxc_config_of(y, x);
+  cfg.blockDim = dim3(32 * k.warps);
+  cfg.dynamicSmemBytes = k.smem;
   cfg.stream = (cudaStream_t)stream;
   cfg.attrs = at;
   cfg.numAttrs = 1;
   const tcparams q = make_params(*f);
-  const cudaError_t e =
-      cudaLaunchKernelEx(&cfg, ku == 8 ? iir_tc_yxc<8> : iir_tc_yxc<4>, src, dst, P, y, x, q);
+  const cudaError_t e = cudaLaunchKernelEx(&cfg, k.kern, src, dst, P, y, x, q);
   return (int)(e != cudaSuccess ? e : cudaGetLastError());
 }
