@@ -297,9 +297,10 @@ template <bool ROW, int KU = 4> struct team_group {
     // A whole span, the common case, goes without a test between its pieces, which would also
     // cost each copy the three no-op loads that ptxas puts before a run of them (H200, 256^3:
     // the cluster pass 28.1 M warp instructions against 32.0 M, 70.3-71.4 against 72.7-73.5
-    // us; the column pass 12.2 M against 13.0 M, as fast, 37.0-37.1 us). Not on 8 chunks a
-    // warp: their 16 pieces' addresses, all worked out first, spill (512^3's cluster pass
-    // 533-603 against 549 us).
+    // us; the column pass 12.2 M against 13.0 M, 37.1 against 36.5-37.0 us; back to back
+    // within the noise; bench/results/iir-copies-2026-11-22-h200). Not on 8 chunks a warp:
+    // their 16 pieces' addresses, all worked out first, spill (512^3's cluster pass 533-603
+    // against 549 us).
     if (KU == 8 || n < N || ef)
       pieces<IN, false>(sb, so, gp, gs, ss, n);
     else
