@@ -276,8 +276,8 @@ static int long_cases(ndf_context *ctx, int cuda, uint64_t *r) {
     c.lay.inplace = longs[k].inplace;
     run_case(ctx, cuda, &c, r);
     if (longs[k].iso && cuda) /* again: cuda_iir without and with each fused (y, x) pass */
-      for (int v = 0; v <= 2; v++) {
-        setenv("NDF_CUDA_IIR_FUSED", v == 0 ? "0" : v == 1 ? "1" : "2", 1);
+      for (char v[2] = "0"; v[0] <= '2'; v[0]++) {
+        setenv("NDF_CUDA_IIR_FUSED", v, 1);
         run_case(ctx, cuda, &c, r);
         unsetenv("NDF_CUDA_IIR_FUSED");
       }

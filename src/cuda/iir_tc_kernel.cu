@@ -859,6 +859,22 @@ yxc_config yxc_config_of(int y, int x) {
   if (yxc_ku(y, x) == 8) return {iir_tc_yxc<8>, yx_warps<8>(y, x), yx_smem<8>(y, x)};
   return {iir_tc_yxc<4>, yx_warps<4>(y, x), yx_smem<4>(y, x)};
 }
+// The cluster pass's launch of n clusters of C blocks (at: the cluster shape, filled here), for
+// the occupancy query of the plan and for the launch.
+cudaLaunchConfig_t yxc_launch(const yxc_config &k, int C, int64_t n, cudaStream_t st,
+                              cudaLaunchAttribute (&at)[1]) {
+  at[0].id = cudaLaunchAttributeClusterDimension;
+  at[0].val.clusterDim.x = (unsigned)C;
+  at[0].val.clusterDim.y = at[0].val.clusterDim.z = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3((unsigned)(C * n));
+  cfg.blockDim = dim3(32 * k.warps);
+  cfg.dynamicSmemBytes = k.smem;
+  cfg.stream = st;
+  cfg.attrs = at;
+  cfg.numAttrs = 1;
+  return cfg;
+}
 } // namespace
 
 extern "C" int ndf__launch_iir_tc_yx(const float *src, float *dst, int64_t P, int64_t Y, int64_t X,
@@ -898,15 +914,7 @@ extern "C" int ndf__iir_tc_yxc_plan(int64_t Y, int64_t X, int *cluster, int *clu
     e = cudaFuncSetAttribute(k.kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
   if (e != cudaSuccess) return (int)e;
   cudaLaunchAttribute at[1];
-  at[0].id = cudaLaunchAttributeClusterDimension;
-  at[0].val.clusterDim.x = (unsigned)C;
-  at[0].val.clusterDim.y = at[0].val.clusterDim.z = 1;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3((unsigned)C);
-  cfg.blockDim = dim3(32 * k.warps);
-  cfg.dynamicSmemBytes = k.smem;
-  cfg.attrs = at;
-  cfg.numAttrs = 1;
+  const cudaLaunchConfig_t cfg = yxc_launch(k, C, 1, nullptr, at);
   e = cudaOccupancyMaxActiveClusters(clusters, k.kern, &cfg);
   if (e != cudaSuccess || *clusters < 1) {
     *clusters = 0;
@@ -922,18 +930,10 @@ extern "C" int ndf__launch_iir_tc_yxc(const float *src, float *dst, int64_t P, i
   if (!ndf__iir_tc_yx_fits(src, dst, Y, X) || cluster < 1 || clusters < 1)
     return (int)cudaErrorNotSupported;
   const int y = (int)Y, x = (int)X;
-  cudaLaunchAttribute at[1];
-  at[0].id = cudaLaunchAttributeClusterDimension;
-  at[0].val.clusterDim.x = (unsigned)cluster;
-  at[0].val.clusterDim.y = at[0].val.clusterDim.z = 1;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3((unsigned)(cluster * std::min<int64_t>(clusters, P)));
   const yxc_config k = yxc_config_of(y, x);
-  cfg.blockDim = dim3(32 * k.warps);
-  cfg.dynamicSmemBytes = k.smem;
-  cfg.stream = (cudaStream_t)stream;
-  cfg.attrs = at;
-  cfg.numAttrs = 1;
+  cudaLaunchAttribute at[1];
+  const cudaLaunchConfig_t cfg =
+      yxc_launch(k, cluster, std::min<int64_t>(clusters, P), (cudaStream_t)stream, at);
   const tcparams q = make_params(*f);
   const cudaError_t e = cudaLaunchKernelEx(&cfg, k.kern, src, dst, P, y, x, q);
   return (int)(e != cudaSuccess ? e : cudaGetLastError());
