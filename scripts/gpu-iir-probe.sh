@@ -3,10 +3,11 @@
 # Nsight Compute (speed of light, occupancy, warp states, instructions by opcode). A directory
 # .probe-base holding another tree (`git archive BASE | tar -x -C .probe-base`) is built and
 # timed too, in the same run (A/B on one machine). Output under $OUT.
+# PROBE_ARCHS: the CUDA architectures of both builds (default 90; 90a for wgmma probes).
 set -u
 B=build-gpu
 NVCC=/usr/local/cuda/bin/nvcc
-cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DNDF_ENABLE_CUDA=ON -DNDF_CUDA_ARCHS=90 \
+cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DNDF_ENABLE_CUDA=ON -DNDF_CUDA_ARCHS=${PROBE_ARCHS:-90} \
   -DCMAKE_CUDA_COMPILER=$NVCC -DNDF_PYTHON=$(command -v python3) -DNDF_REQUIRE_FORMATS=OFF \
   -DNDF_BUILD_TOOLS=OFF > $OUT/configure.log 2>&1 || { tail -20 $OUT/configure.log; exit 1; }
 ( time cmake --build $B -j16 --target ndfilt ${PROBE_TARGETS:-} ) > $OUT/build.log 2>&1 ||
@@ -14,7 +15,7 @@ cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DNDF_ENABLE_CUDA=ON -DNDF_CUDA_ARCH
 tail -3 $OUT/build.log
 if [ -d .probe-base ]; then # the base tree (git archive of the commit compared against)
   ( cd .probe-base && cmake -S . -B build-base -DCMAKE_BUILD_TYPE=Release -DNDF_ENABLE_CUDA=ON \
-    -DNDF_CUDA_ARCHS=90 -DCMAKE_CUDA_COMPILER=$NVCC -DNDF_PYTHON=$(command -v python3) \
+    -DNDF_CUDA_ARCHS=${PROBE_ARCHS:-90} -DCMAKE_CUDA_COMPILER=$NVCC -DNDF_PYTHON=$(command -v python3) \
     -DNDF_REQUIRE_FORMATS=OFF -DNDF_BUILD_TOOLS=OFF > $OUT/configure-base.log 2>&1 &&
     cmake --build build-base -j16 --target ndfilt > $OUT/build-base.log 2>&1 ) || echo "base build failed"
 fi
