@@ -7,16 +7,16 @@
 set -u
 B=build-gpu
 NVCC=/usr/local/cuda/bin/nvcc
-cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DNDF_ENABLE_CUDA=ON -DNDF_CUDA_ARCHS=${PROBE_ARCHS:-90} \
-  -DCMAKE_CUDA_COMPILER=$NVCC -DNDF_PYTHON=$(command -v python3) -DNDF_REQUIRE_FORMATS=OFF \
-  -DNDF_BUILD_TOOLS=OFF > $OUT/configure.log 2>&1 || { tail -20 $OUT/configure.log; exit 1; }
+# the configuration of both builds
+CFG="-DCMAKE_BUILD_TYPE=Release -DNDF_ENABLE_CUDA=ON -DNDF_CUDA_ARCHS=${PROBE_ARCHS:-90}
+  -DCMAKE_CUDA_COMPILER=$NVCC -DNDF_PYTHON=$(command -v python3) -DNDF_REQUIRE_FORMATS=OFF
+  -DNDF_BUILD_TOOLS=OFF"
+cmake -S . -B $B $CFG > $OUT/configure.log 2>&1 || { tail -20 $OUT/configure.log; exit 1; }
 ( time cmake --build $B -j16 --target ndfilt ${PROBE_TARGETS:-} ) > $OUT/build.log 2>&1 ||
   { grep -E "error" -A5 $OUT/build.log | head -40; exit 1; }
 tail -3 $OUT/build.log
 if [ -d .probe-base ]; then # the base tree (git archive of the commit compared against)
-  ( cd .probe-base && cmake -S . -B build-base -DCMAKE_BUILD_TYPE=Release -DNDF_ENABLE_CUDA=ON \
-    -DNDF_CUDA_ARCHS=${PROBE_ARCHS:-90} -DCMAKE_CUDA_COMPILER=$NVCC -DNDF_PYTHON=$(command -v python3) \
-    -DNDF_REQUIRE_FORMATS=OFF -DNDF_BUILD_TOOLS=OFF > $OUT/configure-base.log 2>&1 &&
+  ( cd .probe-base && cmake -S . -B build-base $CFG > $OUT/configure-base.log 2>&1 &&
     cmake --build build-base -j16 --target ndfilt > $OUT/build-base.log 2>&1 ) || echo "base build failed"
 fi
 export NDFILT_LIBRARY=$PWD/$B/libndfilt.so PYTHONPATH=$PWD/python
