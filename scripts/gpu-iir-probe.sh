@@ -6,11 +6,7 @@
 # PROBE_ARCHS: the CUDA architectures of both builds (default 90; 90a for wgmma probes).
 set -u
 B=build-gpu
-NVCC=/usr/local/cuda/bin/nvcc
-# the configuration of both builds
-CFG="-DCMAKE_BUILD_TYPE=Release -DNDF_ENABLE_CUDA=ON -DNDF_CUDA_ARCHS=${PROBE_ARCHS:-90}
-  -DCMAKE_CUDA_COMPILER=$NVCC -DNDF_PYTHON=$(command -v python3) -DNDF_REQUIRE_FORMATS=OFF
-  -DNDF_BUILD_TOOLS=OFF"
+. scripts/gpu-iir-cfg.sh # NVCC, CFG: the configuration of both builds
 cmake -S . -B $B $CFG > $OUT/configure.log 2>&1 || { tail -20 $OUT/configure.log; exit 1; }
 ( time cmake --build $B -j16 --target ndfilt ${PROBE_TARGETS:-} ) > $OUT/build.log 2>&1 ||
   { grep -E "error" -A5 $OUT/build.log | head -40; exit 1; }
