@@ -1,0 +1,26 @@
+# gpu-iir-time.py - development probe for cuda_iir (issue 05): the whole filter on 256^2 x 64,
+# 256^3 and 512^3 (sigma 4.5, mode nearest) against a device copy, one call (median of 30) and
+# 20 calls back to back (per call), CUDA events, and its relative L2 error against a truncate-8
+# FIR Gaussian in float64. The library is NDFILT_LIBRARY; run by gpu-iir-probe.sh and
+# gpu-iir-variants.sh once per build.
+import os, cupy as cp, numpy as np, ndfilt, cupyx.scipy.ndimage as cnd
+def t(f, n=30):
+    for _ in range(5): f()
+    s, e = cp.cuda.Event(), cp.cuda.Event(); ts=[]
+    for _ in range(n):
+        s.record(); f(); e.record(); e.synchronize(); ts.append(cp.cuda.get_elapsed_time(s, e))
+    one = float(np.median(ts))
+    s.record()
+    for _ in range(20): f()
+    e.record(); e.synchronize()
+    return one, cp.cuda.get_elapsed_time(s, e) / 20
+print(cp.cuda.runtime.getDeviceProperties(0)['name'].decode())
+for shp in [(256,256,64),(256,256,256),(512,512,512)]:
+    x = cp.random.standard_normal(shp, dtype=cp.float32); y = cp.empty_like(x)
+    cpy = t(lambda: y.__setitem__(Ellipsis, x))
+    for sig in (4.5,):
+        r = t(lambda: ndfilt.gaussian_filter(x, sig, mode='nearest', method='cuda_iir', output=y))
+        ref = cnd.gaussian_filter(x.astype(cp.float64), sig, mode='nearest', truncate=8)
+        ndfilt.gaussian_filter(x, sig, mode='nearest', method='cuda_iir', output=y)
+        err = float(cp.linalg.norm(y - ref) / cp.linalg.norm(ref))
+        print(f"{shp} sigma {sig}: cuda_iir {r[0]:.4f} ms one call, {r[1]:.4f} b2b; copy {cpy[0]:.4f} / {cpy[1]:.4f} ms; rel L2 vs truncate-8 FIR {err:.2e}")
