@@ -59,16 +59,17 @@ struct ndf__iir;
 int ndf__launch_iir(const float *src, float *dst, int64_t P, int64_t L, int64_t Q,
                     const struct ndf__iir *f, void *stream);
 /* The parallel form on lines of length L that fit in one block (ndf__iir_chunks_fit): the
- * line in registers, read and written once, float32 state; may run in place. */
+ * line in registers, read and written once, float32 state; may run in place. last: the
+ * filter's last pass (nothing of the filter reads its results again). */
 int ndf__iir_chunks_fit(const struct ndf__iir *f, int64_t L);
 int ndf__launch_iir_chunks(const float *src, float *dst, int64_t P, int64_t L, int64_t Q,
-                           const struct ndf__iir *f, void *stream);
+                           const struct ndf__iir *f, int last, void *stream);
 /* The same on tensor cores (iir_tc_kernel.cu) for L <= 512, rows with L % 4 == 0 or columns
  * with Q % 16 == 0, 16-byte aligned arrays, unless NDF_CUDA_IIR_TC=0; ndf__launch_iir_chunks
  * takes it where it fits. */
 int ndf__iir_tc_fits(const float *src, const float *dst, int64_t L, int64_t Q);
 int ndf__launch_iir_tc(const float *src, float *dst, int64_t P, int64_t L, int64_t Q,
-                       const struct ndf__iir *f, void *stream);
+                       const struct ndf__iir *f, int last, void *stream);
 /* Both last axes of [P][Y][X] in one pass under the same filter f (iir_tc_kernel.cu), where
  * ndf__iir_tc_yx_fits: sync is a device buffer of P + 2 counters, zero before the first launch
  * (each launch leaves them zero). */
