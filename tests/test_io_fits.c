@@ -703,6 +703,12 @@ static void bad_files(void) {
           io_write_file(io_at("descriptor.fits"), z, nz);
           io_read_fails(io_at("descriptor.fits"), NDF_EINVAL, "heap offset");
           memcpy(z + end, keep, 8);
+          /* the first tile's bytes cut to 3 (cfitsio's Rice decoder would read on past them) */
+          z[end + (tf[12] == 'Q' ? 7 : 3)] = 3;
+          io_write_file(io_at("rice_cut.fits"), z, nz);
+          io_read_fails(io_at("rice_cut.fits"), NDF_EINVAL,
+                        "tile 1's Rice stream runs past its 3 bytes");
+          memcpy(z + end, keep, 8);
         }
       }
       char *bp = strstr(z, "ZVAL2   =                    2"); /* BYTEPIX of i16 */
@@ -712,6 +718,18 @@ static void bad_files(void) {
         io_write_file(io_at("bytepix3.fits"), z, nz);
         io_read_fails(io_at("bytepix3.fits"), NDF_EINVAL, "BYTEPIX = 3");
         bp[29] = '2';
+      }
+      /* BLOCKSIZE 0 under another name: cfitsio takes ZVAL1 whatever ZNAME1 says, and divides
+       * by it */
+      char *bs = strstr(z, "ZVAL1   =                   32"), *bn = strstr(z, "'BLOCKSIZE'");
+      CHECK(bs && bn, "no BLOCKSIZE in tiles.fits.fz");
+      if (bs && bn) {
+        memcpy(bn, "'BLOCKSIZ ", 10);
+        memcpy(bs + 28, " 0", 2);
+        io_write_file(io_at("blocksize0.fits"), z, nz);
+        io_read_fails(io_at("blocksize0.fits"), NDF_EINVAL, "BLOCKSIZE = 0");
+        memcpy(bn, "'BLOCKSIZE", 10);
+        memcpy(bs + 28, "32", 2);
       }
       /* a long unquoted string where cfitsio reads an integer (its message overflows) */
       char *zb = strstr(z, "ZBITPIX =");
@@ -733,6 +751,9 @@ static void bad_files(void) {
     }
     free(z);
   }
+  /* fuzzing's find: a Rice stream whose runs of zero bits go on past its tile's bytes */
+  io_read_fails(NDF_SOURCE_DIR "/fuzz/corpus/fits/rice-overrun.fits", NDF_EINVAL,
+                "tile 3's Rice stream runs past its 14 bytes");
   { /* an extension's required keywords out of place, or not integers */
     int st = 0;
     fitsfile *f = new_fits(io_at("ext.fits"), BYTE_IMG, 0, NULL, &st);

@@ -31,9 +31,10 @@
  * quantized) in the first extension, 1 to 3 axes only (cfitsio's limit), 64-bit integer
  * types as their exact f64 (cfitsio compresses none).
  *
- * Hostile files: cfitsio 4.2 crashes on some corrupt headers, so before it reads a file the
- * headers it will parse are checked here (check_headers), gzip's size claim too
- * (check_compressed); zip, compress and pack files are refused. */
+ * Hostile files: cfitsio 4.2 crashes on some corrupt headers and tiles, so before it reads a file
+ * the headers it will parse are checked here (check_headers), gzip's size claim too
+ * (check_compressed), and before it decompresses an image the tiles' descriptors and Rice
+ * streams (check_heap, check_rice); zip, compress and pack files are refused. */
 #include <errno.h>
 #include <fitsio.h>
 #include <math.h>
@@ -186,18 +187,20 @@ static int numeric_key(const char *key, int bintable) {
 
 /* cfitsio 4.2 trusts headers further than it checks them, as fuzzing found: on some corrupt
  * required keywords it goes on with an uninitialised count; it divides by a tile-compressed
- * image's ZTILEn (SIGFPE for 0) and sizes buffers by them; it picks its Rice decoder by
- * BYTEPIX, reading out of bounds for other values than 1, 2, 4; its message on an integer
- * keyword it cannot read overflows a buffer (a fortified abort). So the headers cfitsio will
- * read are walked here first, only to check those: the required keywords in their places
- * with integer values (BITPIX one of the six, NAXIS up to 999, the others not negative),
- * numbers where cfitsio reads numbers, 0 < ZTILEn <= ZNAXISn, BLOCKSIZE 16 or 32, BYTEPIX
- * 1, 2 or 4. The walk stops where it cannot follow the file (cfitsio then says what is
- * wrong), and after a primary HDU with data unless all (an HDU chosen by name). name: the
- * file (plain or gzipped). */
+ * image's ZTILEn (SIGFPE for 0) and sizes buffers by them, and divides by a Rice image's
+ * BLOCKSIZE; it picks its Rice decoder by BYTEPIX, reading out of bounds for other values
+ * than 1, 2, 4; its message on an integer keyword it cannot read overflows a buffer (a
+ * fortified abort). So the headers cfitsio will read are walked here first, only to check
+ * those: the required keywords in their places with integer values (BITPIX one of the six,
+ * NAXIS up to 999, the others not negative), numbers where cfitsio reads numbers,
+ * 0 < ZTILEn <= ZNAXISn, and a RICE_1 image's BLOCKSIZE 16 or 32 and BYTEPIX 1, 2 or 4 as
+ * cfitsio takes them: ZVAL1 and ZVAL2 (BYTEPIX 4 without), whatever ZNAMEn say, swapped when
+ * ZVAL1 < 16 and ZVAL2 > 8. The walk stops where it cannot follow the file (cfitsio then
+ * says what is wrong), and after a primary HDU with data unless all (an HDU chosen by name).
+ * name: the file (plain or gzipped). */
 static ndf_status check_headers(const char *path, const char *name, int all, char *err,
                                 size_t errlen) {
-  enum { BLOCK = 2880, MAXDIM = 999, ZDIM = 6, ZPAR = 9 };
+  enum { BLOCK = 2880, MAXDIM = 999, ZDIM = 6 };
   gzFile g = gzopen(name, "rb");
   if (!g) return NDF_OK;
   long long naxes[MAXDIM + 1];
@@ -205,9 +208,8 @@ static ndf_status check_headers(const char *path, const char *name, int all, cha
   ndf_status s = NDF_OK;
   for (int hdu = 0; s == NDF_OK; hdu++) {
     long long bitpix = 0, naxis = 0, pcount = 0, gcount = 1;
-    long long znaxis = 0, zn[ZDIM + 1] = {0}, zt[ZDIM + 1] = {0}, zval[ZPAR + 1] = {0};
-    int zimage = 0, groups = 0, tiled = 0, table = 0, bintable = 0, ended = 0;
-    const char *zname[ZPAR + 1] = {0};
+    long long znaxis = 0, zn[ZDIM + 1] = {0}, zt[ZDIM + 1] = {0}, zval[3] = {0};
+    int zimage = 0, groups = 0, tiled = 0, table = 0, bintable = 0, ended = 0, rice = 0, zset = 0;
     memset(naxes, 0, sizeof naxes);
     for (int pos = 0; !ended; pos++) {
       if (pos % (BLOCK / 80) == 0 && gzread(g, blk, BLOCK) != BLOCK) goto done;
@@ -268,11 +270,9 @@ static ndf_status check_headers(const char *path, const char *name, int all, cha
       if (!strcmp(key, "ZNAXIS")) card_int(card, &znaxis);
       if ((n = indexed(key, "ZNAXIS", ZDIM))) card_int(card, &zn[n]);
       if ((n = indexed(key, "ZTILE", ZDIM)) && card_int(card, &zt[n])) tiled |= 1 << n;
-      if ((n = indexed(key, "ZVAL", ZPAR))) card_int(card, &zval[n]);
-      if ((n = indexed(key, "ZNAME", ZPAR)))
-        zname[n] = strstr(card, "'BLOCKSIZE") ? "BLOCKSIZE"
-                   : strstr(card, "'BYTEPIX") ? "BYTEPIX"
-                                              : NULL;
+      if ((n = indexed(key, "ZVAL", 2)) && !(zset & 1 << n) && card_int(card, &zval[n]))
+        zset |= 1 << n; /* cfitsio reads the first */
+      if (!strcmp(key, "ZCMPTYPE")) rice |= strstr(card, "'RICE_1") || strstr(card, "'RICE_ONE");
     }
     for (int i = 1; hdu > 0 && zimage && i <= znaxis && i <= ZDIM && s == NDF_OK; i++) {
       long long tile = tiled & 1 << i ? zt[i] : i == 1 ? zn[1] : 1;
@@ -281,11 +281,18 @@ static ndf_status check_headers(const char *path, const char *name, int all, cha
                          "corrupt tile-compressed image in HDU %d: ZNAXIS%d = %lld, ZTILE%d = %lld",
                          hdu, i, zn[i], i, tile);
     }
-    for (int i = 1; hdu > 0 && zimage && i <= ZPAR && s == NDF_OK; i++) {
-      long long z = zval[i];
-      if (zname[i] && (zname[i][1] == 'L' ? z != 16 && z != 32 : z != 1 && z != 2 && z != 4))
+    if (hdu > 0 && zimage && rice && zset & 2 && s == NDF_OK) {
+      long long block = zval[1], pix = zset & 4 ? zval[2] : 4, t = block;
+      if (block < 16 && pix > 8) {
+        block = pix;
+        pix = t;
+      }
+      if (block != 16 && block != 32)
         s = ndf_io_error(err, errlen, NDF_EINVAL, path,
-                         "corrupt tile-compressed image in HDU %d: %s = %lld", hdu, zname[i], z);
+                         "corrupt tile-compressed image in HDU %d: BLOCKSIZE = %lld", hdu, block);
+      else if (pix != 1 && pix != 2 && pix != 4)
+        s = ndf_io_error(err, errlen, NDF_EINVAL, path,
+                         "corrupt tile-compressed image in HDU %d: BYTEPIX = %lld", hdu, pix);
     }
     /* cfitsio moves on only from an empty primary HDU, or to a chosen HDU */
     if (hdu == 0 && naxis > 0 && !all) break;
@@ -570,7 +577,6 @@ static int sample_type(fitsfile *f, int bitpix, int *scaled) {
   return bitpix <= 16 ? FLOAT_IMG : DOUBLE_IMG;
 }
 
-/* Reads the current image HDU of f into img. */
 /* cfitsio sizes a tile's buffer by its row's variable-length descriptor (element count and heap
  * offset) before reading it, so a corrupt descriptor asked it for gigabytes (fuzzing found a
  * 3.5 GB malloc from an 8640-byte file). A tile-compressed image's descriptors must lie in the
@@ -607,6 +613,95 @@ static ndf_status check_heap(fitsfile *f, const char *path, char *err, size_t er
   return NDF_OK;
 }
 
+/* 1 if a Rice stream of npix pixels of w bytes (1, 2 or 4) in blocks of block pixels ends within
+ * its n bytes q. cfitsio's decoder reads a byte only when it needs one of its bits, so the stream
+ * fits when its bits do. */
+static int rice_fits(const unsigned char *q, long long n, long long npix, int w, int block) {
+  const int fsbits = w == 1 ? 3 : w == 2 ? 4 : 5, fsmax = w == 1 ? 6 : w == 2 ? 14 : 25;
+  long long bit = 8ll * w, end = 8 * n; /* the first pixel is raw */
+  for (long long i = 0; i < npix; i += block) {
+    if (bit + fsbits > end) return 0;
+    long long at = bit >> 3;
+    unsigned win = (unsigned)q[at] << 8 | (at + 1 < n ? q[at + 1] : 0);
+    int fs = (int)(win >> (16 - (bit & 7) - fsbits) & ((1u << fsbits) - 1)) - 1;
+    long long m = npix - i < block ? npix - i : block;
+    bit += fsbits;
+    if (fs == fsmax) { /* raw pixels */
+      bit += m * 8 * w;
+    } else if (fs >= 0) { /* each pixel: zero bits up to a 1, then fs bits */
+      for (long long j = 0; j < m && bit <= end; j++) {
+        while (bit < end && !(q[bit >> 3] << (bit & 7) & 0x80))
+          bit += (bit & 7) == 0 && q[bit >> 3] == 0 ? 8 : 1;
+        bit += 1 + fs;
+      }
+    } /* fs < 0: every pixel equals the last, nothing more */
+    if (bit > end) return 0;
+  }
+  return 1;
+}
+
+/* cfitsio 4.2's Rice decoder (fits_rdecomp and its _short and _byte twins) looks for the end of a
+ * tile's bytes only after each block of pixels, and a pixel's run of zero bits goes on while the
+ * bytes are zero, so a corrupt tile had it read far past its buffer (fuzzing found a SEGV). So
+ * each tile of a RICE_1 image is walked here first, as that decoder consumes it, decoding
+ * nothing: the first pixel raw (BYTEPIX bytes); then per block of BLOCKSIZE pixels a code of 3,
+ * 4 or 5 bits (BYTEPIX 1, 2, 4): 0 when every pixel equals the last, 7, 15 or 26 for raw
+ * pixels of 8, 16 or 32 bits, else k + 1 for pixels of zero bits ended by a 1 and k bits more.
+ * BLOCKSIZE, BYTEPIX (any but 1 and 2 is 4, whatever ZBITPIX is) and the tiles are those
+ * cfitsio read (see check_headers): ZTILEn over ZNAXISn, smaller at the far edges, row 1 + the
+ * tile's index with ZNAXIS1 fastest. A tile without COMPRESSED_DATA is read from other
+ * columns. */
+static ndf_status check_rice(fitsfile *f, const char *path, char *err, size_t errlen) {
+  const FITSfile *ff = f->Fptr;
+  if (ff->compress_type != RICE_1) return NDF_OK;
+  const int w = ff->rice_bytepix == 1 || ff->rice_bytepix == 2 ? ff->rice_bytepix : 4;
+  if (ff->rice_blocksize < 1)
+    return ndf_io_error(err, errlen, NDF_EINVAL, path,
+                        "corrupt tile-compressed image: Rice BLOCKSIZE = %d", ff->rice_blocksize);
+  for (int d = 0; d < ff->zndim; d++)
+    if (ff->znaxis[d] < 1 || ff->tilesize[d] < 1) return NDF_OK; /* check_headers refuses these */
+  int st = 0;
+  long long rows = 0, cap = 0;
+  unsigned char *q = NULL, zero = 0;
+  ndf_status s = NDF_OK;
+  fits_get_num_rowsll(f, &rows, &st);
+  for (long long row = 1; row <= rows && !st && s == NDF_OK; row++) {
+    long long npix = 1, r = row - 1, n = 0, off = 0;
+    for (int d = 0; d < ff->zndim; d++) {
+      long long z = ff->znaxis[d], t = ff->tilesize[d], k = r % ((z - 1) / t + 1);
+      r /= (z - 1) / t + 1;
+      npix *= z - k * t < t ? z - k * t : t;
+    }
+    if (fits_read_descriptll(f, ff->cn_compressed, row, &n, &off, &st) || n == 0) continue;
+    if (n > ff->logfilesize) {
+      s = ndf_io_error(err, errlen, NDF_EINVAL, path,
+                       "corrupt tile-compressed image: tile %lld claims %lld bytes of a %lld-byte "
+                       "file",
+                       row, n, (long long)ff->logfilesize);
+      break;
+    }
+    if (n > cap) {
+      unsigned char *p = realloc(q, (size_t)n);
+      if (!p) {
+        s = ndf_io_error(err, errlen, NDF_ENOMEM, path, "out of memory (%lld bytes)", n);
+        break;
+      }
+      q = p;
+      cap = n;
+    }
+    if (!fits_read_col(f, TBYTE, ff->cn_compressed, row, 1, n, &zero, q, NULL, &st) &&
+        !rice_fits(q, n, npix, w, ff->rice_blocksize))
+      s = ndf_io_error(err, errlen, NDF_EINVAL, path,
+                       "corrupt tile-compressed image: tile %lld's Rice stream runs past its %lld "
+                       "bytes",
+                       row, n);
+  }
+  free(q);
+  if (st) return fits_fail(err, errlen, NDF_EINVAL, path, "corrupt tile-compressed image", st);
+  return s;
+}
+
+/* Reads the current image HDU of f into img. */
 static ndf_status read_image(fitsfile *f, const char *path, ndf_image *img, char *err,
                              size_t errlen) {
   enum { MAXAXES = 999 };
@@ -655,6 +750,7 @@ static ndf_status read_image(fitsfile *f, const char *path, ndf_image *img, char
                           have > start ? have - start : 0LL, need);
   } else {
     ndf_status hs = check_heap(f, path, err, errlen);
+    if (hs == NDF_OK) hs = check_rice(f, path, err, errlen);
     if (hs != NDF_OK) return hs;
   }
   if (compressed && need > (64ll << 20) && need / 4096 > have) {
