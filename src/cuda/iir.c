@@ -160,8 +160,10 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
     const int a = ax[k];
     const ndf__iir *f = &q->ax[a];
     const int64_t P = extent(in->shape, 0, a), Q = extent(in->shape, a + 1, nd);
+    /* the last pass, unless a copy out of tmp follows it */
+    const int last = k == np - 1 && to == dst;
     if (ndf__iir_chunks_fit(f, in->shape[a]))
-      e = (cudaError_t)ndf__launch_iir_chunks(src, to, P, in->shape[a], Q, f, k == np - 1, st);
+      e = (cudaError_t)ndf__launch_iir_chunks(src, to, P, in->shape[a], Q, f, last, st);
     else
       e = (cudaError_t)ndf__launch_iir(src, to, P, in->shape[a], Q, f, st);
     src = to;
