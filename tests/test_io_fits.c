@@ -754,6 +754,13 @@ static void bad_files(void) {
   /* fuzzing's find: a Rice stream whose runs of zero bits go on past its tile's bytes */
   io_read_fails(NDF_SOURCE_DIR "/fuzz/corpus/fits/rice-overrun.fits", NDF_EINVAL,
                 "tile 3's Rice stream runs past its 14 bytes");
+  /* fuzzing's finds: a binary table's unquoted TTYPE1 of 70 characters, which cfitsio copies
+   * into its 70-byte column name (a fortified abort); TFIELDS = 7777777777777777777777, which
+   * reached cfitsio as LONG_MAX and sized its calloc of columns */
+  io_read_fails(NDF_SOURCE_DIR "/fuzz/corpus/fits/ttype-unquoted70.fits", NDF_EINVAL,
+                "HDU 1: TTYPE1 is not a quoted string and longer than a column name");
+  io_read_fails(NDF_SOURCE_DIR "/fuzz/corpus/fits/tfields-overflow.fits", NDF_EINVAL,
+                "HDU 1: card 8 should be TFIELDS with an integer value");
   { /* an extension's required keywords out of place, or not integers */
     int st = 0;
     fitsfile *f = new_fits(io_at("ext.fits"), BYTE_IMG, 0, NULL, &st);

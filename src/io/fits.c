@@ -126,27 +126,46 @@ static ndf_status check_compressed(const char *path, const char *name, char *err
   return NDF_OK;
 }
 
+/* The card's value with D exponents as E if it is a plain decimal number, else NULL. */
+static char *card_number(char *card, char value[FLEN_VALUE]) {
+  int st = 0;
+  if (fits_parse_value(card, value, NULL, &st) || !value[0]) return NULL;
+  size_t k = strspn(value, "+-.0123456789EeDd");
+  if (!strpbrk(value, "0123456789") || value[k + strspn(value + k, " ")]) return NULL;
+  for (char *p = value; *p; p++)
+    if (*p == 'D' || *p == 'd') *p = 'E';
+  return value;
+}
+
 /* An integer card value as cfitsio reads one (a float is truncated); 0 if it is not a plain
- * decimal number. */
+ * decimal number, or an integer beyond long long's range (cfitsio's reads fail on it too). */
 static int card_int(char *card, long long *v) {
   char value[FLEN_VALUE], *end;
-  int st = 0;
-  if (fits_parse_value(card, value, NULL, &st) || !value[0]) return 0;
-  size_t k = strspn(value, "+-.0123456789EeDd");
-  if (!strpbrk(value, "0123456789") || value[k + strspn(value + k, " ")]) return 0;
+  if (!card_number(card, value)) return 0;
+  errno = 0;
   *v = strtoll(value, &end, 10);
+  int in_range = errno != ERANGE;
   while (*end == ' ')
     end++;
-  if (*end) {
-    for (char *p = value; *p; p++)
-      if (*p == 'D' || *p == 'd') *p = 'E';
-    double d = strtod(value, &end);
-    while (*end == ' ')
-      end++;
-    if (end == value || *end || !(fabs(d) < 9e18)) return 0;
-    *v = (long long)d;
-  }
+  if (!*end) return in_range;
+  double d = strtod(value, &end);
+  while (*end == ' ')
+    end++;
+  if (end == value || *end || !(fabs(d) < 9e18)) return 0;
+  *v = (long long)d;
   return 1;
+}
+
+/* 1 if the card's value is a plain decimal number within double's range, as cfitsio reads a
+ * real keyword (BZERO = 2^63, an unsigned 64-bit image's, included). */
+static int card_real(char *card) {
+  char value[FLEN_VALUE], *end;
+  if (!card_number(card, value)) return 0;
+  errno = 0;
+  strtod(value, &end);
+  while (*end == ' ')
+    end++;
+  return end != value && !*end && errno != ERANGE;
 }
 
 /* n if key is root followed by the number n, 1 <= n <= max; else 0. */
@@ -173,31 +192,51 @@ static const char *required_key(int hdu, int pos, long long naxis, int table, ch
   return table && pos == 5 + naxis ? "TFIELDS" : NULL;
 }
 
-/* 1 for a keyword whose value cfitsio reads as a number when it reads the header. */
+/* 1 for a keyword whose value cfitsio reads as an integer when it reads the header, 2 for one
+ * it reads as a real number, else 0. */
 static int numeric_key(const char *key, int bintable) {
-  static const char *const keys[] = {"BLANK",   "BSCALE", "BZERO",  "EXTVER", "EXTLEVEL", "THEAP",
-                                     "ZBITPIX", "ZNAXIS", "ZBLANK", "ZSCALE", "ZZERO"};
-  static const char *const roots[] = {"ZNAXIS", "ZTILE", "ZVAL", "TSCAL", "TZERO", "TNULL"};
-  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-    if (!strcmp(key, keys[i])) return 1;
+  static const char *const ints[] = {"BLANK",   "EXTVER", "EXTLEVEL", "THEAP",
+                                     "ZBITPIX", "ZNAXIS", "ZBLANK"};
+  static const char *const reals[] = {"BSCALE", "BZERO", "ZSCALE", "ZZERO"};
+  static const char *const roots[] = {"ZNAXIS", "ZTILE", "ZVAL"};
+  for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
+    if (!strcmp(key, ints[i])) return 1;
+  for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++)
+    if (!strcmp(key, reals[i])) return 2;
   for (size_t i = 0; i < sizeof roots / sizeof roots[0]; i++)
-    if (indexed(key, roots[i], 999) && (bintable || strcmp(roots[i], "TNULL"))) return 1;
-  return 0;
+    if (indexed(key, roots[i], 999)) return 1;
+  if (bintable && indexed(key, "TNULL", 999)) return 1;
+  return indexed(key, "TSCAL", 999) || indexed(key, "TZERO", 999) ? 2 : 0;
+}
+
+/* 1 if cfitsio would overflow a column's name with the card: it copies a table's TTYPEn
+ * (1 <= n <= TFIELDS, n as strtol reads the rest of the name) into 70 bytes with strcpy. A quoted
+ * string always fits (68 characters at most in a card); an unquoted value is copied whole, and
+ * fits_parse_value gives up to 70 characters. name: the card's keyword as cfitsio reads it. */
+static int ttype_overflows(char *card, long long tfields, char name[FLEN_KEYWORD]) {
+  char value[FLEN_VALUE], *end;
+  int len, st = 0;
+  if (fits_get_keyname(card, name, &len, &st) || strncmp(name, "TTYPE", 5)) return 0;
+  long n = strtol(name + 5, &end, 10);
+  if (*end || n < 1 || n > tfields || fits_parse_value(card, value, NULL, &st)) return 0;
+  return value[0] != '\'' && strlen(value) >= sizeof((tcolumn *)0)->ttype;
 }
 
 /* cfitsio 4.2 trusts headers further than it checks them, as fuzzing found: on some corrupt
  * required keywords it goes on with an uninitialised count; it divides by a tile-compressed
  * image's ZTILEn (SIGFPE for 0) and sizes buffers by them, and divides by a Rice image's
  * BLOCKSIZE; it picks its Rice decoder by BYTEPIX, reading out of bounds for other values
- * than 1, 2, 4; its message on an integer keyword it cannot read overflows a buffer (a
- * fortified abort). So the headers cfitsio will read are walked here first, only to check
- * those: the required keywords in their places with integer values (BITPIX one of the six,
- * NAXIS up to 999, the others not negative), numbers where cfitsio reads numbers,
- * 0 < ZTILEn <= ZNAXISn, and a RICE_1 image's BLOCKSIZE 16 or 32 and BYTEPIX 1, 2 or 4 as
- * cfitsio takes them: ZVAL1 and ZVAL2 (BYTEPIX 4 without), whatever ZNAMEn say, swapped when
- * ZVAL1 < 16 and ZVAL2 > 8. The walk stops where it cannot follow the file (cfitsio then
- * says what is wrong), and after a primary HDU with data unless all (an HDU chosen by name).
- * name: the file (plain or gzipped). */
+ * than 1, 2, 4; its message on an integer keyword it cannot read overflows a buffer, and so
+ * does its copy of a table's unquoted TTYPEn of 70 characters (fortified aborts); it allocates
+ * TFIELDS columns, whatever their number. So the headers cfitsio will read are walked here
+ * first, only to check those: the required keywords in their places with integer values within
+ * long long's range (BITPIX one of the six, NAXIS and TFIELDS up to 999 as the standard says,
+ * the others not negative), numbers where cfitsio reads numbers, TTYPEn that fit (see
+ * ttype_overflows), 0 < ZTILEn <= ZNAXISn, and a RICE_1 image's BLOCKSIZE 16 or 32 and BYTEPIX 1, 2
+ * or 4 as cfitsio takes them: ZVAL1 and ZVAL2 (BYTEPIX 4 without), whatever ZNAMEn say, swapped
+ * when ZVAL1 < 16 and ZVAL2 > 8. The walk stops where it cannot follow the file (cfitsio then says
+ * what is wrong), and after a primary HDU with data unless all (an HDU chosen by name). name: the
+ * file (plain or gzipped). */
 static ndf_status check_headers(const char *path, const char *name, int all, char *err,
                                 size_t errlen) {
   enum { BLOCK = 2880, MAXDIM = 999, ZDIM = 6 };
@@ -207,7 +246,7 @@ static ndf_status check_headers(const char *path, const char *name, int all, cha
   char blk[BLOCK];
   ndf_status s = NDF_OK;
   for (int hdu = 0; s == NDF_OK; hdu++) {
-    long long bitpix = 0, naxis = 0, pcount = 0, gcount = 1;
+    long long bitpix = 0, naxis = 0, pcount = 0, gcount = 1, tfields = 0;
     long long znaxis = 0, zn[ZDIM + 1] = {0}, zt[ZDIM + 1] = {0}, zval[3] = {0};
     int zimage = 0, groups = 0, tiled = 0, table = 0, bintable = 0, ended = 0, rice = 0, zset = 0;
     memset(naxes, 0, sizeof naxes);
@@ -233,9 +272,9 @@ static ndf_status check_headers(const char *path, const char *name, int all, cha
         goto done;
       }
       if (want && pos) {
-        int bad = pos == 1   ? v != 8 && v != 16 && v != 32 && v != 64 && v != -32 && v != -64
-                  : pos == 2 ? v < 0 || v > MAXDIM
-                             : v < 0;
+        int bad = pos == 1 ? v != 8 && v != 16 && v != 32 && v != 64 && v != -32 && v != -64
+                  : pos == 2 || !strcmp(want, "TFIELDS") ? v < 0 || v > MAXDIM
+                                                         : v < 0;
         if (bad) {
           s = ndf_io_error(err, errlen, NDF_EINVAL, path, "corrupt header in HDU %d: %s = %lld",
                            hdu, want, v);
@@ -251,17 +290,29 @@ static ndf_status check_headers(const char *path, const char *name, int all, cha
           pcount = v;
         else if (!strcmp(want, "GCOUNT"))
           gcount = v;
+        else if (!strcmp(want, "TFIELDS"))
+          tfields = v;
       }
       if (pos == 0 && hdu > 0) {
         table = strstr(card, "TABLE") != NULL;
         bintable = table && strstr(card, "'BINTABLE") != NULL;
       }
-      if (numeric_key(key, bintable) && !card_int(card, &v)) {
+      int num = numeric_key(key, bintable);
+      if (num && !(num == 1 ? card_int(card, &v) : card_real(card))) {
         const char *val = card + 10;
         while (*val == ' ')
           val++;
         s = ndf_io_error(err, errlen, NDF_EINVAL, path,
-                         "corrupt header in HDU %d: %s is not a number: %.30s", hdu, key, val);
+                         "corrupt header in HDU %d: %s is not a number, or out of range: %.30s",
+                         hdu, key, val);
+        goto done;
+      }
+      char kw[FLEN_KEYWORD];
+      if (table && ttype_overflows(card, tfields, kw)) {
+        s = ndf_io_error(err, errlen, NDF_EINVAL, path,
+                         "corrupt header in HDU %d: %s is not a quoted string and longer than "
+                         "a column name (69 characters)",
+                         hdu, kw);
         goto done;
       }
       ended = !strcmp(key, "END");
@@ -302,7 +353,10 @@ static ndf_status check_headers(const char *path, const char *name, int all, cha
       if (naxes[i] && n > (1ll << 50) / naxes[i]) goto done;
       n *= naxes[i];
     }
-    if (hdu > 0 || groups) n = (n + pcount) * gcount;
+    if (hdu > 0 || groups) {
+      if (pcount > (1ll << 50) || (gcount && n + pcount > (1ll << 50) / gcount)) break;
+      n = (n + pcount) * gcount;
+    }
     long long bytes = (long long)(llabs(bitpix) / 8) * n;
     if (n > (1ll << 50) || bytes < 0 || bytes > (1ll << 53)) break;
     bytes = (bytes + BLOCK - 1) / BLOCK * BLOCK;
