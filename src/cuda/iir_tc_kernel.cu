@@ -301,7 +301,7 @@ template <bool ROW, int KU = 4> struct team_group {
     // within the noise; bench/results/iir-copies-2026-11-22-h200). Not on 8 chunks a warp:
     // their 16 pieces' addresses, all worked out first, spill (512^3's cluster pass 533-603
     // against 549 us).
-    if (KU == 8 || n < N || ef)
+    if (KU == 8 || n < N || (IN ? ef & 1 : ef & 2))
       pieces<IN, false>(sb, so, gp, gs, ss, n);
     else
       pieces<IN, true>(sb, so, gp, gs, ss, n);
