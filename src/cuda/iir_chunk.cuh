@@ -120,11 +120,12 @@ template <typename T> struct walk2 {
 };
 typedef walk2<int> tile_walk;
 
-// Sets kernel k's shared memory and gives in *n how many blocks of `threads` stay resident on
-// the device.
-template <typename K> cudaError_t resident_blocks(K k, int threads, size_t smem, int64_t *n) {
-  const cudaError_t err =
-      cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+// Sets kernel k's shared-memory limit (to smem, or to most where larger) and gives in *n how
+// many blocks of `threads` and smem bytes stay resident on the device.
+template <typename K>
+cudaError_t resident_blocks(K k, int threads, size_t smem, int64_t *n, size_t most = 0) {
+  const cudaError_t err = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               (int)(most > smem ? most : smem));
   if (err != cudaSuccess) return err;
   int dev = 0, sms = 0, per = 0;
   cudaGetDevice(&dev);

@@ -810,13 +810,47 @@ tcparams make_params(const ndf__iir &f) {
   return q;
 }
 
-// The pass along L of [P][L][Q] (lines = P Q) on KU chunks a warp.
-template <bool ROW, int KU>
-int launch_tc(const float *src, float *dst, int64_t lines, int L, int64_t Q, int last,
-              const tcparams &q, cudaStream_t st) {
+} // namespace
+
+// A pass made once and launched many times (launch.h): the filter's matrices, the kernel and its
+// launch. tc: along L of [P][L][Q]; else yxc: the last two axes of [P][L][Q] on clusters.
+struct ndf__iir_tc_pass {
+  tcparams q;
+  void (*tc)(const float *, float *, int64_t, int, int64_t, int, const tcparams);
+  void (*yxc)(const float *, float *, int64_t, int, int, const tcparams);
+  int64_t P, L, Q;
+  unsigned grid, threads, cluster;
+  size_t smem;
+};
+
+namespace {
+// A kernel's shared-memory limit is set to the most it takes on any shape (its lines of kMaxL),
+// not to one plan's need, so that a plan made later for a shorter line cannot lower it under
+// another's (H200: making the matrices and querying the occupancy took 2.0 and 1.8 us of the
+// ~10 us of host time a pass launched on each call).
+template <bool ROW, int KU> cudaError_t tc_init(ndf__iir_tc_pass &p, int64_t lines, int L) {
   const int W = team_of<KU>(L);
-  return launch_resident(iir_tc<ROW, KU>, 32 * W, smem_of<ROW, KU>(L, W), (lines + kNL - 1) / kNL,
-                         st, src, dst, lines, L, Q, last, q);
+  p.tc = iir_tc<ROW, KU>;
+  p.threads = 32 * W;
+  p.smem = smem_of<ROW, KU>(L, W);
+  int64_t resident = 0;
+  const cudaError_t e = resident_blocks(p.tc, p.threads, p.smem, &resident,
+                                        smem_of<ROW, KU>(kMaxL, team_of<KU>(kMaxL)));
+  p.grid = (unsigned)std::min(resident, (lines + kNL - 1) / kNL);
+  return e;
+}
+
+// ndf__iir_tc_pass_make's work, for a pass where the caller keeps it.
+cudaError_t pass_init(ndf__iir_tc_pass &p, int64_t P, int64_t L, int64_t Q, const ndf__iir &f) {
+  memset(&p, 0, sizeof p);
+  p.q = make_params(f);
+  p.P = P, p.L = L, p.Q = Q;
+  // columns longer than 256: 8 chunks a warp (H200, 512^3: y 315-336 -> 290 us, z 340-356 ->
+  // 325; rows of 512 and all of 256^3 are as fast or faster with 4)
+  const int li = (int)L;
+  if (Q == 1) return tc_init<true, 4>(p, P * Q, li);
+  if (li <= 256) return tc_init<false, 4>(p, P * Q, li);
+  return tc_init<false, 8>(p, P * Q, li);
 }
 
 } // namespace
@@ -827,18 +861,53 @@ extern "C" int ndf__iir_tc_fits(const float *src, const float *dst, int64_t L, i
          ((uintptr_t)src | (uintptr_t)dst) % 16 == 0;
 }
 
+extern "C" int ndf__iir_tc_pass_make(ndf__iir_tc_pass **out, int64_t P, int64_t L, int64_t Q,
+                                     const ndf__iir *f) {
+  *out = NULL;
+  if (P <= 0 || L <= 0 || Q <= 0 || !ndf__iir_tc_fits(NULL, NULL, L, Q))
+    return (int)cudaErrorNotSupported;
+  ndf__iir_tc_pass *p = (ndf__iir_tc_pass *)malloc(sizeof *p);
+  if (!p) return (int)cudaErrorMemoryAllocation;
+  const cudaError_t e = pass_init(*p, P, L, Q, *f);
+  if (e != cudaSuccess) {
+    free(p);
+    return (int)e;
+  }
+  *out = p;
+  return 0;
+}
+
+extern "C" int ndf__iir_tc_pass_launch(const ndf__iir_tc_pass *p, const float *src, float *dst,
+                                       int last, void *stream) {
+  cudaLaunchAttribute at[1];
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(p->grid);
+  cfg.blockDim = dim3(p->threads);
+  cfg.dynamicSmemBytes = p->smem;
+  cfg.stream = (cudaStream_t)stream;
+  cudaError_t e;
+  if (p->tc) {
+    e = cudaLaunchKernelEx(&cfg, p->tc, src, dst, p->P * p->Q, (int)p->L, p->Q, last, p->q);
+  } else {
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = p->cluster;
+    at[0].val.clusterDim.y = at[0].val.clusterDim.z = 1;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    e = cudaLaunchKernelEx(&cfg, p->yxc, src, dst, p->P, (int)p->L, (int)p->Q, p->q);
+  }
+  return (int)(e != cudaSuccess ? e : cudaGetLastError());
+}
+
+extern "C" void ndf__iir_tc_pass_free(ndf__iir_tc_pass *p) { free(p); }
+
 extern "C" int ndf__launch_iir_tc(const float *src, float *dst, int64_t P, int64_t L, int64_t Q,
                                   const ndf__iir *f, int last, void *stream) {
   if (P <= 0 || L <= 0 || Q <= 0) return 0;
   if (!ndf__iir_tc_fits(src, dst, L, Q)) return (int)cudaErrorNotSupported;
-  const int li = (int)L;
-  const tcparams q = make_params(*f);
-  cudaStream_t st = (cudaStream_t)stream;
-  // columns longer than 256: 8 chunks a warp (H200, 512^3: y 315-336 -> 290 us, z 340-356 ->
-  // 325; rows of 512 and all of 256^3 are as fast or faster with 4)
-  if (Q == 1) return launch_tc<true, 4>(src, dst, P * Q, li, Q, 0, q, st);
-  if (li <= 256) return launch_tc<false, 4>(src, dst, P * Q, li, Q, last, q, st);
-  return launch_tc<false, 8>(src, dst, P * Q, li, Q, last, q, st);
+  ndf__iir_tc_pass p;
+  const cudaError_t e = pass_init(p, P, L, Q, *f);
+  return e != cudaSuccess ? (int)e : ndf__iir_tc_pass_launch(&p, src, dst, last, stream);
 }
 
 extern "C" int ndf__iir_tc_yx_fits(const float *src, const float *dst, int64_t Y, int64_t X) {
@@ -857,15 +926,17 @@ template <int KU = 4> size_t yx_smem(int y, int x) {
 // The cluster pass's chunks a warp: 8 on slices past 256 x 256 (as the columns of iir_tc), so
 // that a 512-sample line takes a team of 4 warps, 3 teams an SM.
 int yxc_ku(int y, int x) { return y > 256 || x > 256 ? 8 : 4; }
-// The cluster pass's kernel, block and shared memory for slices of y x x.
+// The cluster pass's kernel, block and shared memory for slices of y x x, and the most shared
+// memory the kernel takes on any slice (its limit: see tc_init).
 struct yxc_config {
   void (*kern)(const float *, float *, int64_t, int, int, const tcparams);
   int warps;
-  size_t smem;
+  size_t smem, most;
 };
 yxc_config yxc_config_of(int y, int x) {
-  if (yxc_ku(y, x) == 8) return {iir_tc_yxc<8>, yx_warps<8>(y, x), yx_smem<8>(y, x)};
-  return {iir_tc_yxc<4>, yx_warps<4>(y, x), yx_smem<4>(y, x)};
+  if (yxc_ku(y, x) == 8)
+    return {iir_tc_yxc<8>, yx_warps<8>(y, x), yx_smem<8>(y, x), yx_smem<8>(kMaxL, kMaxL)};
+  return {iir_tc_yxc<4>, yx_warps<4>(y, x), yx_smem<4>(y, x), yx_smem<4>(256, 256)};
 }
 // The cluster pass's launch of n clusters of C blocks (at: the cluster shape, filled here), for
 // the occupancy query of the plan and for the launch.
@@ -917,7 +988,7 @@ extern "C" int ndf__iir_tc_yxc_plan(int64_t Y, int64_t X, int *cluster, int *clu
   // 0.121-0.123; the three passes 0.121-0.124. 512^3, the kernel: 553 us; 4: 664, 16: 595)
   const char *cenv = getenv("NDF_CUDA_IIR_CLUSTER"); // development probe
   const int C = cenv && atoi(cenv) > 0 ? atoi(cenv) : 8;
-  e = cudaFuncSetAttribute(k.kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)k.smem);
+  e = cudaFuncSetAttribute(k.kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)k.most);
   if (e == cudaSuccess && C > 8)
     e = cudaFuncSetAttribute(k.kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
   if (e != cudaSuccess) return (int)e;
@@ -932,17 +1003,22 @@ extern "C" int ndf__iir_tc_yxc_plan(int64_t Y, int64_t X, int *cluster, int *clu
   return 0;
 }
 
-extern "C" int ndf__launch_iir_tc_yxc(const float *src, float *dst, int64_t P, int64_t Y, int64_t X,
-                                      const ndf__iir *f, int cluster, int clusters, void *stream) {
-  if (P <= 0 || Y <= 0 || X <= 0) return 0;
-  if (!ndf__iir_tc_yx_fits(src, dst, Y, X) || cluster < 1 || clusters < 1)
+extern "C" int ndf__iir_tc_yxc_pass_make(ndf__iir_tc_pass **out, int64_t P, int64_t Y, int64_t X,
+                                         const ndf__iir *f, int cluster, int clusters) {
+  *out = NULL;
+  if (P <= 0 || !ndf__iir_tc_yx_fits(NULL, NULL, Y, X) || cluster < 1 || clusters < 1)
     return (int)cudaErrorNotSupported;
-  const int y = (int)Y, x = (int)X;
-  const yxc_config k = yxc_config_of(y, x);
-  cudaLaunchAttribute at[1];
-  const cudaLaunchConfig_t cfg =
-      yxc_launch(k, cluster, std::min<int64_t>(clusters, P), (cudaStream_t)stream, at);
-  const tcparams q = make_params(*f);
-  const cudaError_t e = cudaLaunchKernelEx(&cfg, k.kern, src, dst, P, y, x, q);
-  return (int)(e != cudaSuccess ? e : cudaGetLastError());
+  ndf__iir_tc_pass *p = (ndf__iir_tc_pass *)malloc(sizeof *p);
+  if (!p) return (int)cudaErrorMemoryAllocation;
+  memset(p, 0, sizeof *p);
+  const yxc_config k = yxc_config_of((int)Y, (int)X);
+  p->q = make_params(*f);
+  p->yxc = k.kern;
+  p->P = P, p->L = Y, p->Q = X;
+  p->threads = 32 * k.warps;
+  p->smem = k.smem;
+  p->cluster = (unsigned)cluster;
+  p->grid = (unsigned)(cluster * std::min<int64_t>(clusters, P));
+  *out = p;
+  return 0;
 }

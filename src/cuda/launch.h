@@ -80,8 +80,19 @@ int ndf__launch_iir_tc_yx(const float *src, float *dst, int64_t P, int64_t Y, in
  * current device, gives the blocks a cluster and the clusters resident at once (both 0 where
  * clusters are not: compute capability below 9.0, or too large); the launch takes them. */
 int ndf__iir_tc_yxc_plan(int64_t Y, int64_t X, int *cluster, int *clusters);
-int ndf__launch_iir_tc_yxc(const float *src, float *dst, int64_t P, int64_t Y, int64_t X,
-                           const struct ndf__iir *f, int cluster, int clusters, void *stream);
+/* A tensor-core pass made once, at plan time (the filter's matrices, the kernel's blocks and
+ * shared memory), and launched on each call: along L of [P][L][Q] where ndf__iir_tc_fits(NULL,
+ * NULL, L, Q) (ndf__iir_tc_pass_make), or the cluster pass over the last two axes of [P][Y][X]
+ * with ndf__iir_tc_yxc_plan's figures (ndf__iir_tc_yxc_pass_make). Made on the current device;
+ * *out is NULL on error. A launch needs 16-byte aligned arrays (ndf__iir_tc_fits). */
+typedef struct ndf__iir_tc_pass ndf__iir_tc_pass;
+int ndf__iir_tc_pass_make(ndf__iir_tc_pass **out, int64_t P, int64_t L, int64_t Q,
+                          const struct ndf__iir *f);
+int ndf__iir_tc_yxc_pass_make(ndf__iir_tc_pass **out, int64_t P, int64_t Y, int64_t X,
+                              const struct ndf__iir *f, int cluster, int clusters);
+int ndf__iir_tc_pass_launch(const ndf__iir_tc_pass *p, const float *src, float *dst, int last,
+                            void *stream);
+void ndf__iir_tc_pass_free(ndf__iir_tc_pass *p);
 
 /* ks (ks_kernel.cu): arrays as 3-D [z][y][x] (missing leading axes of length 1): input n,
  * output m, the input's offset in the output off; smap[a]: the sigma map of axis a (-1: none);
