@@ -98,6 +98,7 @@ def _shutdown():
         for c in _contexts.values():
             lib.ndf_context_destroy(c)
         _contexts.clear()
+        _cuda_contexts.clear()
 
 
 # ----------------------------------------------------------------- array adapters
@@ -109,11 +110,20 @@ class _Operand:
         self.arr, self.kind, self.desc, self.dev, self.keep = arr, kind, desc, dev, keep
 
 
+_KIND_OF_TYPE = {np.ndarray: "numpy"}  # exact types whose kind is the same for every instance
+
+
 def _kind(x):
-    mod = type(x).__module__.split(".")[0]
+    t = type(x)
+    k = _KIND_OF_TYPE.get(t)
+    if k is not None:
+        return k
+    mod = t.__module__.split(".")[0]
     if mod == "torch":
         return "torch" if x.is_cuda else "torch-cpu"
-    if hasattr(x, "__cuda_array_interface__"):
+    if hasattr(x, "__cuda_array_interface__"):  # (cupy builds the interface's dict for this)
+        if mod == "cupy" and t.__name__ == "ndarray":
+            _KIND_OF_TYPE[t] = "cupy"
         return "cupy" if mod == "cupy" else "cuda"
     return "numpy"
 
@@ -151,7 +161,7 @@ def _cuda_operand(x, kind):
         dt = x.dtype
         code = _NP_CODE.get(dt)
         if code is not None and not any(s % dt.itemsize for s in x.strides):
-            dev = x.device.id
+            dev = x.data.device_id  # (x.device makes a Device object)
             return _Operand(x, kind, _desc(code, x.shape, [s // dt.itemsize for s in x.strides],
                                            x.data.ptr, _lib.PLACE_CUDA, dev), dev)
     iface = x.__cuda_array_interface__
@@ -261,8 +271,16 @@ def _place_key(a):
 
 # ----------------------------------------------------------------- plans
 
+_cuda_contexts = {}  # device number -> its context (what _context(f"cuda:{n}") gives)
+
+
 def _context_of(src):
-    return _context(_device) if src.kind == "numpy" else _context(f"cuda:{src.dev}")
+    if src.kind == "numpy":
+        return _context(_device)
+    ctx = _cuda_contexts.get(src.dev)
+    if ctx is None:
+        ctx = _cuda_contexts[src.dev] = _context(f"cuda:{src.dev}")
+    return ctx
 
 
 _last_plan = None  # the plan the last call ran (last_solver)
@@ -493,8 +511,14 @@ def _typed(v):
     return type(v), v
 
 
+_SCALARS = frozenset((int, float, str, bool, type(None)))
+
+
 def _hashable(vals):
     """The values (see _typed) as a dict key, or None if one cannot be hashed."""
+    types = tuple(map(type, vals))
+    if _SCALARS.issuperset(types):  # the common case, cheaply
+        return vals, types
     try:
         k = tuple(_typed(v) for v in vals)
         hash(k)
