@@ -16,7 +16,6 @@
  * launches them (H200, host time a call: 64^3 20.7 -> 13.0 us, 256^3 13.5 -> 9.5;
  * bench/results/iir-host-2026-11-23-h200). */
 #include <math.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -171,7 +170,7 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
     const int64_t P = extent(in->shape, 0, a), Q = extent(in->shape, a + 1, nd);
     /* the last pass, unless a copy out of tmp follows it */
     const int last = k == np - 1 && to == dst;
-    if (s->tc[k] && ((uintptr_t)src | (uintptr_t)to) % 16 == 0)
+    if (s->tc[k] && ndf__iir_tc_fits(src, to, in->shape[a], Q))
       e = (cudaError_t)ndf__iir_tc_pass_launch(s->tc[k], src, to, last, st);
     else if (ndf__iir_chunks_fit(f, in->shape[a]))
       e = (cudaError_t)ndf__launch_iir_chunks(src, to, P, in->shape[a], Q, f, last, st);

@@ -840,6 +840,25 @@ template <bool ROW, int KU> cudaError_t tc_init(ndf__iir_tc_pass &p, int64_t lin
   return e;
 }
 
+// A launch of grid blocks of `threads`, smem bytes of shared memory each, on st; in clusters of
+// C blocks where C > 0 (at: the cluster shape, filled here).
+cudaLaunchConfig_t launch_config(unsigned grid, unsigned threads, size_t smem, unsigned C,
+                                 cudaStream_t st, cudaLaunchAttribute (&at)[1]) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(grid);
+  cfg.blockDim = dim3(threads);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = st;
+  if (C > 0) {
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = C;
+    at[0].val.clusterDim.y = at[0].val.clusterDim.z = 1;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+  }
+  return cfg;
+}
+
 // ndf__iir_tc_pass_make's work, for a pass where the caller keeps it.
 cudaError_t pass_init(ndf__iir_tc_pass &p, int64_t P, int64_t L, int64_t Q, const ndf__iir &f) {
   memset(&p, 0, sizeof p);
@@ -880,22 +899,11 @@ extern "C" int ndf__iir_tc_pass_make(ndf__iir_tc_pass **out, int64_t P, int64_t 
 extern "C" int ndf__iir_tc_pass_launch(const ndf__iir_tc_pass *p, const float *src, float *dst,
                                        int last, void *stream) {
   cudaLaunchAttribute at[1];
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(p->grid);
-  cfg.blockDim = dim3(p->threads);
-  cfg.dynamicSmemBytes = p->smem;
-  cfg.stream = (cudaStream_t)stream;
-  cudaError_t e;
-  if (p->tc) {
-    e = cudaLaunchKernelEx(&cfg, p->tc, src, dst, p->P * p->Q, (int)p->L, p->Q, last, p->q);
-  } else {
-    at[0].id = cudaLaunchAttributeClusterDimension;
-    at[0].val.clusterDim.x = p->cluster;
-    at[0].val.clusterDim.y = at[0].val.clusterDim.z = 1;
-    cfg.attrs = at;
-    cfg.numAttrs = 1;
-    e = cudaLaunchKernelEx(&cfg, p->yxc, src, dst, p->P, (int)p->L, (int)p->Q, p->q);
-  }
+  const cudaLaunchConfig_t cfg =
+      launch_config(p->grid, p->threads, p->smem, p->tc ? 0 : p->cluster, (cudaStream_t)stream, at);
+  const cudaError_t e =
+      p->tc ? cudaLaunchKernelEx(&cfg, p->tc, src, dst, p->P * p->Q, (int)p->L, p->Q, last, p->q)
+            : cudaLaunchKernelEx(&cfg, p->yxc, src, dst, p->P, (int)p->L, (int)p->Q, p->q);
   return (int)(e != cudaSuccess ? e : cudaGetLastError());
 }
 
@@ -938,22 +946,6 @@ yxc_config yxc_config_of(int y, int x) {
     return {iir_tc_yxc<8>, yx_warps<8>(y, x), yx_smem<8>(y, x), yx_smem<8>(kMaxL, kMaxL)};
   return {iir_tc_yxc<4>, yx_warps<4>(y, x), yx_smem<4>(y, x), yx_smem<4>(256, 256)};
 }
-// The cluster pass's launch of n clusters of C blocks (at: the cluster shape, filled here), for
-// the occupancy query of the plan and for the launch.
-cudaLaunchConfig_t yxc_launch(const yxc_config &k, int C, int64_t n, cudaStream_t st,
-                              cudaLaunchAttribute (&at)[1]) {
-  at[0].id = cudaLaunchAttributeClusterDimension;
-  at[0].val.clusterDim.x = (unsigned)C;
-  at[0].val.clusterDim.y = at[0].val.clusterDim.z = 1;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3((unsigned)(C * n));
-  cfg.blockDim = dim3(32 * k.warps);
-  cfg.dynamicSmemBytes = k.smem;
-  cfg.stream = st;
-  cfg.attrs = at;
-  cfg.numAttrs = 1;
-  return cfg;
-}
 } // namespace
 
 extern "C" int ndf__launch_iir_tc_yx(const float *src, float *dst, int64_t P, int64_t Y, int64_t X,
@@ -993,7 +985,7 @@ extern "C" int ndf__iir_tc_yxc_plan(int64_t Y, int64_t X, int *cluster, int *clu
     e = cudaFuncSetAttribute(k.kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
   if (e != cudaSuccess) return (int)e;
   cudaLaunchAttribute at[1];
-  const cudaLaunchConfig_t cfg = yxc_launch(k, C, 1, nullptr, at);
+  const cudaLaunchConfig_t cfg = launch_config(C, 32 * k.warps, k.smem, C, nullptr, at);
   e = cudaOccupancyMaxActiveClusters(clusters, k.kern, &cfg);
   if (e != cudaSuccess || *clusters < 1) {
     *clusters = 0;
