@@ -28,7 +28,6 @@ typedef struct {
   float *tmp;               /* full-size temporary, when some pass cannot write its own input */
   unsigned long long *sync; /* the ticketed fused (y, x) pass's counters, when it may run */
   int fused;                /* fused_yx (2 only where clusters are) */
-  int cluster, clusters;    /* the cluster pass's blocks a cluster, clusters resident */
   /* the tensor-core passes, made with the plan (pass k of exec; yxc: the cluster pass), NULL
    * where the kernel does not take the shape */
   ndf__iir_tc_pass *tc[NDF_MAX_DIMS], *yxc;
@@ -173,7 +172,7 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
     if (s->tc[k] && ndf__iir_tc_fits(src, to, in->shape[a], Q))
       e = (cudaError_t)ndf__iir_tc_pass_launch(s->tc[k], src, to, last, st);
     else if (ndf__iir_chunks_fit(f, in->shape[a]))
-      e = (cudaError_t)ndf__launch_iir_chunks(src, to, P, in->shape[a], Q, f, last, st);
+      e = (cudaError_t)ndf__launch_iir_chunks(src, to, P, in->shape[a], Q, f, st);
     else
       e = (cudaError_t)ndf__launch_iir(src, to, P, in->shape[a], Q, f, st);
     src = to;
@@ -197,35 +196,29 @@ static ndf_status make(ndf_plan *p) {
   for (int k = 0; k < np; k++)
     par |= q->ax[ax[k]].form == NDF__IIR_PARALLEL;
   const size_t bytes = (size_t)ndf_array_size(&p->pb.in) * sizeof(float);
-  p->in_place = all_in_place(q, p->pb.in.shape, ax, np);
+  const int64_t *sh = p->pb.in.shape;
+  const int nd = p->pb.in.ndim;
+  p->in_place = all_in_place(q, sh, ax, np);
   const int need = !p->in_place && (np >= 2 || par);
   cudaError_t e = cudaSetDevice(p->ctx->place.device), passes = cudaSuccess;
   if (e == cudaSuccess && need && bytes) e = cudaMalloc((void **)&s->tmp, bytes);
-  s->fused = fused_yx(q, p->pb.in.shape, p->pb.in.ndim, ax, np);
+  s->fused = fused_yx(q, sh, nd, ax, np);
   if (e == cudaSuccess && s->fused == 2) { /* the cluster pass, where clusters are */
-    const int nd = p->pb.in.ndim;
-    e = (cudaError_t)ndf__iir_tc_yxc_plan(p->pb.in.shape[nd - 2], p->pb.in.shape[nd - 1],
-                                          &s->cluster, &s->clusters);
-    if (e != cudaSuccess) (void)cudaGetLastError(); /* a query refused: no cluster pass */
-    if (e != cudaSuccess || !s->clusters) s->fused = 0;
-    e = cudaSuccess;
-    if (s->fused == 2)
-      passes = e = (cudaError_t)ndf__iir_tc_yxc_pass_make(
-          &s->yxc, extent(p->pb.in.shape, 0, nd - 2), p->pb.in.shape[nd - 2],
-          p->pb.in.shape[nd - 1], &q->ax[nd - 1], s->cluster, s->clusters);
+    passes = e = (cudaError_t)ndf__iir_tc_yxc_pass_make(&s->yxc, extent(sh, 0, nd - 2), sh[nd - 2],
+                                                        sh[nd - 1], &q->ax[nd - 1]);
+    if (!s->yxc) s->fused = 0;
   }
   /* the tensor-core passes that exec runs one axis at a time */
   for (int k = s->fused ? 2 : 0; k < np && e == cudaSuccess; k++) {
-    const int a = ax[k], nd = p->pb.in.ndim;
-    const int64_t L = p->pb.in.shape[a], Q = extent(p->pb.in.shape, a + 1, nd);
-    if (ndf__iir_chunks_fit(&q->ax[a], L) && ndf__iir_tc_fits(NULL, NULL, L, Q))
-      passes = e = (cudaError_t)ndf__iir_tc_pass_make(&s->tc[k], extent(p->pb.in.shape, 0, a), L, Q,
-                                                      &q->ax[a]);
+    const int a = ax[k];
+    if (ndf__iir_chunks_fit(&q->ax[a], sh[a]))
+      passes = e = (cudaError_t)ndf__iir_tc_pass_make(&s->tc[k], extent(sh, 0, a), sh[a],
+                                                      extent(sh, a + 1, nd), &q->ax[a]);
   }
   if (passes == cudaErrorMemoryAllocation) /* (a pass's host memory) */
     return ndf__fail(p->ctx, NDF_ENOMEM, "cuda_iir: out of host memory");
   if (e == cudaSuccess && s->fused == 1) {
-    const int64_t P = extent(p->pb.in.shape, 0, p->pb.in.ndim - 2);
+    const int64_t P = extent(sh, 0, nd - 2);
     e = cudaMalloc((void **)&s->sync, (size_t)(P + 2) * sizeof *s->sync);
     if (e == cudaSuccess) e = cudaMemset(s->sync, 0, (size_t)(P + 2) * sizeof *s->sync);
     if (e == cudaSuccess) e = cudaStreamSynchronize(0); /* before work on any stream */

@@ -290,12 +290,10 @@ extern "C" int ndf__iir_chunks_fit(const ndf__iir *f, int64_t L) {
 }
 
 extern "C" int ndf__launch_iir_chunks(const float *src, float *dst, int64_t P, int64_t L, int64_t Q,
-                                      const ndf__iir *f, int last, void *stream) {
+                                      const ndf__iir *f, void *stream) {
   if (P <= 0 || L <= 0 || Q <= 0) return 0;
   if (!ndf__iir_chunks_fit(f, L)) return (int)cudaErrorNotSupported;
   cudaStream_t st = (cudaStream_t)stream;
-  if (ndf__iir_tc_fits(src, dst, L, Q))
-    return ndf__launch_iir_tc(src, dst, P, L, Q, f, last, stream);
   switch (chunk_len(L)) {
   case 8: return launch<8>(src, dst, P, L, Q, *f, st);
   case 16: return launch<16>(src, dst, P, L, Q, *f, st);

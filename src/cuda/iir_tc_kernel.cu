@@ -859,7 +859,7 @@ cudaLaunchConfig_t launch_config(unsigned grid, unsigned threads, size_t smem, u
   return cfg;
 }
 
-// ndf__iir_tc_pass_make's work, for a pass where the caller keeps it.
+// ndf__iir_tc_pass_make's work.
 cudaError_t pass_init(ndf__iir_tc_pass &p, int64_t P, int64_t L, int64_t Q, const ndf__iir &f) {
   memset(&p, 0, sizeof p);
   p.q = make_params(f);
@@ -883,8 +883,7 @@ extern "C" int ndf__iir_tc_fits(const float *src, const float *dst, int64_t L, i
 extern "C" int ndf__iir_tc_pass_make(ndf__iir_tc_pass **out, int64_t P, int64_t L, int64_t Q,
                                      const ndf__iir *f) {
   *out = NULL;
-  if (P <= 0 || L <= 0 || Q <= 0 || !ndf__iir_tc_fits(NULL, NULL, L, Q))
-    return (int)cudaErrorNotSupported;
+  if (P <= 0 || L <= 0 || Q <= 0 || !ndf__iir_tc_fits(NULL, NULL, L, Q)) return 0;
   ndf__iir_tc_pass *p = (ndf__iir_tc_pass *)malloc(sizeof *p);
   if (!p) return (int)cudaErrorMemoryAllocation;
   const cudaError_t e = pass_init(*p, P, L, Q, *f);
@@ -908,15 +907,6 @@ extern "C" int ndf__iir_tc_pass_launch(const ndf__iir_tc_pass *p, const float *s
 }
 
 extern "C" void ndf__iir_tc_pass_free(ndf__iir_tc_pass *p) { free(p); }
-
-extern "C" int ndf__launch_iir_tc(const float *src, float *dst, int64_t P, int64_t L, int64_t Q,
-                                  const ndf__iir *f, int last, void *stream) {
-  if (P <= 0 || L <= 0 || Q <= 0) return 0;
-  if (!ndf__iir_tc_fits(src, dst, L, Q)) return (int)cudaErrorNotSupported;
-  ndf__iir_tc_pass p;
-  const cudaError_t e = pass_init(p, P, L, Q, *f);
-  return e != cudaSuccess ? (int)e : ndf__iir_tc_pass_launch(&p, src, dst, last, stream);
-}
 
 extern "C" int ndf__iir_tc_yx_fits(const float *src, const float *dst, int64_t Y, int64_t X) {
   return ndf__iir_tc_fits(src, dst, X, 1) && ndf__iir_tc_fits(src, dst, Y, X);
@@ -967,13 +957,16 @@ extern "C" int ndf__launch_iir_tc_yx(const float *src, float *dst, int64_t P, in
   return (int)cudaGetLastError();
 }
 
-extern "C" int ndf__iir_tc_yxc_plan(int64_t Y, int64_t X, int *cluster, int *clusters) {
+namespace {
+// The cluster pass's blocks a cluster (*cluster) and clusters resident at once (*clusters) for
+// slices of Y x X on the current device, with the kernel's shared-memory limit set; both 0 where
+// clusters are not (compute capability below 9.0, or too large).
+cudaError_t yxc_plan(int64_t Y, int64_t X, int *cluster, int *clusters) {
   *cluster = *clusters = 0;
-  if (!ndf__iir_tc_yx_fits(NULL, NULL, Y, X)) return 0;
   int dev = 0, major = 0;
   cudaError_t e = cudaGetDevice(&dev);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-  if (e != cudaSuccess || major < 9) return (int)e; // (below 9.0: no clusters)
+  if (e != cudaSuccess || major < 9) return e; // (below 9.0: no clusters)
   const int y = (int)Y, x = (int)X;
   const yxc_config k = yxc_config_of(y, x);
   // 8 blocks a cluster (H200, 256^3 back to back: 0.110-0.114 ms; 2: 0.118, 4: 0.120, 16:
@@ -983,23 +976,29 @@ extern "C" int ndf__iir_tc_yxc_plan(int64_t Y, int64_t X, int *cluster, int *clu
   e = cudaFuncSetAttribute(k.kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)k.most);
   if (e == cudaSuccess && C > 8)
     e = cudaFuncSetAttribute(k.kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-  if (e != cudaSuccess) return (int)e;
+  if (e != cudaSuccess) return e;
   cudaLaunchAttribute at[1];
   const cudaLaunchConfig_t cfg = launch_config(C, 32 * k.warps, k.smem, C, nullptr, at);
   e = cudaOccupancyMaxActiveClusters(clusters, k.kern, &cfg);
   if (e != cudaSuccess || *clusters < 1) {
     *clusters = 0;
-    return (int)e;
+    return e;
   }
   *cluster = C;
-  return 0;
+  return cudaSuccess;
 }
+} // namespace
 
 extern "C" int ndf__iir_tc_yxc_pass_make(ndf__iir_tc_pass **out, int64_t P, int64_t Y, int64_t X,
-                                         const ndf__iir *f, int cluster, int clusters) {
+                                         const ndf__iir *f) {
   *out = NULL;
-  if (P <= 0 || !ndf__iir_tc_yx_fits(NULL, NULL, Y, X) || cluster < 1 || clusters < 1)
-    return (int)cudaErrorNotSupported;
+  int cluster = 0, clusters = 0;
+  if (P <= 0 || !ndf__iir_tc_yx_fits(NULL, NULL, Y, X)) return 0;
+  if (yxc_plan(Y, X, &cluster, &clusters) != cudaSuccess) {
+    (void)cudaGetLastError(); // a query refused: no cluster pass
+    return 0;
+  }
+  if (!clusters) return 0;
   ndf__iir_tc_pass *p = (ndf__iir_tc_pass *)malloc(sizeof *p);
   if (!p) return (int)cudaErrorMemoryAllocation;
   memset(p, 0, sizeof *p);

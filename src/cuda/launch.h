@@ -59,37 +59,32 @@ struct ndf__iir;
 int ndf__launch_iir(const float *src, float *dst, int64_t P, int64_t L, int64_t Q,
                     const struct ndf__iir *f, void *stream);
 /* The parallel form on lines of length L that fit in one block (ndf__iir_chunks_fit): the
- * line in registers, read and written once, float32 state; may run in place. last: the
- * filter's last pass (nothing of the filter reads its results again). */
+ * line in registers, read and written once, float32 state; may run in place. */
 int ndf__iir_chunks_fit(const struct ndf__iir *f, int64_t L);
 int ndf__launch_iir_chunks(const float *src, float *dst, int64_t P, int64_t L, int64_t Q,
-                           const struct ndf__iir *f, int last, void *stream);
-/* The same on tensor cores (iir_tc_kernel.cu) for L <= 512, rows with L % 4 == 0 or columns
- * with Q % 16 == 0, 16-byte aligned arrays, unless NDF_CUDA_IIR_TC=0; ndf__launch_iir_chunks
- * takes it where it fits. */
+                           const struct ndf__iir *f, void *stream);
+/* The same on tensor cores (iir_tc_kernel.cu; ndf__iir_tc_pass_make below) for L <= 512, rows
+ * with L % 4 == 0 or columns with Q % 16 == 0, 16-byte aligned arrays, unless
+ * NDF_CUDA_IIR_TC=0. */
 int ndf__iir_tc_fits(const float *src, const float *dst, int64_t L, int64_t Q);
-int ndf__launch_iir_tc(const float *src, float *dst, int64_t P, int64_t L, int64_t Q,
-                       const struct ndf__iir *f, int last, void *stream);
 /* Both last axes of [P][Y][X] in one pass under the same filter f (iir_tc_kernel.cu), where
  * ndf__iir_tc_yx_fits: sync is a device buffer of P + 2 counters, zero before the first launch
  * (each launch leaves them zero). */
 int ndf__iir_tc_yx_fits(const float *src, const float *dst, int64_t Y, int64_t X);
 int ndf__launch_iir_tc_yx(const float *src, float *dst, int64_t P, int64_t Y, int64_t X,
                           const struct ndf__iir *f, unsigned long long *sync, void *stream);
-/* The same, a slice to a thread-block cluster (no counters). ndf__iir_tc_yxc_plan, once for the
- * current device, gives the blocks a cluster and the clusters resident at once (both 0 where
- * clusters are not: compute capability below 9.0, or too large); the launch takes them. */
-int ndf__iir_tc_yxc_plan(int64_t Y, int64_t X, int *cluster, int *clusters);
 /* A tensor-core pass made once, at plan time (the filter's matrices, the kernel's blocks and
- * shared memory), and launched on each call: along L of [P][L][Q] where ndf__iir_tc_fits(NULL,
- * NULL, L, Q) (ndf__iir_tc_pass_make), or the cluster pass over the last two axes of [P][Y][X]
- * with ndf__iir_tc_yxc_plan's figures (ndf__iir_tc_yxc_pass_make). Made on the current device;
- * *out is NULL on error. A launch needs 16-byte aligned arrays (ndf__iir_tc_fits). */
+ * shared memory, on the current device), and launched on each call: along L of [P][L][Q]
+ * (ndf__iir_tc_pass_make), or both last axes of [P][Y][X] with a slice to a thread-block
+ * cluster (ndf__iir_tc_yxc_pass_make; no counters). *out is NULL where the kernel does not take
+ * the shape (ndf__iir_tc_fits(NULL, NULL, ...), ndf__iir_tc_yx_fits; the cluster pass also
+ * below compute capability 9.0 or where no cluster fits), returning 0, and on error. A launch
+ * needs 16-byte aligned arrays (ndf__iir_tc_fits). */
 typedef struct ndf__iir_tc_pass ndf__iir_tc_pass;
 int ndf__iir_tc_pass_make(ndf__iir_tc_pass **out, int64_t P, int64_t L, int64_t Q,
                           const struct ndf__iir *f);
 int ndf__iir_tc_yxc_pass_make(ndf__iir_tc_pass **out, int64_t P, int64_t Y, int64_t X,
-                              const struct ndf__iir *f, int cluster, int clusters);
+                              const struct ndf__iir *f);
 int ndf__iir_tc_pass_launch(const ndf__iir_tc_pass *p, const float *src, float *dst, int last,
                             void *stream);
 void ndf__iir_tc_pass_free(ndf__iir_tc_pass *p);
