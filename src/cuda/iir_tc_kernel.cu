@@ -51,7 +51,10 @@
 // and storing the row groups' fragments with ldmatrix / stmatrix took 16 % of a row pass's
 // instructions away and made it slower (256^3 38.3 against 36.3 us; the cluster pass 76.2
 // against 72.7), and its tail (256 slices on 62 clusters) costs 2 us, not a round
-// (bench/results/iir-yxc-ku8-2026-11-22-h200/).
+// (bench/results/iir-yxc-ku8-2026-11-22-h200/). A column group moves 64 bytes a sample row: a
+// plain copy of that pattern takes 351 us at 512^3 against 281 at 256 bytes a row; a cluster of
+// blocks as the team, moving 64 lines at a time, was slower still (512^3 z pass 372 against
+// 325 us: lockstep blocks, three barriers a group; bench/results/iir-zc-probe-2026-11-23-h200/).
 
 #include <cuda_runtime.h>
 
