@@ -962,16 +962,14 @@ extern "C" int ndf__launch_iir_tc_yx(const float *src, float *dst, int64_t P, in
 
 namespace {
 // The cluster pass's blocks a cluster (*cluster) and clusters resident at once (*clusters) for
-// slices of Y x X on the current device, with the kernel's shared-memory limit set; both 0 where
-// clusters are not (compute capability below 9.0, or too large).
-cudaError_t yxc_plan(int64_t Y, int64_t X, int *cluster, int *clusters) {
+// kernel k on the current device, with its shared-memory limit set; both 0 where clusters are
+// not (compute capability below 9.0, or too large).
+cudaError_t yxc_plan(const yxc_config &k, int *cluster, int *clusters) {
   *cluster = *clusters = 0;
   int dev = 0, major = 0;
   cudaError_t e = cudaGetDevice(&dev);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
   if (e != cudaSuccess || major < 9) return e; // (below 9.0: no clusters)
-  const int y = (int)Y, x = (int)X;
-  const yxc_config k = yxc_config_of(y, x);
   // 8 blocks a cluster (H200, 256^3 back to back: 0.110-0.114 ms; 2: 0.118, 4: 0.120, 16:
   // 0.121-0.123; the three passes 0.121-0.124. 512^3, the kernel: 553 us; 4: 664, 16: 595)
   const char *cenv = getenv("NDF_CUDA_IIR_CLUSTER"); // development probe
@@ -997,7 +995,8 @@ extern "C" int ndf__iir_tc_yxc_pass_make(ndf__iir_tc_pass **out, int64_t P, int6
   *out = NULL;
   int cluster = 0, clusters = 0;
   if (P <= 0 || !ndf__iir_tc_yx_fits(NULL, NULL, Y, X)) return 0;
-  if (yxc_plan(Y, X, &cluster, &clusters) != cudaSuccess) {
+  const yxc_config k = yxc_config_of((int)Y, (int)X);
+  if (yxc_plan(k, &cluster, &clusters) != cudaSuccess) {
     (void)cudaGetLastError(); // a query refused: no cluster pass
     return 0;
   }
@@ -1005,7 +1004,6 @@ extern "C" int ndf__iir_tc_yxc_pass_make(ndf__iir_tc_pass **out, int64_t P, int6
   ndf__iir_tc_pass *p = (ndf__iir_tc_pass *)malloc(sizeof *p);
   if (!p) return (int)cudaErrorMemoryAllocation;
   memset(p, 0, sizeof *p);
-  const yxc_config k = yxc_config_of((int)Y, (int)X);
   p->q = make_params(*f);
   p->yxc = k.kern;
   p->P = P, p->L = Y, p->Q = X;
