@@ -112,7 +112,7 @@ static int all_in_place(const ndf__iirp *q, const int64_t *shape, const int *ax,
 /* Whether the two last axes go through a fused (y, x) pass, and which: 0 none, 1 by ticket
  * (iir_tc_yx), 2 a slice to a thread-block cluster (iir_tc_yxc). Both need the same chunked
  * filter on both axes, every pass in place, and the tensor-core kernel fitting both (alignment
- * aside: ndf__iir_tc_yx_fits checks the arrays at run time; NDF_CUDA_IIR_TC=0, which turns the
+ * aside: exec checks the arrays, ndf__iir_tc_aligned; NDF_CUDA_IIR_TC=0, which turns the
  * tensor-core kernels off, turns them off too). The cluster pass runs by default on 256 slices
  * or more of up to 512 x 512 (H200, back to back: 256^3 0.110-0.114 against 0.121-0.124 ms for
  * three passes; 512^3, 8 chunks a warp and L2 hints, 0.878-0.884 against 0.908-0.911; not on 64
@@ -153,7 +153,7 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
   int shift = 0;
   if (!inplace && src == dst && np % 2 == 1 && q->ax[ax[0]].form == NDF__IIR_PARALLEL) shift = 1;
   int k0 = 0;
-  if (s->fused && ndf__iir_tc_yx_fits(src, dst, in->shape[nd - 2], in->shape[nd - 1])) {
+  if (s->fused && ndf__iir_tc_aligned(src, dst)) { /* (make checked the shape) */
     const int64_t P = extent(in->shape, 0, nd - 2), Y = in->shape[nd - 2], X = in->shape[nd - 1];
     if (s->fused == 1)
       e = (cudaError_t)ndf__launch_iir_tc_yx(src, dst, P, Y, X, &q->ax[nd - 1], s->sync, st);
@@ -169,7 +169,7 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
     const int64_t P = extent(in->shape, 0, a), Q = extent(in->shape, a + 1, nd);
     /* the last pass, unless a copy out of tmp follows it */
     const int last = k == np - 1 && to == dst;
-    if (s->tc[k] && ndf__iir_tc_fits(src, to, in->shape[a], Q))
+    if (s->tc[k] && ndf__iir_tc_aligned(src, to))
       e = (cudaError_t)ndf__iir_tc_pass_launch(s->tc[k], src, to, last, st);
     else if (ndf__iir_chunks_fit(f, in->shape[a]))
       e = (cudaError_t)ndf__launch_iir_chunks(src, to, P, in->shape[a], Q, f, st);

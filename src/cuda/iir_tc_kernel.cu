@@ -880,7 +880,7 @@ cudaError_t pass_init(ndf__iir_tc_pass &p, int64_t P, int64_t L, int64_t Q, cons
 extern "C" int ndf__iir_tc_fits(const float *src, const float *dst, int64_t L, int64_t Q) {
   const char *env = getenv("NDF_CUDA_IIR_TC"); // "0": the FFMA kernel everywhere
   return !(env && env[0] == '0') && L > 0 && L <= kMaxL && (Q == 1 ? L % 4 == 0 : Q % 16 == 0) &&
-         ((uintptr_t)src | (uintptr_t)dst) % 16 == 0;
+         ndf__iir_tc_aligned(src, dst);
 }
 
 extern "C" int ndf__iir_tc_pass_make(ndf__iir_tc_pass **out, int64_t P, int64_t L, int64_t Q,

@@ -81,6 +81,11 @@ int ndf__launch_iir_tc_yx(const float *src, float *dst, int64_t P, int64_t Y, in
  * below compute capability 9.0 or where no cluster fits), returning 0, and on error. A launch
  * needs 16-byte aligned arrays (ndf__iir_tc_fits). */
 typedef struct ndf__iir_tc_pass ndf__iir_tc_pass;
+/* Whether a made pass may run on src and dst: its shape was checked when it was made, so a
+ * call checks only the arrays' 16-byte alignment. */
+static inline int ndf__iir_tc_aligned(const void *src, const void *dst) {
+  return ((uintptr_t)src | (uintptr_t)dst) % 16 == 0;
+}
 int ndf__iir_tc_pass_make(ndf__iir_tc_pass **out, int64_t P, int64_t L, int64_t Q,
                           const struct ndf__iir *f);
 int ndf__iir_tc_yxc_pass_make(ndf__iir_tc_pass **out, int64_t P, int64_t Y, int64_t X,
