@@ -248,11 +248,11 @@ NDF_API ndf_status ndf_sepfilter(ndf_context *ctx, const ndf_array *in, ndf_arra
  * order 0, truncate 4.0, mode reflect, cval 0, method auto. */
 typedef struct ndf_gaussian_opts {
   size_t struct_size; /* sizeof(ndf_gaussian_opts), or an older size ending before iir_order */
-  /* NULL or "auto": the FIR filter below, or iir_deriche where the cost models say it is
-   * cheaper and both are within 1e-3 of the true Gaussian (every filtered axis in mode nearest,
-   * order 0, sigma >= 2, no radius, truncate 0 or >= 4, iir_order 0); "fir" (the truncated,
-   * sampled Gaussian as a separable filter) or a sepfilter solver name ("cpu_sep",
-   * "cuda_sep"); a recursive (IIR) method: "iir_alvarez", "iir_deriche", "iir_vyv", or "iir"
+  /* NULL or "auto": the FIR filter below, or iir_deriche where the cost models say it takes
+   * under 2/3 of the FIR filter's time and both are within 1e-3 of the true Gaussian (every
+   * filtered axis in mode nearest, order 0, sigma >= 2, no radius, truncate 0 or >= 4,
+   * iir_order 0); "fir" (the truncated, sampled Gaussian as a separable filter) or a sepfilter
+   * solver name ("cpu_sep", "cuda_sep"); a recursive (IIR) method: "iir_alvarez", "iir_deriche", "iir_vyv", or "iir"
    * (the most accurate of them, iir_deriche), or an IIR solver name ("cpu_iir", "cuda_iir":
    * iir_deriche). */
   const char *method;

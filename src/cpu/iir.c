@@ -45,94 +45,118 @@
 #define INLINE static inline
 #endif
 
-/* W float64 lanes as one value (GCC and Clang vector extensions: two AVX registers, four SSE
- * ones); arithmetic with a double broadcasts it. */
-typedef double lanes_t __attribute__((vector_size(W * sizeof(double))));
+/* A group's W float64 lanes are G vectors of V lanes (GCC and Clang vector extensions), V = 4:
+ * one AVX register. The recursions below run the G vectors as G independent chains, so that a
+ * step's FMAs overlap. A single vector of all W lanes (vector_size(64)) was tried first: on an
+ * AVX2 target GCC kept it on the stack, half a register at a time, and cpu_iir ran 3x slower
+ * (256^3, one thread of the CI machine: 366 against 120-140 ms). A sample's group is
+ * X[i * G .. i * G + G - 1]; lane w of it is ((double *)X)[i * W + w]. */
+#define V 4
+#define G (W / V)
+typedef double vec_t __attribute__((vector_size(V * sizeof(double)), may_alias));
 
-/* One step of an all-pole recursion of order K: *x = b0 *x - sum a[j] h[j], shifted into h (the
- * newest state enters the sum last, so a step waits for one FMA of the step before). */
-INLINE void pole_step(double b0, const double *a, lanes_t *h, lanes_t *x, const int K) {
-  lanes_t v = b0 * *x;
-  for (int j = K - 1; j >= 0; j--)
-    v -= a[j] * h[j];
-  for (int j = K - 1; j > 0; j--)
-    h[j] = h[j - 1];
-  h[0] = *x = v;
+/* One step of an all-pole recursion of order K on the G chains of sample x: x = b0 x - sum a[j]
+ * h[j], shifted into h (the newest state enters the sum last, so a step waits for one FMA of
+ * the step before). */
+INLINE void pole_step(double b0, const double *a, vec_t h[][G], vec_t *x, const int K) {
+  UNROLL
+  for (int g = 0; g < G; g++) {
+    vec_t v = b0 * x[g];
+    for (int j = K - 1; j >= 0; j--)
+      v -= a[j] * h[j][g];
+    for (int j = K - 1; j > 0; j--)
+      h[j][g] = h[j - 1][g];
+    h[0][g] = x[g] = v;
+  }
 }
 
 /* The recursions over a block X of n samples of W lanes, K a constant after inlining. */
-INLINE void cascade(const ndf__iir *f, lanes_t *restrict X, int64_t n, const int K) {
+INLINE void cascade(const ndf__iir *f, vec_t *restrict X, int64_t n, const int K) {
   const double b0 = f->b0;
   double a[NDF__IIR_MAXK];
-  lanes_t h[NDF__IIR_MAXK];
+  vec_t h[NDF__IIR_MAXK][G];
   for (int j = 0; j < K; j++)
     a[j] = f->a[j];
-  const lanes_t first = X[0], last = X[n - 1];
-  for (int j = 0; j < K; j++)
-    h[j] = first;
-  for (int64_t i = 0; i < n; i++)
-    pole_step(b0, a, h, X + i, K);
-  /* Triggs-Sdika's start of the anticausal pass (iir.h): v at n - 1 - r into h[r] ... */
-  lanes_t dd[NDF__IIR_MAXK];
-  for (int m = 0; m < K; m++)
-    dd[m] = (n - 1 - m >= 0 ? X[n - 1 - m] : first) - last;
-  for (int r = 0; r < K; r++) {
-    lanes_t v = last;
-    for (int m = 0; m < K; m++)
-      v += f->M[r * K + m] * dd[m];
-    h[r] = v;
+  vec_t first[G], last[G];
+  for (int g = 0; g < G; g++) {
+    first[g] = X[g];
+    last[g] = X[(n - 1) * G + g];
+    for (int j = 0; j < K; j++)
+      h[j][g] = first[g];
   }
-  for (int r = 0; r < K && n - 1 - r >= 0; r++)
-    X[n - 1 - r] = h[r];
-  /* ... and the recursion's state at i = n - K - 1, v[i + 1 + j], is h[K - 1 - j]. */
-  for (int j = 0; j < K / 2; j++) {
-    const lanes_t t = h[j];
-    h[j] = h[K - 1 - j];
-    h[K - 1 - j] = t;
+  for (int64_t i = 0; i < n; i++)
+    pole_step(b0, a, h, X + i * G, K);
+  /* Triggs-Sdika's start of the anticausal pass (iir.h): v at n - 1 - r into h[r] ... */
+  for (int g = 0; g < G; g++) {
+    vec_t dd[NDF__IIR_MAXK];
+    for (int m = 0; m < K; m++)
+      dd[m] = (n - 1 - m >= 0 ? X[(n - 1 - m) * G + g] : first[g]) - last[g];
+    for (int r = 0; r < K; r++) {
+      vec_t v = last[g];
+      for (int m = 0; m < K; m++)
+        v += f->M[r * K + m] * dd[m];
+      h[r][g] = v;
+    }
+    for (int r = 0; r < K && n - 1 - r >= 0; r++)
+      X[(n - 1 - r) * G + g] = h[r][g];
+    /* ... and the recursion's state at i = n - K - 1, v[i + 1 + j], is h[K - 1 - j]. */
+    for (int j = 0; j < K / 2; j++) {
+      const vec_t t = h[j][g];
+      h[j][g] = h[K - 1 - j][g];
+      h[K - 1 - j][g] = t;
+    }
   }
   for (int64_t i = n - K - 1; i >= 0; i--)
-    pole_step(b0, a, h, X + i, K);
+    pole_step(b0, a, h, X + i * G, K);
 }
 
 /* The parallel form; T: n samples of W lanes, for the input's copy. */
-INLINE void parallel(const ndf__iir *f, lanes_t *restrict X, lanes_t *restrict T, int64_t n,
+INLINE void parallel(const ndf__iir *f, vec_t *restrict X, vec_t *restrict T, int64_t n,
                      const int K) {
   double a[NDF__IIR_MAXK], bp[NDF__IIR_MAXK], bm[NDF__IIR_MAXK];
-  lanes_t h[NDF__IIR_MAXK];
+  vec_t h[NDF__IIR_MAXK][G];
   for (int j = 0; j < K; j++) {
     a[j] = f->a[j];
     bp[j] = f->bp[j];
     bm[j] = f->bm[j];
   }
-  memcpy(T, X, (size_t)n * sizeof *T);
-  for (int j = 0; j < K; j++)
-    h[j] = f->gp * T[0];
+  memcpy(T, X, (size_t)n * G * sizeof *T);
+  for (int g = 0; g < G; g++)
+    for (int j = 0; j < K; j++)
+      h[j][g] = f->gp * T[g];
   for (int64_t i = 0; i < n; i++) {
-    lanes_t v = bp[0] * T[i];
-    for (int j = 1; j < K; j++)
-      v += bp[j] * T[i - j >= 0 ? i - j : 0];
-    for (int j = K - 1; j >= 0; j--)
-      v -= a[j] * h[j];
-    for (int j = K - 1; j > 0; j--)
-      h[j] = h[j - 1];
-    h[0] = X[i] = v;
+    UNROLL
+    for (int g = 0; g < G; g++) {
+      vec_t v = bp[0] * T[i * G + g];
+      for (int j = 1; j < K; j++)
+        v += bp[j] * T[(i - j >= 0 ? i - j : 0) * G + g];
+      for (int j = K - 1; j >= 0; j--)
+        v -= a[j] * h[j][g];
+      for (int j = K - 1; j > 0; j--)
+        h[j][g] = h[j - 1][g];
+      h[0][g] = X[i * G + g] = v;
+    }
   }
-  for (int j = 0; j < K; j++)
-    h[j] = f->gm * T[n - 1];
+  for (int g = 0; g < G; g++)
+    for (int j = 0; j < K; j++)
+      h[j][g] = f->gm * T[(n - 1) * G + g];
   for (int64_t i = n - 1; i >= 0; i--) {
-    lanes_t v = bm[0] * T[i + 1 < n ? i + 1 : n - 1];
-    for (int j = 1; j < K; j++)
-      v += bm[j] * T[i + 1 + j < n ? i + 1 + j : n - 1];
-    for (int j = K - 1; j >= 0; j--)
-      v -= a[j] * h[j];
-    for (int j = K - 1; j > 0; j--)
-      h[j] = h[j - 1];
-    h[0] = v;
-    X[i] += v;
+    UNROLL
+    for (int g = 0; g < G; g++) {
+      vec_t v = bm[0] * T[(i + 1 < n ? i + 1 : n - 1) * G + g];
+      for (int j = 1; j < K; j++)
+        v += bm[j] * T[(i + 1 + j < n ? i + 1 + j : n - 1) * G + g];
+      for (int j = K - 1; j >= 0; j--)
+        v -= a[j] * h[j][g];
+      for (int j = K - 1; j > 0; j--)
+        h[j][g] = h[j - 1][g];
+      h[0][g] = v;
+      X[i * G + g] += v;
+    }
   }
 }
 
-INLINE void filter_block(const ndf__iir *f, lanes_t *X, lanes_t *T, int64_t n) {
+INLINE void filter_block(const ndf__iir *f, vec_t *X, vec_t *T, int64_t n) {
   if (f->form == NDF__IIR_PARALLEL) {
     switch (f->K) {
     case 4: parallel(f, X, T, n, 4); return;
@@ -146,6 +170,52 @@ INLINE void filter_block(const ndf__iir *f, lanes_t *X, lanes_t *T, int64_t n) {
   case 4: cascade(f, X, n, 4); return;
   default: cascade(f, X, n, 5); return;
   }
+}
+
+/* Rows (lines along the last axis, contiguous float32): 4 samples of 4 lines at a time, loaded
+ * as 4 vectors and transposed in registers (element by element, the x pass took 45 against
+ * 28 ms for y, 256^3, one thread of the CI machine). */
+typedef float f4_t __attribute__((vector_size(4 * sizeof(float)), may_alias, aligned(4)));
+
+INLINE void transpose4(vec_t *a0, vec_t *a1, vec_t *a2, vec_t *a3) {
+  const vec_t t0 = __builtin_shufflevector(*a0, *a1, 0, 4, 2, 6);
+  const vec_t t1 = __builtin_shufflevector(*a0, *a1, 1, 5, 3, 7);
+  const vec_t t2 = __builtin_shufflevector(*a2, *a3, 0, 4, 2, 6);
+  const vec_t t3 = __builtin_shufflevector(*a2, *a3, 1, 5, 3, 7);
+  *a0 = __builtin_shufflevector(t0, t2, 0, 1, 4, 5);
+  *a1 = __builtin_shufflevector(t1, t3, 0, 1, 4, 5);
+  *a2 = __builtin_shufflevector(t0, t2, 2, 3, 6, 7);
+  *a3 = __builtin_shufflevector(t1, t3, 2, 3, 6, 7);
+}
+
+/* X's samples 0 .. L - 1 (lanes w: the rows p + r[w]), the first L / 4 * 4 of them. */
+INLINE int64_t rows_in(vec_t *X, const float *p, const int64_t r[W], int64_t L) {
+  int64_t i = 0;
+  for (; i + 4 <= L; i += 4)
+    for (int g = 0; g < G; g++) {
+      vec_t a[4];
+      for (int k = 0; k < 4; k++)
+        a[k] = __builtin_convertvector(*(const f4_t *)(p + r[g * 4 + k] + i), vec_t);
+      transpose4(&a[0], &a[1], &a[2], &a[3]);
+      for (int k = 0; k < 4; k++)
+        X[(i + k) * G + g] = a[k];
+    }
+  return i;
+}
+
+/* The reverse of rows_in, into the rows q + r[w]. */
+INLINE int64_t rows_out(float *q, const int64_t r[W], const vec_t *X, int64_t L) {
+  int64_t i = 0;
+  for (; i + 4 <= L; i += 4)
+    for (int g = 0; g < G; g++) {
+      vec_t a[4];
+      for (int k = 0; k < 4; k++)
+        a[k] = X[(i + k) * G + g];
+      transpose4(&a[0], &a[1], &a[2], &a[3]);
+      for (int k = 0; k < 4; k++)
+        *(f4_t *)(q + r[g * 4 + k] + i) = __builtin_convertvector(a[k], f4_t);
+    }
+  return i;
 }
 
 /* Where a pass reads: the input (any dtype, its strides) or B (float32, contiguous). */
@@ -168,7 +238,8 @@ static int64_t lines_of(const int64_t n[D], int axis) {
  * C order). X, T: n[axis] * W doubles each. */
 CLONES static void lines(const ndf__iir *f, const source *src, int64_t so, float *B,
                          const int64_t bs[D], int64_t bo, const int64_t n[D], int axis, int64_t g0,
-                         int64_t g1, lanes_t *X, lanes_t *T) {
+                         int64_t g1, vec_t *X, vec_t *T) {
+  double(*x)[W] = (double(*)[W])X; /* the same memory, a sample's W lanes */
   const int64_t L = n[axis], nl = lines_of(n, axis);
   const int64_t sa = src->s[axis], ba = bs[axis];
   for (int64_t g = g0; g < g1; g++) {
@@ -195,27 +266,27 @@ CLONES static void lines(const ndf__iir *f, const source *src, int64_t so, float
       const float *p = (const float *)src->data + sb[0];
       for (int64_t i = 0; i < L; i++)
         for (int w = 0; w < W; w++)
-          X[i][w] = p[i * sa + w];
+          x[i][w] = p[i * sa + w];
     } else if (src->dtype == NDF_F32) {
       const float *p = src->data;
-      for (int64_t i = 0; i < L; i++)
+      for (int64_t i = sa == 1 ? rows_in(X, p, sb, L) : 0; i < L; i++)
         for (int w = 0; w < W; w++)
-          X[i][w] = p[sb[w] + i * sa];
+          x[i][w] = p[sb[w] + i * sa];
     } else {
       for (int64_t i = 0; i < L; i++)
         for (int w = 0; w < W; w++)
-          X[i][w] = ndf__load(src->dtype, src->data, sb[w] + i * sa);
+          x[i][w] = ndf__load(src->dtype, src->data, sb[w] + i * sa);
     }
     filter_block(f, X, T, L);
     if (run) {
       float *b = B + bb[0];
       for (int64_t i = 0; i < L; i++)
         for (int w = 0; w < W; w++)
-          b[i * ba + w] = (float)X[i][w];
+          b[i * ba + w] = (float)x[i][w];
     } else {
-      for (int64_t i = 0; i < L; i++)
+      for (int64_t i = ba == 1 && lanes == W ? rows_out(B, bb, X, L) : 0; i < L; i++)
         for (int w = 0; w < lanes; w++)
-          B[bb[w] + i * ba] = (float)X[i][w];
+          B[bb[w] + i * ba] = (float)x[i][w];
     }
   }
 }
@@ -227,15 +298,17 @@ static int applicable(const ndf__problem *pb, const ndf_context *ctx) {
   return pb->in.place.kind == NDF_PLACE_HOST && pb->out.place.kind == NDF_PLACE_HOST;
 }
 
-/* Measured on one core of the CI machine (x86-64 with AVX2, 256^2 x 64): about 1.5 + 0.9 K ns
- * per sample and axis for a cascade of order K, 1.5 + 1.0 K for the parallel form, gathering
- * and storing included (cpu_sep's model alike: FIR is cheaper at 256^3 up to sigma ~ 9). */
+/* Measured on one core of the CI machine (x86-64 with AVX2 and AVX-512, 256^2 x 64, 2026-11-23):
+ * about 1.0 + 0.12 K ns per sample and axis for a cascade of order K (VYV 3-5: 1.38-1.59) and
+ * 1.0 + 0.25 K for the parallel form (Deriche: 1.96), gathering and storing included. On the
+ * same core cpu_sep took 2.8 ns at sigma 4.5 (37 taps), so FIR is the cheaper below sigma ~ 2-3,
+ * where auto takes it anyway. */
 static double cost(const ndf__problem *pb, const ndf_context *ctx) {
   const ndf__iirp *q = pb->params;
   double t = 0;
   for (int d = 0; d < pb->in.ndim; d++)
     if (q->ax[d].K)
-      t += 1.5e-9 + (q->ax[d].form == NDF__IIR_PARALLEL ? 1.0e-9 : 0.9e-9) * q->ax[d].K;
+      t += 1.0e-9 + (q->ax[d].form == NDF__IIR_PARALLEL ? 0.25e-9 : 0.12e-9) * q->ax[d].K;
   return 2e-6 + (double)ndf_array_size(&pb->in) * t / ctx->threads;
 }
 
@@ -267,7 +340,7 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
   int fail = 0;
 #pragma omp parallel num_threads(threads)
   {
-    lanes_t *X = aligned_alloc(sizeof(lanes_t), (size_t)nmax * 2 * sizeof(lanes_t));
+    vec_t *X = aligned_alloc(sizeof(vec_t), (size_t)nmax * 2 * G * sizeof(vec_t));
     int from_in = 1;
     if (!X) {
 #pragma omp atomic write
@@ -283,7 +356,7 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
         for (int a = D - 1; a >= 2; a--) {
           if (!f[a]) continue;
           lines(f[a], first ? &sin : &sb, first ? so : bo, B, bs, bo, sn, a, 0, groups(sn, a), X,
-                X + nmax);
+                X + nmax * G);
           first = 0;
         }
       }
@@ -294,7 +367,7 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
       const int64_t ng = groups(n, a);
 #pragma omp for schedule(static)
       for (int64_t g = 0; g < ng; g++)
-        lines(f[a], from_in ? &sin : &sb, 0, B, bs, 0, n, a, g, g + 1, X, X + nmax);
+        lines(f[a], from_in ? &sin : &sb, 0, B, bs, 0, n, a, g, g + 1, X, X + nmax * G);
       from_in = 0;
     }
     free(X);
