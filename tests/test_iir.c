@@ -285,6 +285,35 @@ static int long_cases(ndf_context *ctx, int cuda, uint64_t *r) {
   return (int)(sizeof longs / sizeof longs[0]);
 }
 
+/* Every method on lines whose steps are 64 KB apart (axis 0 of 5 x 64 x 256 and 5 x 64 x 264
+ * float32), where cpu_iir reads and writes two groups of lines at a time; 264 puts a pair across
+ * two rows. Out of place and in place. */
+static int stride_cases(ndf_context *ctx, int cuda, uint64_t *r) {
+  static const struct {
+    const char *name;
+    int order;
+    int64_t x;
+    int inplace;
+  } sc[] = {{"iir_alvarez", 3, 256, 0}, {"iir_vyv", 3, 264, 1},     {"iir_vyv", 4, 256, 1},
+            {"iir_vyv", 5, 264, 0},     {"iir_deriche", 4, 264, 0}, {"iir_deriche", 4, 256, 1}};
+  for (size_t k = 0; k < sizeof sc / sizeof sc[0]; k++) {
+    tcase c;
+    memset(&c, 0, sizeof c);
+    c.method = find_method(sc[k].name, sc[k].order);
+    c.nd = 3;
+    c.shape[0] = 5, c.shape[1] = 64, c.shape[2] = sc[k].x;
+    for (int d = 0; d < 3; d++) {
+      c.sigma[d] = 1 + 9.5 * (ndf_rand_uniform(r) + 1); /* 1 .. 20 */
+      c.mode[d] = NDF_MODE_NEAREST;
+    }
+    c.lay.idt = c.lay.odt = NDF_F32;
+    c.lay.dev_in = c.lay.dev_out = cuda;
+    c.lay.inplace = sc[k].inplace;
+    run_case(ctx, cuda, &c, r);
+  }
+  return (int)(sizeof sc / sizeof sc[0]);
+}
+
 /* Dtypes and layouts: each of these, then random ones (t_random_layout). */
 static const t_layout fixed_layouts[] = {
     /* idt, odt, strided_in, strided_out, dev_in, dev_out, inplace, reuse */
@@ -857,10 +886,11 @@ int main(int argc, char **argv) {
   }
   reversed_case(ctx, cuda);
   large_cases(ctx, cuda, &r);
-  const int nlong = long_cases(ctx, cuda, &r);
-  printf("%d random, %d layout, %d large-sigma and %d long-line cases on %s: worst relative "
-         "error %.3g (bound %g)\n",
-         ncases, nlay + 1, (int)(sizeof large / sizeof large[0]), nlong, dev, worst_seen, t_tol);
+  const int nlong = long_cases(ctx, cuda, &r), nstride = stride_cases(ctx, cuda, &r);
+  printf("%d random, %d layout, %d large-sigma, %d long-line and %d long-step cases on %s: worst "
+         "relative error %.3g (bound %g)\n",
+         ncases, nlay + 1, (int)(sizeof large / sizeof large[0]), nlong, nstride, dev, worst_seen,
+         t_tol);
   if (!cuda) design_checks();
   accuracy(ctx, &r);
   refusals(ctx, cuda, &r);
