@@ -177,6 +177,15 @@ INLINE void filter_block(const ndf__iir *f, vec_t *X, vec_t *T, int64_t n) {
  * 28 ms for y, 256^3, one thread of the CI machine). */
 typedef float f4_t __attribute__((vector_size(4 * sizeof(float)), may_alias, aligned(4)));
 
+/* GCC before 12 lacks __builtin_shufflevector: rows then go element by element. */
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_shufflevector) && __has_builtin(__builtin_convertvector)
+#define ROWS_BY_4
+#endif
+#endif
+
+#ifdef ROWS_BY_4
+
 INLINE void transpose4(vec_t *a0, vec_t *a1, vec_t *a2, vec_t *a3) {
   const vec_t t0 = __builtin_shufflevector(*a0, *a1, 0, 4, 2, 6);
   const vec_t t1 = __builtin_shufflevector(*a0, *a1, 1, 5, 3, 7);
@@ -188,7 +197,8 @@ INLINE void transpose4(vec_t *a0, vec_t *a1, vec_t *a2, vec_t *a3) {
   *a3 = __builtin_shufflevector(t1, t3, 2, 3, 6, 7);
 }
 
-/* X's samples 0 .. L - 1 (lanes w: the rows p + r[w]), the first L / 4 * 4 of them. */
+/* X's samples 0 .. L - 1 (lanes w: the rows p + r[w]): returns how many of the first it
+ * loaded, a multiple of 4 (none without ROWS_BY_4). */
 INLINE int64_t rows_in(vec_t *X, const float *p, const int64_t r[W], int64_t L) {
   int64_t i = 0;
   for (; i + 4 <= L; i += 4)
@@ -217,6 +227,16 @@ INLINE int64_t rows_out(float *q, const int64_t r[W], const vec_t *X, int64_t L)
     }
   return i;
 }
+#else
+INLINE int64_t rows_in(vec_t *X, const float *p, const int64_t r[W], int64_t L) {
+  (void)X, (void)p, (void)r, (void)L;
+  return 0;
+}
+INLINE int64_t rows_out(float *q, const int64_t r[W], const vec_t *X, int64_t L) {
+  (void)q, (void)r, (void)X, (void)L;
+  return 0;
+}
+#endif
 
 /* Where a pass reads: the input (any dtype, its strides) or B (float32, contiguous). */
 typedef struct {
