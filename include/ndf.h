@@ -252,9 +252,9 @@ typedef struct ndf_gaussian_opts {
    * under 2/3 of the FIR filter's time and both are within 1e-3 of the true Gaussian (every
    * filtered axis in mode nearest, order 0, sigma >= 2, no radius, truncate 0 or >= 4,
    * iir_order 0); "fir" (the truncated, sampled Gaussian as a separable filter) or a sepfilter
-   * solver name ("cpu_sep", "cuda_sep"); a recursive (IIR) method: "iir_alvarez", "iir_deriche", "iir_vyv", or "iir"
-   * (the most accurate of them, iir_deriche), or an IIR solver name ("cpu_iir", "cuda_iir":
-   * iir_deriche). */
+   * solver name ("cpu_sep", "cuda_sep"); a recursive (IIR) method: "iir_alvarez",
+   * "iir_deriche", "iir_vyv", or "iir" (the most accurate of them, iir_deriche), or an IIR
+   * solver name ("cpu_iir", "cuda_iir": iir_deriche). */
   const char *method;
   double sigma[NDF_MAX_DIMS]; /* per axis, in samples; <= 1e-15 leaves the axis alone */
   int order[NDF_MAX_DIMS];    /* derivative order per axis, >= 0 */

@@ -298,38 +298,25 @@ INLINE void group_at(group *q, const source *src, int64_t so, const int64_t bs[D
 CLONES static void lines(const ndf__iir *f, const source *src, int64_t so, float *B,
                          const int64_t bs[D], int64_t bo, const int64_t n[D], int axis, int64_t g0,
                          int64_t g1, vec_t *X, vec_t *T, vec_t *X2) {
-  double(*x)[W] = (double(*)[W])X, (*x2)[W] = (double(*)[W])X2; /* a sample's W lanes */
+  vec_t *const Xs[2] = {X, X2};
+  double(*const xs[2])[W] = {(double(*)[W])X, (double(*)[W])X2}; /* a sample's W lanes */
+  double(*x)[W] = xs[0];
   const int64_t L = n[axis], nl = lines_of(n, axis);
   const int64_t sa = src->s[axis], ba = bs[axis];
   for (int64_t g = g0; g < g1; g++) {
     group q, q2;
     group_at(&q, src, so, bs, bo, n, axis, g, nl);
+    int m = 1; /* groups read and written together: 2 only for runs, side by side */
     if (q.run && src->dtype == NDF_F32 && sa >= 16384 && g + 1 < g1) {
       group_at(&q2, src, so, bs, bo, n, axis, g + 1, nl);
-      if (q2.run && q2.sb[0] == q.sb[0] + W && q2.bb[0] == q.bb[0] + W) {
-        const float *p = (const float *)src->data + q.sb[0];
-        for (int64_t i = 0; i < L; i++)
-          for (int w = 0; w < W; w++) {
-            x[i][w] = p[i * sa + w];
-            x2[i][w] = p[i * sa + W + w];
-          }
-        filter_block(f, X, T, L);
-        filter_block(f, X2, T, L);
-        float *b = B + q.bb[0];
-        for (int64_t i = 0; i < L; i++)
-          for (int w = 0; w < W; w++) {
-            b[i * ba + w] = (float)x[i][w];
-            b[i * ba + W + w] = (float)x2[i][w];
-          }
-        g++;
-        continue;
-      }
+      m = q2.run && q2.sb[0] == q.sb[0] + W && q2.bb[0] == q.bb[0] + W ? 2 : 1;
     }
     if (src->dtype == NDF_F32 && q.run) {
       const float *p = (const float *)src->data + q.sb[0];
       for (int64_t i = 0; i < L; i++)
-        for (int w = 0; w < W; w++)
-          x[i][w] = p[i * sa + w];
+        for (int k = 0; k < m; k++)
+          for (int w = 0; w < W; w++)
+            xs[k][i][w] = p[i * sa + k * W + w];
     } else if (src->dtype == NDF_F32) {
       const float *p = src->data;
       for (int64_t i = sa == 1 ? rows_in(X, p, q.sb, L) : 0; i < L; i++)
@@ -340,17 +327,20 @@ CLONES static void lines(const ndf__iir *f, const source *src, int64_t so, float
         for (int w = 0; w < W; w++)
           x[i][w] = ndf__load(src->dtype, src->data, q.sb[w] + i * sa);
     }
-    filter_block(f, X, T, L);
+    for (int k = 0; k < m; k++)
+      filter_block(f, Xs[k], T, L);
     if (q.run) {
       float *b = B + q.bb[0];
       for (int64_t i = 0; i < L; i++)
-        for (int w = 0; w < W; w++)
-          b[i * ba + w] = (float)x[i][w];
+        for (int k = 0; k < m; k++)
+          for (int w = 0; w < W; w++)
+            b[i * ba + k * W + w] = (float)xs[k][i][w];
     } else {
       for (int64_t i = ba == 1 && q.lanes == W ? rows_out(B, q.bb, X, L) : 0; i < L; i++)
         for (int w = 0; w < q.lanes; w++)
           B[q.bb[w] + i * ba] = (float)x[i][w];
     }
+    g += m - 1;
   }
 }
 
@@ -364,8 +354,8 @@ static int applicable(const ndf__problem *pb, const ndf_context *ctx) {
 /* Measured on one core of the CI machine (x86-64 with AVX2 and AVX-512, 256^2 x 64, 2026-11-23):
  * about 1.0 + 0.12 K ns per sample and axis for a cascade of order K (VYV 3-5: 1.38-1.59) and
  * 1.0 + 0.25 K for the parallel form (Deriche: 1.96), gathering and storing included. On the
- * same core cpu_sep took 2.8 ns at sigma 4.5 (37 taps), so FIR is the cheaper below sigma ~ 2-3,
- * where auto takes it anyway. */
+ * same core cpu_sep took 2.8 ns at sigma 4.5 (37 taps), so FIR is the cheaper below sigma ~ 2-3;
+ * auto keeps it up to sigma ~ 4, where the recursive filter saves a third (ops/sepfilter.c). */
 static double cost(const ndf__problem *pb, const ndf_context *ctx) {
   const ndf__iirp *q = pb->params;
   double t = 0;
