@@ -3,6 +3,7 @@
  * values: no Triggs-Sdika start) and against the true Gaussian; the filters' design; dtypes,
  * strides and in place; refusals; older struct sizes; auto's choice.
  * usage: test_iir cpu|cuda   (exit 77 = skipped: no usable device) */
+#include <complex.h>
 #include <stddef.h>
 
 #include "common.h"
@@ -314,6 +315,46 @@ static int stride_cases(ndf_context *ctx, int cuda, uint64_t *r) {
   return (int)(sizeof sc / sizeof sc[0]);
 }
 
+/* The cascades that cuda_iir runs as their parallel twins (iir_vyv 3 and 4, one Alvarez step)
+ * on the shapes of its chunked and tensor-core passes and past them: rows, columns, the fused
+ * (y, x) passes (iso: one sigma on every axis, then each fused pass forced), long columns
+ * (the FFMA chunked kernel), lines past 2048 (the cascade itself). Sigma 0.5 to 200, up to 64
+ * for order 4 (past it cuda_iir runs the cascade, and two float64 cascades differ by up to
+ * 1.1e-5 on 128-long lines at sigma 100: seen on an H200). */
+static int twin_cases(ndf_context *ctx, int cuda, uint64_t *r) {
+  static const struct {
+    const char *name;
+    int order, nd, inplace, iso;
+    int64_t shape[3];
+  } tc[] = {{"iir_vyv", 3, 3, 0, 1, {5, 256, 256}},     {"iir_vyv", 4, 3, 1, 1, {64, 128, 128}},
+            {"iir_alvarez", 1, 2, 0, 0, {300, 200}},    {"iir_vyv", 3, 2, 1, 0, {1500, 32}},
+            {"iir_vyv", 4, 2, 0, 0, {3, 2049}},         {"iir_vyv", 3, 3, 0, 1, {300, 64, 48}},
+            {"iir_alvarez", 1, 3, 1, 1, {2, 512, 272}}, {"iir_vyv", 0, 3, 0, 0, {9, 130, 64}}};
+  for (size_t k = 0; k < sizeof tc / sizeof tc[0]; k++) {
+    tcase c;
+    memset(&c, 0, sizeof c);
+    c.method = find_method(tc[k].name, tc[k].order);
+    c.nd = tc[k].nd;
+    for (int d = 0; d < c.nd; d++) {
+      c.shape[d] = tc[k].shape[d];
+      c.sigma[d] = tc[k].iso && d ? c.sigma[0] : 0.5 * pow(400, 0.5 * (ndf_rand_uniform(r) + 1));
+      c.sigma[d] = fmin(c.sigma[d], tc[k].order == 4 ? 64 : sigma_max(&methods[c.method]));
+      c.mode[d] = NDF_MODE_NEAREST;
+    }
+    c.lay.idt = c.lay.odt = NDF_F32;
+    c.lay.dev_in = c.lay.dev_out = cuda;
+    c.lay.inplace = tc[k].inplace;
+    run_case(ctx, cuda, &c, r);
+    if (tc[k].iso && cuda)
+      for (char v[2] = "0"; v[0] <= '2'; v[0]++) {
+        setenv("NDF_CUDA_IIR_FUSED", v, 1);
+        run_case(ctx, cuda, &c, r);
+        unsetenv("NDF_CUDA_IIR_FUSED");
+      }
+  }
+  return (int)(sizeof tc / sizeof tc[0]);
+}
+
 /* Dtypes and layouts: each of these, then random ones (t_random_layout). */
 static const t_layout fixed_layouts[] = {
     /* idt, odt, strided_in, strided_out, dev_in, dev_out, inplace, reuse */
@@ -461,6 +502,121 @@ static void design_checks(void) {
       free(y);
     }
   }
+}
+
+/* The twin as cuda_iir's chunked passes run it, in float64: its first-order complex
+ * recursions (pole, res) from their steady states, y[i] = sum_k Re(res_k (z_k[i] + s_k[i])) -
+ * sum_k Re(res_k) x[i], z causal and s anticausal. */
+static void twin_line(const ndf__iir *tw, const double *x, double *y, int64_t n) {
+  for (int64_t i = 0; i < n; i++)
+    y[i] = 0;
+  for (int k = 0; k < tw->npar; k++) {
+    const double complex p = tw->pole[k][0] + I * tw->pole[k][1],
+                         rs = tw->res[k][0] + I * tw->res[k][1];
+    double complex z = x[0] / (1 - p), v = x[n - 1] / (1 - p);
+    for (int64_t i = 0; i < n; i++) {
+      z = p * z + x[i];
+      y[i] += creal(rs * z) - creal(rs) * x[i];
+    }
+    for (int64_t i = n - 1; i >= 0; i--) {
+      v = p * v + x[i];
+      y[i] += creal(rs * v);
+    }
+  }
+}
+
+/* The parallel twins (iir.h): one for iir_vyv 3 and 4 and one Alvarez step, none for the
+ * others. On random lines of 1 to 700 samples (float64, both exact for 'nearest'), the twin's
+ * first-order recursions (twin_line: what cuda_iir's chunked passes run) agree with the cascade
+ * within 1e-9 up to sigma 16, within 1e-6 to sigma 300 (order 3) or 64 (order 4): past that the
+ * cascade's own rounding grows (seen: order 3 9e-8 at sigma 300, 2e-5 at 1000; order 4 3.4e-7
+ * at 64, 8e-6 at 100), while the twin's recursions and its direct form (bp, bm) agree within
+ * 1e-8 to sigma 300 (seen 4e-9) and 1e-6 at 1000 (5e-8). The recursions give the twin's impulse
+ * response mid-line. */
+static void twin_checks(uint64_t *r) {
+  static const double sig[] = {0.5, 0.7, 1, 2, 4.5, 9, 16, 40, 64, 100, 300, 1000};
+  static const int64_t lens[] = {1, 2, 3, 4, 7, 50, 700};
+  double worst = 0, worst_d = 0, worst_h = 0;
+  for (int k = 0; k < NMETHODS; k++) {
+    const tmethod *t = &methods[k];
+    if (!t->order) continue;
+    const int want =
+        (t->m == NDF__IIR_VYV && t->order <= 4) || (t->m == NDF__IIR_ALVAREZ && t->order == 1);
+    for (size_t j = 0; j < sizeof sig / sizeof sig[0]; j++) {
+      const double s = sig[j];
+      if (s > sigma_max(t)) continue;
+      ndf__iir f, tw;
+      char why[200];
+      if (ndf__iir_design(&f, t->m, t->order, s, why, (int)sizeof why) != NDF_OK) continue;
+      const int has = ndf__iir_parallel_twin(&f, &tw);
+      CHECK(has == want, "%s order %d sigma %g: %s parallel twin", t->name, t->order, s,
+            has ? "an unexpected" : "no");
+      if (!has) continue;
+      CHECK(tw.form == NDF__IIR_PARALLEL && tw.K == f.K && tw.npar >= 1,
+            "%s order %d sigma %g: twin of form %d, order %d, %d recursions", t->name, t->order, s,
+            (int)tw.form, tw.K, tw.npar);
+      /* the bounds: the cascade's own float64 rounding grows with sigma and K (iir.h) */
+      const double tol_c = s <= 16                             ? 1e-9
+                           : (f.K == 3 && s <= 300) || s <= 64 ? 1e-6
+                                                               : 0,
+                   tol_d = s <= 300 ? 1e-8 : 1e-6;
+      for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+        const int64_t n = lens[li];
+        double x[700], c[700], d[700], y[700], tmp[700], mag = 0, ec = 0, ed = 0;
+        int64_t wc = 0, wd = 0;
+        for (int64_t i = 0; i < n; i++)
+          x[i] = c[i] = d[i] = ndf_rand_uniform(r) + (i < n / 3 ? 0.5 : 0);
+        ndf__iir_line(&f, c, n, NULL); /* the cascade */
+        ndf__iir_line(&tw, d, n, tmp); /* the twin's direct form */
+        twin_line(&tw, x, y, n);       /* its complex recursions */
+        for (int64_t i = 0; i < n; i++) {
+          mag = fmax(mag, fabs(c[i]));
+          if (fabs(y[i] - c[i]) > ec) ec = fabs(y[i] - c[i]), wc = i;
+          if (fabs(y[i] - d[i]) > ed) ed = fabs(y[i] - d[i]), wd = i;
+        }
+        ec /= mag;
+        ed /= mag;
+        CHECK(!tol_c || ec <= tol_c,
+              "%s order %d sigma %g, %lld samples: the twin off the cascade by %.3g relative "
+              "(bound %g) at sample %lld (%.17g against %.17g)",
+              t->name, t->order, s, (long long)n, ec, tol_c, (long long)wc, y[wc], c[wc]);
+        CHECK(ed <= tol_d,
+              "%s order %d sigma %g, %lld samples: the twin's recursions off its direct form by "
+              "%.3g relative (bound %g) at sample %lld (%.17g against %.17g)",
+              t->name, t->order, s, (long long)n, ed, tol_d, (long long)wd, y[wd], d[wd]);
+        if (tol_c) worst = fmax(worst, ec);
+        worst_d = fmax(worst_d, ed);
+      }
+      if (s > 64) continue;
+      /* an impulse mid-line: h(|t|) = sum_k Re(res_k pole_k^|t|) */
+      const int64_t n = 2 * (int64_t)ceil(40 * s) + 41, c = n / 2;
+      double *x = calloc((size_t)n, sizeof *x), *tmp = malloc((size_t)n * sizeof *tmp);
+      if (!x || !tmp) abort();
+      x[c] = 1;
+      ndf__iir_line(&tw, x, n, tmp);
+      double herr = 0;
+      for (int64_t i = 0; i < n; i++) {
+        const int64_t u = i > c ? i - c : c - i;
+        double h = 0;
+        for (int q = 0; q < tw.npar; q++) {
+          const double complex p = tw.pole[q][0] + I * tw.pole[q][1],
+                               rs = tw.res[q][0] + I * tw.res[q][1];
+          h += creal(rs * cpow(p, (double)u));
+        }
+        herr = fmax(herr, fabs(h - x[i]));
+      }
+      CHECK(herr <= 1e-12,
+            "%s order %d sigma %g: the twin's recursions are %.3g off its impulse "
+            "response",
+            t->name, t->order, s, herr);
+      worst_h = fmax(worst_h, herr);
+      free(x);
+      free(tmp);
+    }
+  }
+  printf("parallel twins: worst %.3g relative off the cascades, %.3g off their direct forms, "
+         "%.3g off their impulse responses\n",
+         worst, worst_d, worst_h);
 }
 
 /* ------------------------------------------------------------------ against the true Gaussian */
@@ -886,12 +1042,16 @@ int main(int argc, char **argv) {
   }
   reversed_case(ctx, cuda);
   large_cases(ctx, cuda, &r);
-  const int nlong = long_cases(ctx, cuda, &r), nstride = stride_cases(ctx, cuda, &r);
-  printf("%d random, %d layout, %d large-sigma, %d long-line and %d long-step cases on %s: worst "
-         "relative error %.3g (bound %g)\n",
-         ncases, nlay + 1, (int)(sizeof large / sizeof large[0]), nlong, nstride, dev, worst_seen,
-         t_tol);
-  if (!cuda) design_checks();
+  const int nlong = long_cases(ctx, cuda, &r), nstride = stride_cases(ctx, cuda, &r),
+            ntwin = twin_cases(ctx, cuda, &r);
+  printf("%d random, %d layout, %d large-sigma, %d long-line, %d long-step and %d twin cases on "
+         "%s: worst relative error %.3g (bound %g)\n",
+         ncases, nlay + 1, (int)(sizeof large / sizeof large[0]), nlong, nstride, ntwin, dev,
+         worst_seen, t_tol);
+  if (!cuda) {
+    design_checks();
+    twin_checks(&r);
+  }
   accuracy(ctx, &r);
   refusals(ctx, cuda, &r);
   struct_sizes(ctx, &r);

@@ -97,6 +97,107 @@ static void triggs_sdika(ndf__iir *f) {
   }
 }
 
+/* The parallel form (iir.h) of h(t) = sum_k r_k p_k^|t| over K distinct poles p (a conjugate
+ * pair's residues conjugate), scaled to unit sum: a, bp, bm, gp, gm, and pole / res with npar,
+ * which is 0 past two first-order recursions. */
+static void parallel_of(ndf__iir *f, const double complex *p, const double complex *r, int K) {
+  expand(p, K, f->a);
+  double complex np[NDF__IIR_MAXK] = {0}, nm[NDF__IIR_MAXK + 1] = {0}, total = 0;
+  for (int k = 0; k < K; k++) {
+    /* prod_{m != k} (1 - p_m z^-1): coefficients c[0..K-1] */
+    double complex c[NDF__IIR_MAXK] = {1};
+    int deg = 0;
+    for (int m = 0; m < K; m++) {
+      if (m == k) continue;
+      deg++;
+      for (int j = deg; j >= 1; j--)
+        c[j] -= p[m] * c[j - 1];
+    }
+    for (int j = 0; j < K; j++) {
+      np[j] += r[k] * c[j];            /* causal: x[i-j] */
+      nm[j + 1] += r[k] * p[k] * c[j]; /* anticausal: z^(j+1), x[i+j+1] */
+    }
+    total += r[k] * (1 + p[k]) / (1 - p[k]); /* sum over t of h(|t|) */
+  }
+  const double S = creal(total);
+  f->npar = 0;
+  for (int k = 0; k < K; k++) { /* a real pole, or the upper one of a pair (twice its part) */
+    if (cimag(p[k]) < 0) continue;
+    const double w = cimag(p[k]) > 0 ? 2 : 1;
+    if (f->npar == 2) {
+      f->npar = 0;
+      memset(f->pole, 0, sizeof f->pole);
+      memset(f->res, 0, sizeof f->res);
+      break;
+    }
+    f->pole[f->npar][0] = creal(p[k]);
+    f->pole[f->npar][1] = cimag(p[k]);
+    f->res[f->npar][0] = w * creal(r[k]) / S;
+    f->res[f->npar][1] = w * cimag(r[k]) / S;
+    f->npar++;
+  }
+  /* The steady states of the coefficients as rounded, sums in long double: sum bp cancels to
+   * 1.2e-11 from terms near 1e-3 at sigma 1000, and in double it came out 4.4e-9 off there (so
+   * did gp, and the causal start with it); in long double these sums are exact. */
+  long double sa = 1, sp = 0, sm = 0;
+  for (int j = 0; j < K; j++) {
+    f->bp[j] = creal(np[j]) / S;
+    f->bm[j] = creal(nm[j + 1]) / S;
+    sa += f->a[j];
+    sp += f->bp[j];
+    sm += f->bm[j];
+  }
+  f->gp = (double)(sp / sa);
+  f->gm = (double)(sm / sa);
+}
+
+/* A cascade's own poles and residues, kept in pole / res (npar) for its parallel twin: with
+ * A(z) = prod_k (1 - p_k z^-1), the cascade is b0^2 / (A(z) A(1/z)), whose response for t >= 0
+ * is sum_k r_k p_k^t, r_k = b0^2 p_k^(K-1) / (prod_{j != k} (p_k - p_j) prod_j (1 - p_j p_k))
+ * (the residue at z = p_k of the transform times z^(t-1)); b0^2 drops out with the scaling to
+ * unit sum. Only distinct poles have this form (one Alvarez step, not two or more). */
+static void keep_poles(ndf__iir *f, const double complex *p, int K) {
+  double complex r[NDF__IIR_MAXK];
+  for (int k = 0; k < K; k++) {
+    double complex d = 1;
+    for (int j = 1; j < K; j++)
+      d *= p[k];
+    for (int j = 0; j < K; j++)
+      d /= (j == k ? 1 : p[k] - p[j]) * (1 - p[j] * p[k]);
+    r[k] = d;
+  }
+  ndf__iir t;
+  memset(&t, 0, sizeof t);
+  parallel_of(&t, p, r, K);
+  f->npar = t.npar;
+  memcpy(f->pole, t.pole, sizeof f->pole);
+  memcpy(f->res, t.res, sizeof f->res);
+}
+
+int ndf__iir_parallel_twin(const ndf__iir *f, ndf__iir *tw) {
+  if (f->form != NDF__IIR_CASCADE || !f->npar) return 0;
+  double complex p[NDF__IIR_MAXK], r[NDF__IIR_MAXK];
+  int K = 0;
+  for (int i = 0; i < f->npar; i++) {
+    const double complex pi = f->pole[i][0] + I * f->pole[i][1],
+                         ri = f->res[i][0] + I * f->res[i][1];
+    if (f->pole[i][1] == 0) {
+      p[K] = pi, r[K++] = ri;
+    } else {
+      p[K] = pi, r[K++] = ri / 2;
+      p[K] = conj(pi), r[K++] = conj(ri) / 2;
+    }
+  }
+  if (K != f->K) return 0;
+  memset(tw, 0, sizeof *tw);
+  tw->method = f->method;
+  tw->form = NDF__IIR_PARALLEL;
+  tw->K = K;
+  tw->sigma = f->sigma;
+  parallel_of(tw, p, r, K);
+  return 1;
+}
+
 /* Getreuer's optimised VYV poles for sigma = 2, K = 3, 4, 5 (upper half plane; conjugates
  * follow a complex pole). */
 static const double vyv_poles[3][3][2] = {
@@ -154,6 +255,7 @@ static ndf_status design_vyv(ndf__iir *f, int K, double sigma, char *why, int le
     p[k] = 1.0 / cpow(d0[k], 1.0 / q);
   expand(p, K, f->a);
   unit_gain(f);
+  keep_poles(f, p, K);
   return NDF_OK;
 }
 
@@ -168,45 +270,7 @@ static void design_deriche(ndf__iir *f, double sigma) {
     r[2 * i] = (A[i] - I * B[i]) / 2;
     r[2 * i + 1] = conj(r[2 * i]);
   }
-  const int K = 4;
-  expand(p, K, f->a);
-  double complex np[NDF__IIR_MAXK] = {0}, nm[NDF__IIR_MAXK + 1] = {0}, total = 0;
-  for (int k = 0; k < K; k++) {
-    /* prod_{m != k} (1 - p_m z^-1): coefficients c[0..K-1] */
-    double complex c[NDF__IIR_MAXK] = {1};
-    int deg = 0;
-    for (int m = 0; m < K; m++) {
-      if (m == k) continue;
-      deg++;
-      for (int j = deg; j >= 1; j--)
-        c[j] -= p[m] * c[j - 1];
-    }
-    for (int j = 0; j < K; j++) {
-      np[j] += r[k] * c[j];            /* causal: x[i-j] */
-      nm[j + 1] += r[k] * p[k] * c[j]; /* anticausal: z^(j+1), x[i+j+1] */
-    }
-    total += r[k] * (1 + p[k]) / (1 - p[k]); /* sum over t of h(|t|) */
-  }
-  const double S = creal(total);
-  for (int i = 0; i < 2; i++) {
-    f->pole[i][0] = creal(p[2 * i]);
-    f->pole[i][1] = cimag(p[2 * i]);
-    f->res[i][0] = 2 * creal(r[2 * i]) / S;
-    f->res[i][1] = 2 * cimag(r[2 * i]) / S;
-  }
-  /* The steady states of the coefficients as rounded, sums in long double: sum bp cancels to
-   * 1.2e-11 from terms near 1e-3 at sigma 1000, and in double it came out 4.4e-9 off there (so
-   * did gp, and the causal start with it); in long double these sums are exact. */
-  long double sa = 1, sp = 0, sm = 0;
-  for (int j = 0; j < K; j++) {
-    f->bp[j] = creal(np[j]) / S;
-    f->bm[j] = creal(nm[j + 1]) / S;
-    sa += f->a[j];
-    sp += f->bp[j];
-    sm += f->bm[j];
-  }
-  f->gp = (double)(sp / sa);
-  f->gm = (double)(sm / sa);
+  parallel_of(f, p, r, 4);
 }
 
 ndf_status ndf__iir_design(ndf__iir *f, ndf__iir_method m, int order, double sigma, char *why,
@@ -247,6 +311,7 @@ ndf_status ndf__iir_design(ndf__iir *f, ndf__iir_method m, int order, double sig
     expand(p, order, f->a);
     unit_gain(f);
     triggs_sdika(f);
+    if (order == 1) keep_poles(f, p, 1);
     return NDF_OK;
   }
   case NDF__IIR_VYV: {

@@ -55,24 +55,32 @@
 
 #define NDF__IIR_MAXK 5
 
-typedef enum { NDF__IIR_ALVAREZ = 0, NDF__IIR_DERICHE, NDF__IIR_VYV, NDF__IIR_NMETHODS } ndf__iir_method;
+typedef enum {
+  NDF__IIR_ALVAREZ = 0,
+  NDF__IIR_DERICHE,
+  NDF__IIR_VYV,
+  NDF__IIR_NMETHODS
+} ndf__iir_method;
 typedef enum { NDF__IIR_CASCADE = 0, NDF__IIR_PARALLEL } ndf__iir_form;
 
 typedef struct ndf__iir {
   ndf__iir_method method;
   ndf__iir_form form;
-  int K;      /* recursion order, 1..NDF__IIR_MAXK */
+  int K; /* recursion order, 1..NDF__IIR_MAXK */
   double sigma;
-  double a[NDF__IIR_MAXK];  /* a[j-1] multiplies the output j samples back (forward) */
-  double b0;                /* cascade: numerator, 1 + sum a (exact, long double) */
+  double a[NDF__IIR_MAXK]; /* a[j-1] multiplies the output j samples back (forward) */
+  double b0;               /* cascade: numerator, 1 + sum a (exact, long double) */
   double M[NDF__IIR_MAXK * NDF__IIR_MAXK]; /* cascade: Triggs-Sdika, row-major K x K */
-  double bp[NDF__IIR_MAXK]; /* parallel: causal numerator on x[i], x[i-1], ... */
+  double bp[NDF__IIR_MAXK];                /* parallel: causal numerator on x[i], x[i-1], ... */
   double bm[NDF__IIR_MAXK]; /* parallel: anticausal numerator on x[i+1], x[i+2], ... */
   double gp, gm;            /* parallel: steady-state gains of the two parts */
-  /* parallel: the same filter as first-order complex recursions, h(t) = sum_k Re(res[k]
-   * pole[k]^t) for t >= 0 over the two poles of positive imaginary part ({re, im} pairs; res
-   * includes the conjugate's half and the normalisation) */
+  /* the same filter as npar first-order complex recursions, h(t) = sum_k Re(res[k] pole[k]^t)
+   * for t >= 0 over its real poles and those of positive imaginary part ({re, im} pairs; res
+   * includes a conjugate's half and the normalisation); npar 0 where that takes more than two
+   * recursions or the poles repeat. Deriche: 2; a cascade keeps its own here for its parallel
+   * twin (ndf__iir_parallel_twin): VYV of order 3 or 4, one Alvarez step. */
   double pole[2][2], res[2][2];
+  int npar;
 } ndf__iir;
 
 /* Method names: "iir_alvarez", "iir_deriche", "iir_vyv"; -1 if none. */
@@ -86,6 +94,13 @@ int ndf__iir_default_order(ndf__iir_method m);
  * a sigma it cannot reach (sigma must be > 0 and finite; VYV needs sigma >= 0.5). */
 ndf_status ndf__iir_design(ndf__iir *f, ndf__iir_method m, int order, double sigma, char *why,
                            int len);
+
+/* The parallel form of cascade f, where it has one (npar: iir_vyv of order 3 or 4, iir_alvarez
+ * of one step), in *tw, returning 1; else 0. Both filter a line to the same result up to
+ * rounding: each is the doubly infinite filter on the line's constant extension (the cascade
+ * through Triggs-Sdika's start, the parallel form through its steady states). cuda_iir runs
+ * the twin, so that these take its chunked and tensor-core passes. */
+int ndf__iir_parallel_twin(const ndf__iir *f, ndf__iir *tw);
 
 /* Filters x[0..n-1] in place ('nearest' boundary). tmp: n doubles (the parallel form's input
  * copy); unused by the cascade form (may be NULL). */
