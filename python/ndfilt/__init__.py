@@ -674,7 +674,7 @@ def gaussian_filter(input, sigma, order=0, output=None, mode="reflect", cval=0.0
     (several times more at sigma 1); iir_alvarez about 0.3, 0.1, 0.06 for 1, 3,
     5 steps at sigma >= 5 (up to 0.4, 0.27, 0.23 at sigma 1). iir_order: the
     recursive method's order, 0 for its default: iir_alvarez's steps 1..5 (3),
-    iir_vyv 3..5 (3; order 4 reaches sigma 100, order 5 sigma 40), iir_deriche
+    iir_vyv 3..5 (3; order 4 reaches sigma 100, order 5 sigma 20), iir_deriche
     4. 'auto' given a nonzero iir_order uses fir.
     """
     return _gaussian(input, sigma, order, output, mode, cval, truncate, radius, axes, method,
