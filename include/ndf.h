@@ -276,14 +276,13 @@ typedef struct ndf_gaussian_opts {
  *
  * The recursive methods approximate the untruncated Gaussian of each sigma instead, at a cost
  * that does not grow with sigma: float32 data, float64 recursion state (cuda_iir's Deriche on
- * lines up to 2048 long and sigma up to 256, and there iir_vyv of order 3 or 4 and one
- * iir_alvarez step as the same sum of a causal and an anticausal filter: float32 state in the
- * better conditioned form of first-order complex recursions, within about 1e-6 of float64; on
- * lines up to 512 long, as
- * chunk-sized matrix products on the tensor cores in split TF32, float32's accuracy;
- * NDF_CUDA_IIR_TC=0 keeps the FFMA kernel). They support mode
- * nearest only (the boundary exact: each line continued by its end values for ever), order 0,
- * and ignore truncate and radius; anything else is NDF_EUNSUPPORTED. Relative L2 error against
+ * lines up to 2048 long and sigma up to 256, and there iir_vyv of order 3 (of order 4 to sigma
+ * 64) and one iir_alvarez step as the same sum of a causal and an anticausal filter: float32
+ * state in the better conditioned form of first-order complex recursions, within about 1e-6 of
+ * float64; on lines up to 512 long, as chunk-sized matrix products on the tensor cores in split
+ * TF32, float32's accuracy; NDF_CUDA_IIR_TC=0 keeps the FFMA kernel). They support mode nearest
+ * only (the boundary exact: each line continued by its end values for ever), order 0, and
+ * ignore truncate and radius; anything else is NDF_EUNSUPPORTED. Relative L2 error against
  * the true Gaussian on noise, borders included (BENCHMARKS.md, "Recursive Gaussian"):
  * iir_deriche 2.6e-4 to 6.6e-4 for sigma 0.5 to 1000; iir_vyv (sigma >= 0.5) order 3 1e-2 to
  * 2e-2 from sigma 2 (5e-2 at sigma 1, 0.12 at 0.5), order 4 3e-3 to 7e-3 from sigma 2 (3e-2
