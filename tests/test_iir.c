@@ -215,6 +215,33 @@ static void large_cases(ndf_context *ctx, int cuda, uint64_t *r) {
   }
 }
 
+/* One case of the tables below: method k (methods[]) on float32 of the given shape, nearest,
+ * in place or not; sigma 0.5 to 200 (log-uniform) on each axis, at most smax; iso: one sigma on
+ * every axis, then on cuda again without and with each fused (y, x) pass of cuda_iir forced. */
+static void shaped_case(ndf_context *ctx, int cuda, uint64_t *r, int k, int nd,
+                        const int64_t *shape, int inplace, int iso, double smax) {
+  tcase c;
+  memset(&c, 0, sizeof c);
+  c.method = k;
+  c.nd = nd;
+  for (int d = 0; d < nd; d++) {
+    c.shape[d] = shape[d];
+    c.sigma[d] =
+        iso && d ? c.sigma[0] : fmin(smax, 0.5 * pow(400, 0.5 * (ndf_rand_uniform(r) + 1)));
+    c.mode[d] = NDF_MODE_NEAREST;
+  }
+  c.lay.idt = c.lay.odt = NDF_F32;
+  c.lay.dev_in = c.lay.dev_out = cuda;
+  c.lay.inplace = inplace;
+  run_case(ctx, cuda, &c, r);
+  if (iso && cuda)
+    for (char v[2] = "0"; v[0] <= '2'; v[0]++) {
+      setenv("NDF_CUDA_IIR_FUSED", v, 1);
+      run_case(ctx, cuda, &c, r);
+      unsetenv("NDF_CUDA_IIR_FUSED");
+    }
+}
+
 /* Long lines under Deriche: each shape of cuda_iir's chunked pass (8, 16 and 32 samples a
  * chunk; rows with and without float4 access; columns; up to 64 chunks a line) and its
  * unchunked fallback past 2048, out of place and in place. iso: one sigma on every axis (the
@@ -262,27 +289,9 @@ static int long_cases(ndf_context *ctx, int cuda, uint64_t *r) {
                /* the same, slices past 256 x 256 (8 chunks a warp, L2 hints) */
                {3, 0, 1, {200, 16, 300}},
                {3, 1, 1, {150, 24, 260}}};
-  for (size_t k = 0; k < sizeof longs / sizeof longs[0]; k++) {
-    tcase c;
-    memset(&c, 0, sizeof c);
-    c.method = find_method("iir_deriche", 4);
-    c.nd = longs[k].nd;
-    for (int d = 0; d < c.nd; d++) {
-      c.shape[d] = longs[k].shape[d];
-      c.sigma[d] = longs[k].iso && d ? c.sigma[0] : 0.5 * pow(400, 0.5 * (ndf_rand_uniform(r) + 1));
-      c.mode[d] = NDF_MODE_NEAREST;
-    }
-    c.lay.idt = c.lay.odt = NDF_F32;
-    c.lay.dev_in = c.lay.dev_out = cuda;
-    c.lay.inplace = longs[k].inplace;
-    run_case(ctx, cuda, &c, r);
-    if (longs[k].iso && cuda) /* again: cuda_iir without and with each fused (y, x) pass */
-      for (char v[2] = "0"; v[0] <= '2'; v[0]++) {
-        setenv("NDF_CUDA_IIR_FUSED", v, 1);
-        run_case(ctx, cuda, &c, r);
-        unsetenv("NDF_CUDA_IIR_FUSED");
-      }
-  }
+  for (size_t k = 0; k < sizeof longs / sizeof longs[0]; k++)
+    shaped_case(ctx, cuda, r, find_method("iir_deriche", 4), longs[k].nd, longs[k].shape,
+                longs[k].inplace, longs[k].iso, INFINITY);
   return (int)(sizeof longs / sizeof longs[0]);
 }
 
@@ -331,26 +340,9 @@ static int twin_cases(ndf_context *ctx, int cuda, uint64_t *r) {
             {"iir_vyv", 4, 2, 0, 0, {3, 2049}},         {"iir_vyv", 3, 3, 0, 1, {300, 64, 48}},
             {"iir_alvarez", 1, 3, 1, 1, {2, 512, 272}}, {"iir_vyv", 0, 3, 0, 0, {9, 130, 64}}};
   for (size_t k = 0; k < sizeof tc / sizeof tc[0]; k++) {
-    tcase c;
-    memset(&c, 0, sizeof c);
-    c.method = find_method(tc[k].name, tc[k].order);
-    c.nd = tc[k].nd;
-    for (int d = 0; d < c.nd; d++) {
-      c.shape[d] = tc[k].shape[d];
-      c.sigma[d] = tc[k].iso && d ? c.sigma[0] : 0.5 * pow(400, 0.5 * (ndf_rand_uniform(r) + 1));
-      c.sigma[d] = fmin(c.sigma[d], tc[k].order == 4 ? 64 : sigma_max(&methods[c.method]));
-      c.mode[d] = NDF_MODE_NEAREST;
-    }
-    c.lay.idt = c.lay.odt = NDF_F32;
-    c.lay.dev_in = c.lay.dev_out = cuda;
-    c.lay.inplace = tc[k].inplace;
-    run_case(ctx, cuda, &c, r);
-    if (tc[k].iso && cuda)
-      for (char v[2] = "0"; v[0] <= '2'; v[0]++) {
-        setenv("NDF_CUDA_IIR_FUSED", v, 1);
-        run_case(ctx, cuda, &c, r);
-        unsetenv("NDF_CUDA_IIR_FUSED");
-      }
+    const int m = find_method(tc[k].name, tc[k].order);
+    shaped_case(ctx, cuda, r, m, tc[k].nd, tc[k].shape, tc[k].inplace, tc[k].iso,
+                tc[k].order == 4 ? 64 : sigma_max(&methods[m]));
   }
   return (int)(sizeof tc / sizeof tc[0]);
 }

@@ -97,12 +97,41 @@ static void triggs_sdika(ndf__iir *f) {
   }
 }
 
+/* sum over t of h(|t|) for h(t) = sum_k r_k p_k^t (t >= 0), K poles p: h's sum, to scale by. */
+static double sum_of(const double complex *p, const double complex *r, int K) {
+  double complex total = 0;
+  for (int k = 0; k < K; k++)
+    total += r[k] * (1 + p[k]) / (1 - p[k]);
+  return creal(total);
+}
+
+/* pole / res and npar (iir.h) of that h scaled by 1 / S: a real pole, or the upper one of a
+ * conjugate pair with twice its part; npar 0 (pole, res zero) past two recursions. */
+static void recursions_of(ndf__iir *f, const double complex *p, const double complex *r, int K,
+                          double S) {
+  int n = 0;
+  for (int k = 0; k < K; k++)
+    n += cimag(p[k]) >= 0;
+  memset(f->pole, 0, sizeof f->pole);
+  memset(f->res, 0, sizeof f->res);
+  f->npar = 0;
+  if (n > 2) return;
+  for (int k = 0; k < K; k++) {
+    if (cimag(p[k]) < 0) continue;
+    const double w = cimag(p[k]) > 0 ? 2 : 1;
+    f->pole[f->npar][0] = creal(p[k]);
+    f->pole[f->npar][1] = cimag(p[k]);
+    f->res[f->npar][0] = w * creal(r[k]) / S;
+    f->res[f->npar][1] = w * cimag(r[k]) / S;
+    f->npar++;
+  }
+}
+
 /* The parallel form (iir.h) of h(t) = sum_k r_k p_k^|t| over K distinct poles p (a conjugate
- * pair's residues conjugate), scaled to unit sum: a, bp, bm, gp, gm, and pole / res with npar,
- * which is 0 past two first-order recursions. */
+ * pair's residues conjugate), scaled to unit sum: a, bp, bm, gp, gm, and pole / res / npar. */
 static void parallel_of(ndf__iir *f, const double complex *p, const double complex *r, int K) {
   expand(p, K, f->a);
-  double complex np[NDF__IIR_MAXK] = {0}, nm[NDF__IIR_MAXK + 1] = {0}, total = 0;
+  double complex np[NDF__IIR_MAXK] = {0}, nm[NDF__IIR_MAXK + 1] = {0};
   for (int k = 0; k < K; k++) {
     /* prod_{m != k} (1 - p_m z^-1): coefficients c[0..K-1] */
     double complex c[NDF__IIR_MAXK] = {1};
@@ -117,25 +146,9 @@ static void parallel_of(ndf__iir *f, const double complex *p, const double compl
       np[j] += r[k] * c[j];            /* causal: x[i-j] */
       nm[j + 1] += r[k] * p[k] * c[j]; /* anticausal: z^(j+1), x[i+j+1] */
     }
-    total += r[k] * (1 + p[k]) / (1 - p[k]); /* sum over t of h(|t|) */
   }
-  const double S = creal(total);
-  f->npar = 0;
-  for (int k = 0; k < K; k++) { /* a real pole, or the upper one of a pair (twice its part) */
-    if (cimag(p[k]) < 0) continue;
-    const double w = cimag(p[k]) > 0 ? 2 : 1;
-    if (f->npar == 2) {
-      f->npar = 0;
-      memset(f->pole, 0, sizeof f->pole);
-      memset(f->res, 0, sizeof f->res);
-      break;
-    }
-    f->pole[f->npar][0] = creal(p[k]);
-    f->pole[f->npar][1] = cimag(p[k]);
-    f->res[f->npar][0] = w * creal(r[k]) / S;
-    f->res[f->npar][1] = w * cimag(r[k]) / S;
-    f->npar++;
-  }
+  const double S = sum_of(p, r, K);
+  recursions_of(f, p, r, K, S);
   /* The steady states of the coefficients as rounded, sums in long double: sum bp cancels to
    * 1.2e-11 from terms near 1e-3 at sigma 1000, and in double it came out 4.4e-9 off there (so
    * did gp, and the causal start with it); in long double these sums are exact. */
@@ -166,17 +179,12 @@ static void keep_poles(ndf__iir *f, const double complex *p, int K) {
       d /= (j == k ? 1 : p[k] - p[j]) * (1 - p[j] * p[k]);
     r[k] = d;
   }
-  ndf__iir t;
-  memset(&t, 0, sizeof t);
-  parallel_of(&t, p, r, K);
-  f->npar = t.npar;
-  memcpy(f->pole, t.pole, sizeof f->pole);
-  memcpy(f->res, t.res, sizeof f->res);
+  recursions_of(f, p, r, K, sum_of(p, r, K));
 }
 
 int ndf__iir_parallel_twin(const ndf__iir *f, ndf__iir *tw) {
   if (f->form != NDF__IIR_CASCADE || !f->npar) return 0;
-  double complex p[NDF__IIR_MAXK], r[NDF__IIR_MAXK];
+  double complex p[NDF__IIR_MAXK] = {0}, r[NDF__IIR_MAXK] = {0};
   int K = 0;
   for (int i = 0; i < f->npar; i++) {
     const double complex pi = f->pole[i][0] + I * f->pole[i][1],
