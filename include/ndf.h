@@ -280,7 +280,9 @@ typedef struct ndf_gaussian_opts {
  * 64) and one iir_alvarez step as the same sum of a causal and an anticausal filter: float32
  * state in the better conditioned form of first-order complex recursions, within about 1e-6 of
  * float64; on lines up to 512 long, as chunk-sized matrix products on the tensor cores in split
- * TF32, float32's accuracy; NDF_CUDA_IIR_TC=0 keeps the FFMA kernel). They support mode nearest
+ * TF32, float32's accuracy; NDF_CUDA_IIR_TC=0 keeps the FFMA kernel; iir_alvarez of 2 to 4
+ * steps, whose pole repeats, on those tensor-core passes only, as first-order sections one after
+ * the other, to sigma 256). They support mode nearest
  * only (the boundary exact: each line continued by its end values for ever), order 0, and
  * ignore truncate and radius; anything else is NDF_EUNSUPPORTED. Relative L2 error against
  * the true Gaussian on noise, borders included (BENCHMARKS.md, "Recursive Gaussian"):

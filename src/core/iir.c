@@ -206,6 +206,40 @@ int ndf__iir_parallel_twin(const ndf__iir *f, ndf__iir *tw) {
   return 1;
 }
 
+/* iir_alvarez's pole for sigma and S steps (iir.h). */
+static double alvarez_nu(double sigma, int S) {
+  const double lambda = sigma * sigma / (2.0 * S);
+  return (1 + 2 * lambda - sqrt(1 + 4 * lambda)) / (2 * lambda);
+}
+
+/* The pole nu repeated S times: h(t) = sum_m A_m C(|t| + m - 1, m - 1) nu^|t| for every t
+ * (the causal partial fractions A_m / (1 - nu z^-1)^m, their anticausal mirror and a constant
+ * -sum A_m, so that t = 0 counts once). With u = 1 - nu z^-1 the filter is b0^2 (1 - u)^S /
+ * (u^S (1 - nu^2 - u)^S), b0 = (1 - nu)^S, whose Laurent series f_k u^(k - S) at u = 0 gives
+ * A_m = f_(S - m). Section m's output, scaled to unit gain, is (1 - nu)^m times the m-fold
+ * recursion's, so its weight is A_m / (1 - nu)^m. In long double; all the weights are
+ * positive (S 2..4, sigma 1 to 256: 0.02 to 0.73), so their sum does not cancel. */
+int ndf__iir_sections(const ndf__iir *f, double *nu, double *c) {
+  const int S = f->K;
+  if (f->method != NDF__IIR_ALVAREZ || f->form != NDF__IIR_CASCADE || S < 2 || S > 4) return 0;
+  const long double v = alvarez_nu(f->sigma, S), q = 1 - v * v, b0 = powl(1 - v, S);
+  long double bin[2 * NDF__IIR_MAXK][2 * NDF__IIR_MAXK] = {{0}}; /* binomials */
+  for (int n = 0; n < 2 * NDF__IIR_MAXK; n++) {
+    bin[n][0] = 1;
+    for (int k = 1; k <= n; k++)
+      bin[n][k] = bin[n - 1][k - 1] + (k < n ? bin[n - 1][k] : 0);
+  }
+  for (int m = 1; m <= S; m++) {
+    const int k = S - m; /* f_k: (1 - u)^S times (q - u)^-S = sum_j C(S + j - 1, j) q^(-S-j) u^j */
+    long double fk = 0;
+    for (int i = 0; i <= k; i++)
+      fk += (i % 2 ? -1 : 1) * bin[S][i] * bin[S + k - i - 1][k - i] * powl(q, -S - (k - i));
+    c[m - 1] = (double)(b0 * b0 * fk / powl(1 - v, m));
+  }
+  *nu = (double)v;
+  return S;
+}
+
 /* Getreuer's optimised VYV poles for sigma = 2, K = 3, 4, 5 (upper half plane; conjugates
  * follow a complex pole). */
 static const double vyv_poles[3][3][2] = {
@@ -309,8 +343,7 @@ ndf_status ndf__iir_design(ndf__iir *f, ndf__iir_method m, int order, double sig
                order, amax, sigma);
       return NDF_EINVAL;
     }
-    const double lambda = sigma * sigma / (2.0 * order);
-    const double nu = (1 + 2 * lambda - sqrt(1 + 4 * lambda)) / (2 * lambda);
+    const double nu = alvarez_nu(sigma, order);
     double complex p[NDF__IIR_MAXK];
     for (int k = 0; k < order; k++)
       p[k] = nu;

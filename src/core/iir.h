@@ -53,6 +53,10 @@
 
 #include "ndf.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define NDF__IIR_MAXK 5
 
 typedef enum { NDF__IIR_ALVAREZ = 0, NDF__IIR_DERICHE, NDF__IIR_VYV, NDF__IIR_NMETHODS } ndf__iir_method;
@@ -97,8 +101,20 @@ ndf_status ndf__iir_design(ndf__iir *f, ndf__iir_method m, int order, double sig
  * the twin, so that these take its chunked and tensor-core passes. */
 int ndf__iir_parallel_twin(const ndf__iir *f, ndf__iir *tw);
 
+/* iir_alvarez of S = 2 to 4 steps as S first-order sections, the first on x, each next on the
+ * one before, w_m[i] = nu w_m[i-1] + (1 - nu) w_(m-1)[i] (w_0 = x), whose causal part is
+ * sum_m c[m-1] w_m and whose anticausal part is that mirrored, t = 0 counted once: h(t) =
+ * sum_m c[m-1] (1 - nu)^m C(|t| + m - 1, m - 1) nu^|t|. A pole repeated has no first-order
+ * complex form, but these sections have their own, well scaled, chunked state (cuda_iir's
+ * tensor-core passes). Returns S, with nu and c[0..S-1]; else 0. */
+int ndf__iir_sections(const ndf__iir *f, double *nu, double *c);
+
 /* Filters x[0..n-1] in place ('nearest' boundary). tmp: n doubles (the parallel form's input
  * copy); unused by the cascade form (may be NULL). */
 void ndf__iir_line(const ndf__iir *f, double *x, int64_t n, double *tmp);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

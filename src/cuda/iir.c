@@ -4,18 +4,19 @@
  *
  * Deriche (the parallel form) on lines up to 2048 long runs iir_chunk_kernel.cu: a line read
  * and written once, in place; so do iir_vyv of order 3 or 4 and one iir_alvarez step, as their
- * parallel twins (filters_run). Every other pass is iir_kernel.cu's (a thread per line, float64
- * state). When every pass may write its own input (chunked, or the cascade form), all of them
- * run in the output. Else, as cuda_sep, the passes alternate between the output and one
- * temporary so that the last lands in the output; iir_kernel.cu's parallel form reads a pass's
- * input again in its backward sweep, so when the call is in place and the first pass would
- * write its input, the passes start in the temporary instead and a copy ends them. On 256
- * slices or more of up to 512 x 512, when the last two axes have the same chunked filter and both
- * fit the tensor-core kernel, one fused pass takes them together (iir_tc_kernel.cu: a slice to a
- * thread-block cluster; the array crosses DRAM once for both): see fused_yx. The plan makes the
- * tensor-core passes (their matrices, blocks and shared memory) once, so that a call only
- * launches them (H200, host time a call: 64^3 20.7 -> 13.0 us, 256^3 13.5 -> 9.5;
- * bench/results/iir-host-2026-11-23-h200). */
+ * parallel twins (filters_run). iir_alvarez of 2 to 4 steps runs on the tensor-core passes only,
+ * as its sections (ndf__iir_tc_filter; iir_tc_kernel.cu's coupled chain). Every other pass is
+ * iir_kernel.cu's (a thread per line, float64 state). When every pass may write its own input
+ * (chunked, or the cascade form), all of them run in the output. Else, as cuda_sep, the passes
+ * alternate between the output and one temporary so that the last lands in the output;
+ * iir_kernel.cu's parallel form reads a pass's input again in its backward sweep, so when the call
+ * is in place and the first pass would write its input, the passes start in the temporary instead
+ * and a copy ends them. On 256 slices or more of up to 512 x 512, when the last two axes have the
+ * same chunked filter and both fit the tensor-core kernel, one fused pass takes them together
+ * (iir_tc_kernel.cu: a slice to a thread-block cluster; the array crosses DRAM once for both): see
+ * fused_yx. The plan makes the tensor-core passes (their matrices, blocks and shared memory) once,
+ * so that a call only launches them (H200, host time a call: 64^3 20.7 -> 13.0 us, 256^3 13.5
+ * -> 9.5; bench/results/iir-host-2026-11-23-h200). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,11 +87,13 @@ static double cost(const ndf__problem *pb, const ndf_context *ctx) {
   for (int d = 0; d < pb->in.ndim; d++) {
     const int64_t L = pb->in.shape[d];
     if (!q->ax[d].K || L == 1) continue;
+    const int tc = ndf__iir_tc_fits(NULL, NULL, L, extent(pb->in.shape, d + 1, pb->in.ndim));
+    if (tc && ndf__iir_tc_filter(&q->ax[d], L)) {
+      t += 4e-6 + N * 8 / 3.6e12;
+      continue;
+    }
     if (ndf__iir_chunks_fit(&q->ax[d], L)) {
-      if (ndf__iir_tc_fits(NULL, NULL, L, extent(pb->in.shape, d + 1, pb->in.ndim)))
-        t += 4e-6 + N * 8 / 3.6e12;
-      else
-        t += 6e-6 + N * 8 / 2e12 * (L > 512 ? 2 : 1);
+      t += 6e-6 + N * 8 / 2e12 * (L > 512 ? 2 : 1);
       continue;
     }
     const double lines = L > 0 ? N / (double)L : 0;
@@ -145,8 +148,8 @@ static int all_in_place(const ndf__iirp *q, const int64_t *shape, const int *ax,
 static int fused_yx(const ndf__iirp *q, const int64_t *shape, int nd, const int *ax, int np) {
   if (np < 2 || ax[0] != nd - 1 || ax[1] != nd - 2) return 0;
   const ndf__iir *fx = &q->ax[nd - 1], *fy = &q->ax[nd - 2];
-  if (!(memcmp(fx, fy, sizeof *fx) == 0 && ndf__iir_chunks_fit(fx, shape[nd - 1]) &&
-        ndf__iir_chunks_fit(fy, shape[nd - 2]) && all_in_place(q, shape, ax, np) &&
+  if (!(memcmp(fx, fy, sizeof *fx) == 0 && ndf__iir_tc_filter(fx, shape[nd - 1]) &&
+        ndf__iir_tc_filter(fy, shape[nd - 2]) && all_in_place(q, shape, ax, np) &&
         ndf__iir_tc_yx_fits(NULL, NULL, shape[nd - 2], shape[nd - 1])))
     return 0;
   const char *fused = getenv("NDF_CUDA_IIR_FUSED");
@@ -233,7 +236,7 @@ static ndf_status make(ndf_plan *p) {
   /* the tensor-core passes that exec runs one axis at a time */
   for (int k = s->fused ? 2 : 0; k < np && e == cudaSuccess; k++) {
     const int a = ax[k];
-    if (ndf__iir_chunks_fit(&q->ax[a], sh[a]))
+    if (ndf__iir_tc_filter(&q->ax[a], sh[a]))
       passes = e = (cudaError_t)ndf__iir_tc_pass_make(&s->tc[k], extent(sh, 0, a), sh[a],
                                                       extent(sh, a + 1, nd), &q->ax[a]);
   }

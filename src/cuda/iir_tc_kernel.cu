@@ -8,6 +8,11 @@
 //     y = T x + U [z; s],    T[i][j] = sum_k Re(rho_k p_k^|i-j|) (- R on the diagonal),
 //     U[i] = (Re, -Im of rho_k p_k^(i+1), then of rho_k p_k^(16-i)),
 // and its zero-start end states are [E; F] = V x, V = (Re, Im of p_k^(15-j), then of p_k^j).
+// The same holds for any 4 real states a direction, z' = A z + b x, output c^T z: iir_alvarez of
+// 2 to 4 steps (a pole repeated, no first-order form) runs so as its sections (make_sections),
+// whose A is not diagonal: its chain (CPL) takes each lane's 2 x 2 blocks of A^16 with its
+// partner lane's states, one shuffle a step (H200, sigma 4.5, back to back: 256^3 0.121 ms
+// against 0.337 for the float64 thread-a-line kernel, 512^3 0.95 against 2.42).
 // A warp takes 16 lines and KU chunks (16 KU samples) at a time and computes, per chunk, the
 // transposes: the end states x^T V^T (16 lines x 8 states) and y^T = x^T T^T + [z; s]^T U^T,
 // each an m16n8k8 TF32 mma.sync with every operand split in two halves (a = a_hi + a_lo,
@@ -81,10 +86,17 @@ constexpr int kRegs = 128;
 // The register cap for KU chunks a warp (KU: see the header; 8: 12 warps an SM)
 template <int KU> constexpr int regs_of() { return KU == 8 ? 168 : kRegs; }
 
-// The filter's matrices (row-major: T 16 x 16, V 8 x 16, U 16 x 8) and the chain's constants.
+// The filter's matrices (row-major: T 16 x 16, V 8 x 16, U 16 x 8) and the chain's constants:
+// two complex poles' p^16 and steady states; or, coupled (iir_alvarez of 2 to 4 steps as its
+// sections, make_sections), each direction's 4 real states chained by a 4 x 4 matrix A^n
+// (n = 16, 64, 128: a chunk, a warp of 4 or 8 chunks), whose 2 x 2 blocks M[n][b][0] (rows
+// and columns 2b, 2b + 1: lane t's own, b = t % 2) and M[n][b][1] (columns of the other
+// block, its partner lane's) are (m00, m01, m10, m11); g the steady states as for the poles.
 struct tcparams {
   float T[kC * kC], V[8 * kC], U[kC * 8];
   float2 pC[2], g[2];
+  float4 M[3][2][2];
+  int coupled;
 };
 
 // x = hi + lo, hi in TF32 (x truncated: the tensor core reads a TF32 operand's top 19 bits),
@@ -111,6 +123,17 @@ __device__ __forceinline__ void mma3(float (&d)[4], const uint32_t (&a)[2][4],
 
 __device__ __forceinline__ float2 cmul(float2 a, float2 b) { return cfma(a, b, make_float2(0, 0)); }
 
+// A coupled step (tcparams) of a lane's two states z, its partner lane's q: o z + c q + e.
+__device__ __forceinline__ float2 bfma(const float4 &o, const float4 &c, float2 z, float2 q,
+                                       float2 e) {
+  return make_float2(fmaf(o.x, z.x, fmaf(o.y, z.y, fmaf(c.x, q.x, fmaf(c.y, q.y, e.x)))),
+                     fmaf(o.z, z.x, fmaf(o.w, z.y, fmaf(c.z, q.x, fmaf(c.w, q.y, e.y)))));
+}
+// The partner lane's states (lanes 0 and 1 of a quad hold the causal ones, 2 and 3 the others).
+__device__ __forceinline__ float2 partner(float2 z) {
+  return make_float2(__shfl_xor_sync(0xffffffffu, z.x, 1), __shfl_xor_sync(0xffffffffu, z.y, 1));
+}
+
 // Fragments of m16n8k8 (g = lane / 4, t = lane % 4): A (16 x 8) a0..a3 at (g, t), (g + 8, t),
 // (g, t + 4), (g + 8, t + 4); B (8 x 8) b0, b1 at (t, g), (t + 4, g); C (16 x 8) c0..c3 at
 // (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1). The products' rows, columns and sums
@@ -130,6 +153,9 @@ __device__ __forceinline__ float2 cmul(float2 a, float2 b) { return cfma(a, b, m
 template <int KU> struct frags {
   const uint4 *tab;  // this lane's entry q (Tb kk, nt: 2 kk + nt; Vb kk: 4 + kk; Ub nt: 6 + nt)
   float2 pC, pCw, g; // p^16, p^(16 KU) (a warp's span)
+  // coupled: this lane's blocks of A^16 (M[2b], M[2b + 1], b = lane % 2) and of A^(16 KU)
+  // (Mw())
+  const float4 *M;
   // Fills the block's table (warp 0; every thread of the block calls this, once).
   __device__ __forceinline__ frags(const tcparams &prm, uint4 (*table)[32]) {
     const int lane = threadIdx.x % 32, lg = lane / 4, lt = lane % 4;
@@ -174,7 +200,9 @@ template <int KU> struct frags {
     for (int u = 1; u < KU; u++)
       pCw = cmul(pCw, pC);
     g = prm.g[lt & 1];
+    M = &prm.M[0][0][0];
   }
+  __device__ __forceinline__ const float4 *Mw() const { return M + (KU == 8 ? 8 : 4); }
   __device__ __forceinline__ void get(int q, uint32_t (&b)[2][2]) const {
     const uint4 v = tab[32 * q];
     b[0][0] = v.x, b[0][1] = v.y, b[1][0] = v.z, b[1][1] = v.w;
@@ -374,6 +402,9 @@ template <bool ROW, int KU = 4> struct team_group {
   // Filters the group staged by load() (its copies complete and visible to the warp) into
   // gout (may be its input): xch, the team's [W][32][4] floats of shared memory for the
   // states crossing between its warps (W > 1).
+  // CPL: the coupled chain (tcparams), a kernel of its own so that the other keeps its
+  // registers.
+  template <bool CPL>
   __device__ void run(const frags<KU> &fr, float *gout, int64_t Q, int live, float *xch) const {
     const int lane = threadIdx.x % 32, lg = lane / 4, lt = lane % 4;
     // lines past the last (rows) zero, and the 'nearest' extension past L
@@ -428,15 +459,52 @@ template <bool ROW, int KU = 4> struct team_group {
         zb = cfma(fr.pC, zb, eb);
       };
       chain_order(causal, E);
+      if (CPL) { // with the partner lane's states
+        const int b = lane & 1;
+        const float4 o = fr.M[2 * b], c = fr.M[2 * b + 1];
 #pragma unroll
-      for (int u = 0; u < KU; u++)
-        step(E[u]);
+        for (int u = 0; u < KU; u++) {
+          float(&e)[4] = E[u];
+          const float2 ea = make_float2(e[0], e[1]), eb = make_float2(e[2], e[3]);
+          const float2 qa = partner(za), qb = partner(zb);
+          e[0] = za.x, e[1] = za.y, e[2] = zb.x, e[3] = zb.y;
+          za = bfma(o, c, za, qa, ea);
+          zb = bfma(o, c, zb, qb, eb);
+        }
+      } else {
+#pragma unroll
+        for (int u = 0; u < KU; u++)
+          step(E[u]);
+      }
     }
     if (W > 1) { // add the states entering this warp's range
       float *x = xch + w * kXch + 4 * lane;
       x[0] = za.x, x[1] = za.y, x[2] = zb.x, x[3] = zb.y;
       __syncthreads();
-      if (nu > 0) {
+      if (CPL && nu > 0) {
+        // as below, with the partner lane's states: every lane takes every step (the shuffles),
+        // keeping those before this warp
+        const int b = lane & 1;
+        const float4 ow = fr.Mw()[2 * b], cw = fr.Mw()[2 * b + 1], o = fr.M[2 * b],
+                     c = fr.M[2 * b + 1];
+        float2 ia = make_float2(0, 0), ib = ia;
+        for (int k = 0; k < We - 1; k++) {
+          const int v = causal ? k : We - 1 - k;
+          const float *xv = xch + v * kXch + 4 * lane;
+          const float2 qa = partner(ia), qb = partner(ib);
+          const float2 na = bfma(ow, cw, ia, qa, make_float2(xv[0], xv[1])),
+                       nb = bfma(ow, cw, ib, qb, make_float2(xv[2], xv[3]));
+          if (causal ? v < w : v > w) ia = na, ib = nb;
+        }
+#pragma unroll
+        for (int u = 0; u < KU; u++) {
+          float(&e)[4] = E[u];
+          e[0] += ia.x, e[1] += ia.y, e[2] += ib.x, e[3] += ib.y;
+          const float2 qa = partner(ia), qb = partner(ib);
+          ia = bfma(o, c, ia, qa, make_float2(0, 0));
+          ib = bfma(o, c, ib, qb, make_float2(0, 0));
+        }
+      } else if (!CPL && nu > 0) {
         float2 ia = make_float2(0, 0), ib = ia;
         for (int k = 0; k < We; k++) { // the warps before this one, in chain order
           const int v = causal ? k : We - 1 - k;
@@ -502,7 +570,7 @@ template <bool ROW, int KU = 4> size_t smem_of(int L, int W) {
 // be read, which the pass before left there (H200, 256^3 back to back, the z pass after the
 // cluster pass: 0.1071-0.1077 ms against 0.1089-0.1093 with four arrays in turn, 0.1072-0.1087
 // against 0.1092-0.1107 with one; 512^3 unchanged; bench/results/iir-issue-2026-11-23-h200).
-template <bool ROW, int KU>
+template <bool ROW, int KU, bool CPL>
 __global__ void __maxnreg__(regs_of<KU>())
     iir_tc(const float *src, float *dst, int64_t lines, int L, int64_t Q, int last,
            const __grid_constant__ tcparams prm) {
@@ -534,7 +602,7 @@ __global__ void __maxnreg__(regs_of<KU>())
     commit();
     wait_prior1();
     gr.xs = smem + b * stage;
-    gr.run(fr, dst + cur, Q, live(gi), xch + b * W * kXch);
+    gr.template run<CPL>(fr, dst + cur, Q, live(gi), xch + b * W * kXch);
   }
 }
 
@@ -562,6 +630,7 @@ template <int KU = 4> struct yx_teams {
 // deadlock). A team's next group is copied into its other stage as soon as it may start. The
 // rows are read from src, the columns read and written in dst. The last team to finish
 // (sync[1] counts them) zeroes the counters for the next launch.
+template <bool CPL>
 __global__ void __maxnreg__(kRegs)
     iir_tc_yx(const float *src, float *dst, int64_t P, int Y, int X, int lag,
               const __grid_constant__ tcparams prm, unsigned long long *sync) {
@@ -646,14 +715,14 @@ __global__ void __maxnreg__(kRegs)
     t.use(b);
     float *x = t.xch(b);
     if (cur.kind == 1) {
-      rg.run(fr, dst + at(cur), 1, live(cur), x);
+      rg.template run<CPL>(fr, dst + at(cur), 1, live(cur), x);
       __syncthreads();
       if (threadIdx.x == 0) {
         __threadfence();
         atomicAdd(sync + 2 + cur.s, 1ull);
       }
     } else if (cur.kind == 2) {
-      cg.run(fr, dst + at(cur), X, kNL, x);
+      cg.template run<CPL>(fr, dst + at(cur), X, kNL, x);
     }
     tk = tn;
     cur = nx;
@@ -687,7 +756,7 @@ __global__ void __maxnreg__(kRegs)
 // 256^3 the hints gained nothing). Measured on an H200, back to back: 256^3 0.112 ms against
 // 0.122-0.125 for the three passes; 512^3 0.878-0.884 against 0.908-0.911
 // (bench/results/iir-yxc-ku8-2026-11-22-h200).
-template <int KU>
+template <int KU, bool CPL>
 __global__ void __maxnreg__(regs_of<KU>())
     iir_tc_yxc(const float *src, float *dst, int64_t P, int Y, int X,
                const __grid_constant__ tcparams prm) {
@@ -762,9 +831,9 @@ __global__ void __maxnreg__(regs_of<KU>())
     t.use(b);
     float *x = t.xch(b);
     if (cur.kind == 1)
-      rg.run(fr, dst + at(cur), 1, live(cur), x);
+      rg.template run<CPL>(fr, dst + at(cur), 1, live(cur), x);
     else if (cur.j < CY)
-      cg.run(fr, dst + at(cur), X, kNL, x);
+      cg.template run<CPL>(fr, dst + at(cur), X, kNL, x);
     if (nx.s != cur.s) met = false;
     cur = nx;
   }
@@ -774,7 +843,82 @@ __global__ void __maxnreg__(regs_of<KU>())
 #endif
 }
 
+// The coupled parameters (tcparams) of iir_alvarez of S = 2 to 4 steps as its sections
+// (core/iir.h, ndf__iir_sections): per direction the states w_1 .. w_S (then zeros) with
+// w_m[i] = nu w_m[i-1] + (1 - nu) w_(m-1)[i], so A[m][k] = nu (1 - nu)^(m-k) (k <= m), b[m] =
+// (1 - nu)^(m+1), the output c^T w, and every state's steady state 1. The chunk's matrices
+// follow as for the poles: T[i][j] = c^T A^|i-j| b (h(0) once: causal and anticausal parts
+// share the t = 0 term of the sections' response), V's columns A^(15-j) b (causal end states)
+// and A^j b (anticausal), U's rows c^T A^(i+1) and c^T A^(16-i).
+tcparams make_sections(int S, double nu, const double *c) {
+  typedef double mat[4][4];
+  auto mul = [](const mat &x, const mat &y, mat &z) {
+    mat t = {};
+    for (int i = 0; i < 4; i++)
+      for (int k = 0; k < 4; k++)
+        for (int j = 0; j < 4; j++)
+          t[i][j] += x[i][k] * y[k][j];
+    memcpy(z, t, sizeof t);
+  };
+  tcparams q;
+  memset(&q, 0, sizeof q);
+  mat A = {}, P[kC + 1];
+  double b[4] = {0};
+  for (int m = 0; m < S; m++) {
+    b[m] = std::pow(1 - nu, m + 1);
+    for (int k = 0; k <= m; k++)
+      A[m][k] = nu * std::pow(1 - nu, m - k);
+  }
+  memset(P, 0, sizeof P);
+  for (int i = 0; i < 4; i++)
+    P[0][i][i] = 1;
+  for (int n = 1; n <= kC; n++)
+    mul(P[n - 1], A, P[n]);
+  // cA[n] = c^T A^n, Ab[n] = A^n b
+  double cA[kC + 1][4] = {}, Ab[kC + 1][4] = {};
+  for (int n = 0; n <= kC; n++)
+    for (int i = 0; i < 4; i++)
+      for (int k = 0; k < S; k++) {
+        cA[n][i] += c[k] * P[n][k][i];
+        Ab[n][i] += P[n][i][k] * b[k];
+      }
+  auto h = [&](int t) { // c^T A^t b
+    double v = 0;
+    for (int i = 0; i < 4; i++)
+      v += cA[t][i] * b[i];
+    return v;
+  };
+  for (int i = 0; i < kC; i++) {
+    for (int j = 0; j < kC; j++)
+      q.T[i * kC + j] = (float)h(i > j ? i - j : j - i);
+    for (int m = 0; m < 4; m++) {
+      q.V[m * kC + i] = (float)Ab[kC - 1 - i][m];
+      q.V[(4 + m) * kC + i] = (float)Ab[i][m];
+      q.U[i * 8 + m] = (float)cA[i + 1][m];
+      q.U[i * 8 + 4 + m] = (float)cA[kC - i][m];
+    }
+  }
+  for (int k = 0; k < 2; k++)
+    q.g[k] = make_float2(2 * k < S ? 1.f : 0.f, 2 * k + 1 < S ? 1.f : 0.f);
+  mat W[3];
+  memcpy(W[0], P[kC], sizeof(mat));
+  mul(W[0], W[0], W[1]);
+  mul(W[1], W[1], W[1]); // A^64
+  mul(W[1], W[1], W[2]); // A^128
+  for (int n = 0; n < 3; n++)
+    for (int k = 0; k < 2; k++)
+      for (int o = 0; o < 2; o++) {
+        const int r = 2 * k, cc = 2 * (o ? 1 - k : k);
+        q.M[n][k][o] = make_float4((float)W[n][r][cc], (float)W[n][r][cc + 1],
+                                   (float)W[n][r + 1][cc], (float)W[n][r + 1][cc + 1]);
+      }
+  q.coupled = 1;
+  return q;
+}
+
 tcparams make_params(const ndf__iir &f) {
+  double nu = 0, sc[4] = {0};
+  if (const int S = ndf__iir_sections(&f, &nu, sc)) return make_sections(S, nu, sc);
   typedef std::complex<double> cd;
   const chunkp<kC> c = params<kC>(f); // the poles and residues the other passes use
   tcparams q;
@@ -833,7 +977,7 @@ namespace {
 // ~10 us of host time a pass launched on each call).
 template <bool ROW, int KU> cudaError_t tc_init(ndf__iir_tc_pass &p, int64_t lines, int L) {
   const int W = team_of<KU>(L);
-  p.tc = iir_tc<ROW, KU>;
+  p.tc = p.q.coupled ? iir_tc<ROW, KU, true> : iir_tc<ROW, KU, false>;
   p.threads = 32 * W;
   p.smem = smem_of<ROW, KU>(L, W);
   int64_t resident = 0;
@@ -881,6 +1025,12 @@ extern "C" int ndf__iir_tc_fits(const float *src, const float *dst, int64_t L, i
   const char *env = getenv("NDF_CUDA_IIR_TC"); // "0": the FFMA kernel everywhere
   return !(env && env[0] == '0') && L > 0 && L <= kMaxL && (Q == 1 ? L % 4 == 0 : Q % 16 == 0) &&
          ndf__iir_tc_aligned(src, dst);
+}
+
+extern "C" int ndf__iir_tc_filter(const ndf__iir *f, int64_t L) {
+  double nu, c[4];
+  return ndf__iir_chunks_fit(f, L) ||
+         (f->sigma <= kMaxSigma && L <= kMaxL && ndf__iir_sections(f, &nu, c));
 }
 
 extern "C" int ndf__iir_tc_pass_make(ndf__iir_tc_pass **out, int64_t P, int64_t L, int64_t Q,
@@ -934,10 +1084,12 @@ struct yxc_config {
   int warps;
   size_t smem, most;
 };
-yxc_config yxc_config_of(int y, int x) {
+yxc_config yxc_config_of(int y, int x, bool cpl) {
   if (yxc_ku(y, x) == 8)
-    return {iir_tc_yxc<8>, yx_warps<8>(y, x), yx_smem<8>(y, x), yx_smem<8>(kMaxL, kMaxL)};
-  return {iir_tc_yxc<4>, yx_warps<4>(y, x), yx_smem<4>(y, x), yx_smem<4>(256, 256)};
+    return {cpl ? iir_tc_yxc<8, true> : iir_tc_yxc<8, false>, yx_warps<8>(y, x), yx_smem<8>(y, x),
+            yx_smem<8>(kMaxL, kMaxL)};
+  return {cpl ? iir_tc_yxc<4, true> : iir_tc_yxc<4, false>, yx_warps<4>(y, x), yx_smem<4>(y, x),
+          yx_smem<4>(256, 256)};
 }
 } // namespace
 
@@ -950,12 +1102,13 @@ extern "C" int ndf__launch_iir_tc_yx(const float *src, float *dst, int64_t P, in
   const tcparams q = make_params(*f);
   const int per = (y + kNL - 1) / kNL + x / kNL;
   int64_t resident = 0;
-  const cudaError_t err = resident_blocks(iir_tc_yx, 32 * W, smem, &resident);
+  const auto kern = q.coupled ? iir_tc_yx<true> : iir_tc_yx<false>;
+  const cudaError_t err = resident_blocks(kern, 32 * W, smem, &resident);
   if (err != cudaSuccess) return (int)err;
   const int64_t grid = std::min(resident, P * per);
   const char *lenv = getenv("NDF_CUDA_IIR_LAG"); // development probe: slices behind
   const int64_t lag = lenv ? atoll(lenv) : 2 * ((grid + per - 1) / per) + 1;
-  iir_tc_yx<<<(unsigned)grid, 32 * W, smem, (cudaStream_t)stream>>>(
+  kern<<<(unsigned)grid, 32 * W, smem, (cudaStream_t)stream>>>(
       src, dst, P, y, x, (int)std::min<int64_t>(P, lag), q, sync);
   return (int)cudaGetLastError();
 }
@@ -995,7 +1148,8 @@ extern "C" int ndf__iir_tc_yxc_pass_make(ndf__iir_tc_pass **out, int64_t P, int6
   *out = NULL;
   int cluster = 0, clusters = 0;
   if (P <= 0 || !ndf__iir_tc_yx_fits(NULL, NULL, Y, X)) return 0;
-  const yxc_config k = yxc_config_of((int)Y, (int)X);
+  const tcparams q = make_params(*f);
+  const yxc_config k = yxc_config_of((int)Y, (int)X, q.coupled != 0);
   if (yxc_plan(k, &cluster, &clusters) != cudaSuccess) {
     (void)cudaGetLastError(); // a query refused: no cluster pass
     return 0;
@@ -1004,7 +1158,7 @@ extern "C" int ndf__iir_tc_yxc_pass_make(ndf__iir_tc_pass **out, int64_t P, int6
   ndf__iir_tc_pass *p = (ndf__iir_tc_pass *)malloc(sizeof *p);
   if (!p) return (int)cudaErrorMemoryAllocation;
   memset(p, 0, sizeof *p);
-  p->q = make_params(*f);
+  p->q = q;
   p->yxc = k.kern;
   p->P = P, p->L = Y, p->Q = X;
   p->threads = 32 * k.warps;

@@ -67,6 +67,10 @@ int ndf__launch_iir_chunks(const float *src, float *dst, int64_t P, int64_t L, i
  * with L % 4 == 0 or columns with Q % 16 == 0, 16-byte aligned arrays, unless
  * NDF_CUDA_IIR_TC=0. */
 int ndf__iir_tc_fits(const float *src, const float *dst, int64_t L, int64_t Q);
+/* Whether the tensor-core passes take filter f on lines of L (shape aside: ndf__iir_tc_fits):
+ * the chunked parallel form, and iir_alvarez of 2 to 4 steps up to sigma 256 as its sections
+ * (core/iir.h, ndf__iir_sections), which only these passes run. */
+int ndf__iir_tc_filter(const struct ndf__iir *f, int64_t L);
 /* Both last axes of [P][Y][X] in one pass under the same filter f (iir_tc_kernel.cu), where
  * ndf__iir_tc_yx_fits: sync is a device buffer of P + 2 counters, zero before the first launch
  * (each launch leaves them zero). */
