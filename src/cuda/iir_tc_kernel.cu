@@ -12,7 +12,8 @@
 // 2 to 4 steps (a pole repeated, no first-order form) runs so as its sections (make_sections),
 // whose A is not diagonal: its chain (CPL) takes each lane's 2 x 2 blocks of A^16 with its
 // partner lane's states, one shuffle a step (H200, sigma 4.5, back to back: 256^3 0.121 ms
-// against 0.337 for the float64 thread-a-line kernel, 512^3 0.95 against 2.42).
+// against 0.337 for the float64 thread-a-line kernel, 512^3 0.97 against 2.42;
+// bench/results/gpu-check-2026-11-23-h200-21e1a50-iir).
 // A warp takes 16 lines and KU chunks (16 KU samples) at a time and computes, per chunk, the
 // transposes: the end states x^T V^T (16 lines x 8 states) and y^T = x^T T^T + [z; s]^T U^T,
 // each an m16n8k8 TF32 mma.sync with every operand split in two halves (a = a_hi + a_lo,
