@@ -9,7 +9,7 @@
 //     U[i] = (Re, -Im of rho_k p_k^(i+1), then of rho_k p_k^(16-i)),
 // and its zero-start end states are [E; F] = V x, V = (Re, Im of p_k^(15-j), then of p_k^j).
 // The same holds for any 4 real states a direction, z' = A z + b x, output c^T z: iir_alvarez of
-// 2 to 4 steps (a pole repeated, no first-order form) runs so as its sections (make_sections),
+// 2 to 4 steps (a pole repeated, no first-order form) runs so as its sections (make_params),
 // whose A is not diagonal: its chain (CPL) takes each lane's 2 x 2 blocks of A^16 with its
 // partner lane's states, one shuffle a step (H200, sigma 4.5, back to back: 256^3 0.121 ms
 // against 0.337 for the float64 thread-a-line kernel, 512^3 0.97 against 2.42;
@@ -89,7 +89,7 @@ template <int KU> constexpr int regs_of() { return KU == 8 ? 168 : kRegs; }
 
 // The filter's matrices (row-major: T 16 x 16, V 8 x 16, U 16 x 8) and the chain's constants:
 // two complex poles' p^16 and steady states; or, coupled (iir_alvarez of 2 to 4 steps as its
-// sections, make_sections), each direction's 4 real states chained by a 4 x 4 matrix A^n
+// sections, make_params), each direction's 4 real states chained by a 4 x 4 matrix A^n
 // (n = 16, 64, 128: a chunk, a warp of 4 or 8 chunks), whose 2 x 2 blocks M[n][b][0] (rows
 // and columns 2b, 2b + 1: lane t's own, b = t % 2) and M[n][b][1] (columns of the other
 // block, its partner lane's) are (m00, m01, m10, m11); g the steady states as for the poles.
@@ -844,17 +844,16 @@ __global__ void __maxnreg__(regs_of<KU>())
 #endif
 }
 
-// The coupled parameters (tcparams) of iir_alvarez of S = 2 to 4 steps as its sections
-// (core/iir.h, ndf__iir_sections): per direction the states w_1 .. w_S (then zeros) with
-// w_m[i] = nu w_m[i-1] + (1 - nu) w_(m-1)[i], so A[m][k] = nu (1 - nu)^(m-k) (k <= m), b[m] =
-// (1 - nu)^(m+1), the output c^T w, and every state's steady state 1. The chunk's matrices
-// follow as for the poles: T[i][j] = c^T A^|i-j| b (h(0) once: causal and anticausal parts
-// share the t = 0 term of the sections' response), V's columns A^(15-j) b (causal end states)
-// and A^j b (anticausal), U's rows c^T A^(i+1) and c^T A^(16-i).
-tcparams make_sections(int S, double nu, const double *c) {
-  typedef double mat[4][4];
-  auto mul = [](const mat &x, const mat &y, mat &z) {
-    mat t = {};
+typedef double mat4[4][4];
+
+// The tensor-core parameters (T, V, U and the blocks M) of the filter whose causal part is the
+// state space z' = A z + b x, output c^T z (4 states), and whose anticausal part is its mirror,
+// R off T's diagonal (what of x[i] both parts count): T[i][j] = c^T A^|i-j| b (twice on the
+// diagonal, less R), V's columns A^(15-j) b (causal end states) and A^j b (anticausal), U's rows
+// c^T A^(i+1) and c^T A^(16-i). The caller sets g, pC and coupled.
+tcparams state_params(const mat4 &A, const double *b, const double *c, double R) {
+  auto mul = [](const mat4 &x, const mat4 &y, mat4 &z) {
+    mat4 t = {};
     for (int i = 0; i < 4; i++)
       for (int k = 0; k < 4; k++)
         for (int j = 0; j < 4; j++)
@@ -863,23 +862,15 @@ tcparams make_sections(int S, double nu, const double *c) {
   };
   tcparams q;
   memset(&q, 0, sizeof q);
-  mat A = {}, P[kC + 1];
-  double b[4] = {0};
-  for (int m = 0; m < S; m++) {
-    b[m] = std::pow(1 - nu, m + 1);
-    for (int k = 0; k <= m; k++)
-      A[m][k] = nu * std::pow(1 - nu, m - k);
-  }
-  memset(P, 0, sizeof P);
+  mat4 P[kC + 1] = {};
   for (int i = 0; i < 4; i++)
     P[0][i][i] = 1;
   for (int n = 1; n <= kC; n++)
     mul(P[n - 1], A, P[n]);
-  // cA[n] = c^T A^n, Ab[n] = A^n b
-  double cA[kC + 1][4] = {}, Ab[kC + 1][4] = {};
+  double cA[kC + 1][4] = {}, Ab[kC + 1][4] = {}; // c^T A^n, A^n b
   for (int n = 0; n <= kC; n++)
     for (int i = 0; i < 4; i++)
-      for (int k = 0; k < S; k++) {
+      for (int k = 0; k < 4; k++) {
         cA[n][i] += c[k] * P[n][k][i];
         Ab[n][i] += P[n][i][k] * b[k];
       }
@@ -891,7 +882,7 @@ tcparams make_sections(int S, double nu, const double *c) {
   };
   for (int i = 0; i < kC; i++) {
     for (int j = 0; j < kC; j++)
-      q.T[i * kC + j] = (float)h(i > j ? i - j : j - i);
+      q.T[i * kC + j] = (float)(i == j ? 2 * h(0) - R : h(i > j ? i - j : j - i));
     for (int m = 0; m < 4; m++) {
       q.V[m * kC + i] = (float)Ab[kC - 1 - i][m];
       q.V[(4 + m) * kC + i] = (float)Ab[i][m];
@@ -899,10 +890,8 @@ tcparams make_sections(int S, double nu, const double *c) {
       q.U[i * 8 + 4 + m] = (float)cA[kC - i][m];
     }
   }
-  for (int k = 0; k < 2; k++)
-    q.g[k] = make_float2(2 * k < S ? 1.f : 0.f, 2 * k + 1 < S ? 1.f : 0.f);
-  mat W[3];
-  memcpy(W[0], P[kC], sizeof(mat));
+  mat4 W[3];
+  memcpy(W[0], P[kC], sizeof(mat4));
   mul(W[0], W[0], W[1]);
   mul(W[1], W[1], W[1]); // A^64
   mul(W[1], W[1], W[2]); // A^128
@@ -913,47 +902,45 @@ tcparams make_sections(int S, double nu, const double *c) {
         q.M[n][k][o] = make_float4((float)W[n][r][cc], (float)W[n][r][cc + 1],
                                    (float)W[n][r + 1][cc], (float)W[n][r + 1][cc + 1]);
       }
-  q.coupled = 1;
   return q;
 }
 
+// tcparams for filter f:
+//  - iir_alvarez of S = 2 to 4 steps as its sections (core/iir.h, ndf__iir_sections): the states
+//    w_1 .. w_S (then zeros), A[m][k] = nu (1 - nu)^(m-k) (k <= m), b[m] = (1 - nu)^(m+1), c the
+//    sections' weights, R = c^T b (t = 0 counted once), every state's steady state 1; coupled.
+//  - else its two complex recursions (iir_chunk.cuh, as the other passes round them): each a 2 x 2
+//    block [[Re p, -Im p], [Im p, Re p]] of A, b = (1, 0), c = (Re rho, -Im rho), R = sum Re rho.
 tcparams make_params(const ndf__iir &f) {
-  double nu = 0, sc[4] = {0};
-  if (const int S = ndf__iir_sections(&f, &nu, sc)) return make_sections(S, nu, sc);
-  typedef std::complex<double> cd;
-  const chunkp<kC> c = params<kC>(f); // the poles and residues the other passes use
-  tcparams q;
-  memset(&q, 0, sizeof q);
-  cd rho[2], pw[2][kC + 1]; // pw[k][n] = p_k^n
-  for (int k = 0; k < 2; k++) {
-    rho[k] = cd(c.rho[k].x, c.rho[k].y);
-    pw[k][0] = 1;
-    for (int n = 1; n <= kC; n++)
-      pw[k][n] = pw[k][n - 1] * cd(c.p[k].x, c.p[k].y);
-    q.pC[k] = c.pC[k];
-    q.g[k] = c.g[k];
+  mat4 A = {};
+  double b[4] = {0}, c[4] = {0}, nu = 0;
+  if (const int S = ndf__iir_sections(&f, &nu, c)) {
+    double R = 0;
+    for (int m = 0; m < S; m++) {
+      b[m] = std::pow(1 - nu, m + 1);
+      R += c[m] * b[m];
+      for (int k = 0; k <= m; k++)
+        A[m][k] = nu * std::pow(1 - nu, m - k);
+    }
+    tcparams q = state_params(A, b, c, R);
+    for (int k = 0; k < 2; k++)
+      q.g[k] = make_float2(2 * k < S ? 1.f : 0.f, 2 * k + 1 < S ? 1.f : 0.f);
+    q.coupled = 1;
+    return q;
   }
-  for (int i = 0; i < kC; i++) {
-    for (int j = 0; j < kC; j++) {
-      double v = i == j ? -c.R : 0;
-      for (int k = 0; k < 2; k++) {
-        if (i >= j) v += (rho[k] * pw[k][i - j]).real();
-        if (j >= i) v += (rho[k] * pw[k][j - i]).real();
-      }
-      q.T[i * kC + j] = (float)v;
-    }
-    for (int k = 0; k < 2; k++) {
-      const cd e = pw[k][kC - 1 - i], s = pw[k][i]; // column i of V
-      q.V[(2 * k) * kC + i] = (float)e.real();
-      q.V[(2 * k + 1) * kC + i] = (float)e.imag();
-      q.V[(4 + 2 * k) * kC + i] = (float)s.real();
-      q.V[(5 + 2 * k) * kC + i] = (float)s.imag();
-      const cd a = rho[k] * pw[k][i + 1], b = rho[k] * pw[k][kC - i];
-      q.U[i * 8 + 2 * k] = (float)a.real();
-      q.U[i * 8 + 2 * k + 1] = (float)-a.imag();
-      q.U[i * 8 + 4 + 2 * k] = (float)b.real();
-      q.U[i * 8 + 5 + 2 * k] = (float)-b.imag();
-    }
+  const chunkp<kC> p = params<kC>(f);
+  for (int k = 0; k < 2; k++) {
+    A[2 * k][2 * k] = A[2 * k + 1][2 * k + 1] = p.p[k].x;
+    A[2 * k][2 * k + 1] = -p.p[k].y;
+    A[2 * k + 1][2 * k] = p.p[k].y;
+    b[2 * k] = 1;
+    c[2 * k] = p.rho[k].x;
+    c[2 * k + 1] = -p.rho[k].y;
+  }
+  tcparams q = state_params(A, b, c, p.R);
+  for (int k = 0; k < 2; k++) {
+    q.pC[k] = p.pC[k];
+    q.g[k] = p.g[k];
   }
   return q;
 }
