@@ -275,9 +275,10 @@ typedef struct ndf_gaussian_opts {
  * the axis's mode. Float32 arithmetic, float64 kernels.
  *
  * The recursive methods approximate the untruncated Gaussian of each sigma instead, at a cost
- * that does not grow with sigma: float32 data, float64 recursion state (cuda_iir's Deriche on
- * lines up to 2048 long and sigma up to 256, and there iir_vyv of order 3 (of order 4 to sigma
- * 64) and one iir_alvarez step as the same sum of a causal and an anticausal filter: float32
+ * that does not grow with sigma: float32 data, float64 recursion state (iir_vyv of order 4 past
+ * sigma 64, and of order 3 past 300, as the same filter's sum of a causal and an anticausal part,
+ * where its cascade would lose accuracy; cuda_iir's Deriche on lines up to 2048 long and sigma up
+ * to 256, and there iir_vyv of order 3 or 4 and one iir_alvarez step as that sum: float32
  * state in the better conditioned form of first-order complex recursions, within about 1e-6 of
  * float64; on lines up to 512 long, as chunk-sized matrix products on the tensor cores in split
  * TF32, float32's accuracy; NDF_CUDA_IIR_TC=0 keeps the FFMA kernel; iir_alvarez of 2 to 4

@@ -206,6 +206,11 @@ int ndf__iir_parallel_twin(const ndf__iir *f, ndf__iir *tw) {
   return 1;
 }
 
+int ndf__iir_twin_for_accuracy(const ndf__iir *f, ndf__iir *tw) {
+  return f->method == NDF__IIR_VYV && f->sigma > (f->K == 4 ? 64 : 300) &&
+         ndf__iir_parallel_twin(f, tw);
+}
+
 /* iir_alvarez's pole for sigma and S steps (iir.h). */
 static double alvarez_nu(double sigma, int S) {
   const double lambda = sigma * sigma / (2.0 * S);
