@@ -14,7 +14,8 @@
 // backward sweeps start and the array does not fit in L2, so the re-reads come from DRAM: a
 // pass moves the array ~5 times, not twice. Keeping the causal result in shared memory
 // instead, a warp-wide block per 32 lines, measured slower still: 0.19 ms instead of 0.12 ms
-// a pass, too few warps per SM to cover the serial recursion.) The parallel form (Deriche) reads
+// a pass, too few warps per SM to cover the serial recursion.) The parallel form (Deriche, and
+// iir_vyv of order 3 or 4 as its twin where its cascade would lose accuracy: iir.c) reads
 // the input again in the backward sweep, so its src and dst must differ; the cascade may run in
 // place. The state is T, double: float32 state measured up to 1.7e-2 off the float64
 // reference at sigma 64 (2.6e-4 at 16, 2.8e-6 at 4.5, Deriche) and only 12% faster. The
@@ -324,8 +325,12 @@ int launch(const float *src, float *dst, int64_t P, int64_t L, int64_t Q, const 
 template <typename T>
 int launch_t(const float *src, float *dst, int64_t P, int64_t L, int64_t Q, const ndf__iir &f,
              cudaStream_t st) {
-  if (f.form == NDF__IIR_PARALLEL)
-    return f.K == 4 ? launch<T, 4, true>(src, dst, P, L, Q, f, st) : (int)cudaErrorNotSupported;
+  if (f.form == NDF__IIR_PARALLEL) // Deriche; iir_vyv's twins (order 3 past sigma 300, 4 past 64)
+    switch (f.K) {
+    case 3: return launch<T, 3, true>(src, dst, P, L, Q, f, st);
+    case 4: return launch<T, 4, true>(src, dst, P, L, Q, f, st);
+    default: return (int)cudaErrorNotSupported;
+    }
   switch (f.K) {
   case 1: return launch<T, 1, false>(src, dst, P, L, Q, f, st);
   case 2: return launch<T, 2, false>(src, dst, P, L, Q, f, st);
