@@ -28,20 +28,32 @@ __device__ __forceinline__ float2 cscale(float2 a, float s) {
   return make_float2(a.x * s, a.y * s);
 }
 
+// Filter f's two recursions (poles p, residues rho, R = sum Re rho), rho scaled so that the
+// filter's DC gain is 1 with these poles: f's own, or (round) rounded to float32 first, as a
+// kernel that steps by p itself in float32 runs them.
+inline void recursions(const ndf__iir &f, bool round, std::complex<double> (&p)[2],
+                       std::complex<double> (&rho)[2], double &R) {
+  typedef std::complex<double> cd;
+  double dc = 0;
+  for (int k = 0; k < 2; k++) {
+    p[k] = round ? cd((float)f.pole[k][0], (float)f.pole[k][1]) : cd(f.pole[k][0], f.pole[k][1]);
+    dc += (cd(f.res[k][0], f.res[k][1]) * (1.0 + p[k]) / (1.0 - p[k])).real();
+  }
+  R = 0;
+  for (int k = 0; k < 2; k++) {
+    rho[k] = cd(f.res[k][0], f.res[k][1]) / dc;
+    R += rho[k].real();
+  }
+}
+
 template <int C> chunkp<C> params(const ndf__iir &f) {
   typedef std::complex<double> cd;
   chunkp<C> q;
-  cd pf[2];
-  double dc = 0;
-  for (int k = 0; k < 2; k++) { // the poles as the kernel will use them
-    pf[k] = cd((float)f.pole[k][0], (float)f.pole[k][1]);
-    dc += (cd(f.res[k][0], f.res[k][1]) * (1.0 + pf[k]) / (1.0 - pf[k])).real();
-  }
-  double R = 0;
+  cd pf[2], rh[2];
+  double R;
+  recursions(f, true, pf, rh, R); // the poles as the kernel will use them
   for (int k = 0; k < 2; k++) {
-    const cd rho = cd(f.res[k][0], f.res[k][1]) / dc, pC = std::pow(pf[k], C),
-             g = 1.0 / (1.0 - pf[k]);
-    R += rho.real();
+    const cd rho = rh[k], pC = std::pow(pf[k], C), g = 1.0 / (1.0 - pf[k]);
     q.p[k] = make_float2((float)pf[k].real(), (float)pf[k].imag());
     q.rho[k] = make_float2((float)rho.real(), (float)rho.imag());
     q.pC[k] = make_float2((float)pC.real(), (float)pC.imag());

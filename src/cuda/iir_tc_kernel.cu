@@ -909,8 +909,13 @@ tcparams state_params(const mat4 &A, const double *b, const double *c, double R)
 //  - iir_alvarez of S = 2 to 4 steps as its sections (core/iir.h, ndf__iir_sections): the states
 //    w_1 .. w_S (then zeros), A[m][k] = nu (1 - nu)^(m-k) (k <= m), b[m] = (1 - nu)^(m+1), c the
 //    sections' weights, R = c^T b (t = 0 counted once), every state's steady state 1; coupled.
-//  - else its two complex recursions (iir_chunk.cuh, as the other passes round them): each a 2 x 2
-//    block [[Re p, -Im p], [Im p, Re p]] of A, b = (1, 0), c = (Re rho, -Im rho), R = sum Re rho.
+//  - else its two complex recursions (iir_chunk.cuh): each a 2 x 2 block [[Re p, -Im p], [Im p,
+//    Re p]] of A, b = (1, 0), c = (Re rho, -Im rho), R = sum Re rho. From f's float64 poles: every
+//    entry is worked out in float64 and rounded once, and the chain steps by p^16 (iir_chunk.cuh's
+//    FFMA passes step by p, so they round the poles first and scale rho to them; so did these until
+//    2026-11-23: at large sigma the rounded poles alone move the filter, Deriche's at sigma 256 by
+//    6.0e-6 of the largest output on random lines (float64 arithmetic; 6.2e-6 all in float32), and
+//    an H200 saw 7.3e-6 at sigma 176 in test_iir, against the bound of 1e-5).
 tcparams make_params(const ndf__iir &f) {
   mat4 A = {};
   double b[4] = {0}, c[4] = {0}, nu = 0;
@@ -928,19 +933,22 @@ tcparams make_params(const ndf__iir &f) {
     q.coupled = 1;
     return q;
   }
-  const chunkp<kC> p = params<kC>(f);
+  std::complex<double> p[2], rho[2];
+  double R;
+  recursions(f, false, p, rho, R);
   for (int k = 0; k < 2; k++) {
-    A[2 * k][2 * k] = A[2 * k + 1][2 * k + 1] = p.p[k].x;
-    A[2 * k][2 * k + 1] = -p.p[k].y;
-    A[2 * k + 1][2 * k] = p.p[k].y;
+    A[2 * k][2 * k] = A[2 * k + 1][2 * k + 1] = p[k].real();
+    A[2 * k][2 * k + 1] = -p[k].imag();
+    A[2 * k + 1][2 * k] = p[k].imag();
     b[2 * k] = 1;
-    c[2 * k] = p.rho[k].x;
-    c[2 * k + 1] = -p.rho[k].y;
+    c[2 * k] = rho[k].real();
+    c[2 * k + 1] = -rho[k].imag();
   }
-  tcparams q = state_params(A, b, c, p.R);
+  tcparams q = state_params(A, b, c, R);
   for (int k = 0; k < 2; k++) {
-    q.pC[k] = p.pC[k];
-    q.g[k] = p.g[k];
+    const std::complex<double> pC = std::pow(p[k], kC), g = 1.0 / (1.0 - p[k]);
+    q.pC[k] = make_float2((float)pC.real(), (float)pC.imag());
+    q.g[k] = make_float2((float)g.real(), (float)g.imag());
   }
   return q;
 }
