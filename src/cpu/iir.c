@@ -160,7 +160,8 @@ INLINE void parallel(const ndf__iir *f, vec_t *restrict X, vec_t *restrict T, in
 
 INLINE void filter_block(const ndf__iir *f, vec_t *X, vec_t *T, int64_t n) {
   if (f->form == NDF__IIR_PARALLEL) {
-    switch (f->K) {
+    switch (f->K) { /* Deriche; iir_vyv's twins of order 3 and 4 (ndf__iir_twin_for_accuracy) */
+    case 3: parallel(f, X, T, n, 3); return;
     case 4: parallel(f, X, T, n, 4); return;
     default: parallel(f, X, T, n, f->K); return;
     }
