@@ -2,13 +2,12 @@
  *
  * Every axis is filtered as ndf__iir_line filters one line, in float64 (iir_vyv of order 4 past
  * sigma 64, and of order 3 past 300, as its parallel twin: ndf__iir_twin_for_accuracy), but W
- * lines at a time:
- * W neighbouring lines are gathered into a float64 block X[i][w] (line w, sample i), filtered
- * there with the lanes innermost (so the compiler vectorises across lines; the recursion runs
- * along i), and stored back as float32. The work is done in a float32 buffer B of the array's
- * shape: the output itself when it is float32 and C-contiguous, else a temporary stored into it
- * at the end (dtype conversion, rounding). The first filtered axis reads the input instead of
- * B, so no pass only copies.
+ * lines at a time: W neighbouring lines are gathered into a float64 block X[i][w] (line w,
+ * sample i), filtered there with the lanes innermost (so the compiler vectorises across lines;
+ * the recursion runs along i), and stored back as float32. The work is done in a float32 buffer B
+ * of the array's shape: the output itself when it is float32 and C-contiguous, else a temporary
+ * stored into it at the end (dtype conversion, rounding). The first filtered axis reads the input
+ * instead of B, so no pass only copies.
  *
  * Passes over memory, as the seed's section III: where there are enough slabs (the array's
  * last two axes, e.g. z-slices of a volume) for the threads, each thread takes whole slabs and

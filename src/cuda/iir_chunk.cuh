@@ -49,13 +49,13 @@ inline void recursions(const ndf__iir &f, bool round, std::complex<double> (&p)[
 template <int C> chunkp<C> params(const ndf__iir &f) {
   typedef std::complex<double> cd;
   chunkp<C> q;
-  cd pf[2], rh[2];
+  cd pf[2], rho[2];
   double R;
-  recursions(f, true, pf, rh, R); // the poles as the kernel will use them
+  recursions(f, true, pf, rho, R); // the poles as the kernel will use them
   for (int k = 0; k < 2; k++) {
-    const cd rho = rh[k], pC = std::pow(pf[k], C), g = 1.0 / (1.0 - pf[k]);
+    const cd pC = std::pow(pf[k], C), g = 1.0 / (1.0 - pf[k]);
     q.p[k] = make_float2((float)pf[k].real(), (float)pf[k].imag());
-    q.rho[k] = make_float2((float)rho.real(), (float)rho.imag());
+    q.rho[k] = make_float2((float)rho[k].real(), (float)rho[k].imag());
     q.pC[k] = make_float2((float)pC.real(), (float)pC.imag());
     q.g[k] = make_float2((float)g.real(), (float)g.imag());
     cd pj = 1;

@@ -913,9 +913,9 @@ tcparams state_params(const mat4 &A, const double *b, const double *c, double R)
 //    Re p]] of A, b = (1, 0), c = (Re rho, -Im rho), R = sum Re rho. From f's float64 poles: every
 //    entry is worked out in float64 and rounded once, and the chain steps by p^16 (iir_chunk.cuh's
 //    FFMA passes step by p, so they round the poles first and scale rho to them; so did these until
-//    2026-11-23: at large sigma the rounded poles alone move the filter, Deriche's at sigma 256 by
-//    6.0e-6 of the largest output on random lines (float64 arithmetic; 6.2e-6 all in float32), and
-//    an H200 saw 7.3e-6 at sigma 176 in test_iir, against the bound of 1e-5).
+//    2026-11-23: at large sigma the rounded poles alone move the filter, Deriche's by up to 2.3e-6
+//    of the largest output an axis at sigma 160 and 4.7e-6 at 256, and an H200 saw 7.3e-6 at sigma
+//    176 in test_iir, against the bound of 1e-5; bench/results/iir-twin-accuracy-2026-11-23-h200/).
 tcparams make_params(const ndf__iir &f) {
   mat4 A = {};
   double b[4] = {0}, c[4] = {0}, nu = 0;
