@@ -101,14 +101,15 @@ ndf_status ndf__iir_design(ndf__iir *f, ndf__iir_method m, int order, double sig
  * the twin, so that these take its chunked and tensor-core passes. */
 int ndf__iir_parallel_twin(const ndf__iir *f, ndf__iir *tw);
 
-/* Whether a solver runs cascade f as its parallel twin (in *tw, returning 1) for accuracy: iir_vyv
- * of order 4 past sigma 64 and of order 3 past 300. There the cascade's float64 rounding (the
- * direct form of poles near 1, and Triggs-Sdika's start) grows fast. Against the long double
- * reference (ref.h), on random lines of 16 to 5000 samples: order 4 up to 2.8e-7 at sigma 64,
- * 1.2e-6 at 80 and 6.9e-6 at 100; order 3 3.3e-8 at 300, 1.3e-6 at 600, 1.05e-5 at 1000 and
- * 2.2e-4 at 3000. The twin's float64 direct form stays within 4.3e-9 (order 4 to sigma 100),
- * 4.9e-8 (order 3 at 1000) and 1.4e-6 (3000). The other cascades run as they are: within 3.8e-7
- * up to sigma 1000 (iir_vyv of order 5 to its 20, iir_alvarez's steps to theirs). */
+/* Whether cascade f is to run as its parallel twin (in *tw, returning 1) for accuracy, whatever
+ * the solver (ndf_plan_gaussian's problem carries the twin then): iir_vyv of order 4 past sigma 64
+ * and of order 3 past 300. There the cascade's float64 rounding (the direct form of poles near 1,
+ * and Triggs-Sdika's start) grows fast. Against the long double reference (ref.h), on random
+ * lines of 16 to 5000 samples: order 4 up to 2.8e-7 at sigma 64, 1.2e-6 at 80 and 6.9e-6 at
+ * 100; order 3 3.3e-8 at 300, 1.3e-6 at 600, 1.05e-5 at 1000 and 2.2e-4 at 3000. The twin's
+ * float64 direct form stays within 4.3e-9 (order 4 to sigma 100), 4.9e-8 (order 3 at 1000) and
+ * 1.4e-6 (3000). The other cascades run as they are: within 3.8e-7 up to sigma 1000 (iir_vyv of
+ * order 5 to its 20, iir_alvarez's steps to theirs). */
 int ndf__iir_twin_for_accuracy(const ndf__iir *f, ndf__iir *tw);
 
 /* iir_alvarez of S = 2 to 4 steps as S first-order sections, the first on x, each next on the

@@ -1,13 +1,12 @@
 /* iir.c - cpu_iir: the recursive Gaussian (core/iir.h) on the CPU, OpenMP.
  *
- * Every axis is filtered as ndf__iir_line filters one line, in float64 (iir_vyv of order 4 past
- * sigma 64, and of order 3 past 300, as its parallel twin: ndf__iir_twin_for_accuracy), but W
- * lines at a time: W neighbouring lines are gathered into a float64 block X[i][w] (line w,
- * sample i), filtered there with the lanes innermost (so the compiler vectorises across lines;
- * the recursion runs along i), and stored back as float32. The work is done in a float32 buffer B
- * of the array's shape: the output itself when it is float32 and C-contiguous, else a temporary
- * stored into it at the end (dtype conversion, rounding). The first filtered axis reads the input
- * instead of B, so no pass only copies.
+ * Every axis is filtered as ndf__iir_line filters one line, in float64, but W lines at a time: W
+ * neighbouring lines are gathered into a float64 block X[i][w] (line w, sample i), filtered there
+ * with the lanes innermost (so the compiler vectorises across lines; the recursion runs along i),
+ * and stored back as float32. The work is done in a float32 buffer B of the array's shape: the
+ * output itself when it is float32 and C-contiguous, else a temporary stored into it at the end
+ * (dtype conversion, rounding). The first filtered axis reads the input instead of B, so no pass
+ * only copies.
  *
  * Passes over memory, as the seed's section III: where there are enough slabs (the array's
  * last two axes, e.g. z-slices of a volume) for the threads, each thread takes whole slabs and
@@ -361,11 +360,9 @@ static int applicable(const ndf__problem *pb, const ndf_context *ctx) {
 static double cost(const ndf__problem *pb, const ndf_context *ctx) {
   const ndf__iirp *q = pb->params;
   double t = 0;
-  for (int d = 0; d < pb->in.ndim; d++) {
-    ndf__iir tw;
-    const ndf__iir *f = ndf__iir_twin_for_accuracy(&q->ax[d], &tw) ? &tw : &q->ax[d];
-    if (f->K) t += 1.0e-9 + (f->form == NDF__IIR_PARALLEL ? 0.25e-9 : 0.12e-9) * f->K;
-  }
+  for (int d = 0; d < pb->in.ndim; d++)
+    if (q->ax[d].K)
+      t += 1.0e-9 + (q->ax[d].form == NDF__IIR_PARALLEL ? 0.25e-9 : 0.12e-9) * q->ax[d].K;
   return 2e-6 + (double)ndf_array_size(&pb->in) * t / ctx->threads;
 }
 
@@ -374,14 +371,12 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
   const int pad = D - in->ndim, threads = p->ctx->threads;
   int64_t n[D], bs[D];
   const ndf__iir *f[D];
-  ndf__iir tw[D]; /* the parallel twins run for accuracy (core/iir.h) */
   source sin = {in->data, in->dtype, {0}};
   int64_t nmax = 1;
   for (int d = 0; d < D; d++) {
     n[d] = d < pad ? 1 : in->shape[d - pad];
     sin.s[d] = d < pad ? 0 : in->strides[d - pad];
     f[d] = d >= pad && q->ax[d - pad].K ? &q->ax[d - pad] : NULL;
-    if (f[d] && ndf__iir_twin_for_accuracy(f[d], &tw[d])) f[d] = &tw[d];
     if (f[d] && n[d] > nmax) nmax = n[d];
   }
   bs[D - 1] = 1;

@@ -51,19 +51,17 @@ static int64_t extent(const int64_t *shape, int from, int to) {
 
 /* The filters cuda_iir runs, in *q: each cascade's parallel twin (core/iir.h: iir_vyv of order 3
  * or 4, one iir_alvarez step) on the axes where the chunked pass takes it, so that these methods
- * run the chunked and tensor-core passes too, and where the cascade would lose accuracy in
- * float64 (ndf__iir_twin_for_accuracy: iir_vyv of order 4 past sigma 64, of order 3 past 300;
- * iir_kernel.cu runs it there); the other filters as they are. Until 2026-11-23 order 4 kept its
- * cascade past sigma 64, against which the twin had been checked (test_iir's twin_checks): the
- * cascade itself is up to 6.9e-6 off the reference there, the twin within 4.3e-9, and an H200
- * saw the GPU's cascade 1.1e-5 off on 128-long lines at sigma 100. */
+ * run the chunked and tensor-core passes too; the other filters as they are (where the cascade
+ * would lose accuracy the problem carries the twin already: ndf__iir_twin_for_accuracy, iir_vyv
+ * of order 4 past sigma 64 and of order 3 past 300; iir_kernel.cu runs it on the other shapes).
+ * Until 2026-11-23 order 4 kept its cascade here past sigma 64: that cascade is up to 6.9e-6 off
+ * the reference there, the twin within 4.3e-9, and an H200 saw the GPU's 1.1e-5 off on 128-long
+ * lines at sigma 100. */
 static void filters_run(const ndf__iirp *in, const int64_t *shape, int nd, ndf__iirp *q) {
   *q = *in;
   for (int d = 0; d < nd; d++) {
     ndf__iir tw;
-    const ndf__iir *f = &in->ax[d];
-    if (ndf__iir_twin_for_accuracy(f, &tw) ||
-        (ndf__iir_parallel_twin(f, &tw) && ndf__iir_chunks_fit(&tw, shape[d])))
+    if (ndf__iir_parallel_twin(&in->ax[d], &tw) && ndf__iir_chunks_fit(&tw, shape[d]))
       q->ax[d] = tw;
   }
 }

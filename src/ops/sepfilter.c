@@ -236,6 +236,8 @@ static ndf_status build_iir(ndf__problem *pb, ndf_context *ctx, const ndf_array 
     char why[200];
     st = ndf__iir_design(&q->ax[d], m, o->iir_order, o->sigma[d], why, (int)sizeof why);
     if (st != NDF_OK && !quiet) st = ndf__fail(ctx, st, "gaussian: axis %d: %s", d, why);
+    ndf__iir tw; /* the same filter, better conditioned, where the cascade would lose accuracy */
+    if (st == NDF_OK && ndf__iir_twin_for_accuracy(&q->ax[d], &tw)) q->ax[d] = tw;
     any = 1;
   }
   if (st == NDF_OK && !any) st = NDF_EUNSUPPORTED; /* the caller checks there is an axis */
