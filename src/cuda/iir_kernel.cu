@@ -15,7 +15,7 @@
 // pass moves the array ~5 times, not twice. Keeping the causal result in shared memory
 // instead, a warp-wide block per 32 lines, measured slower still: 0.19 ms instead of 0.12 ms
 // a pass, too few warps per SM to cover the serial recursion.) The parallel form (Deriche, and
-// iir_vyv of order 3 or 4 as its twin where its cascade would lose accuracy: iir.c) reads
+// iir_vyv of order 3 or 4 as its twin where its cascade would lose accuracy: core/iir.h) reads
 // the input again in the backward sweep, so its src and dst must differ; the cascade may run in
 // place. The state is T, double: float32 state measured up to 1.7e-2 off the float64
 // reference at sigma 64 (2.6e-4 at 16, 2.8e-6 at 4.5, Deriche) and only 12% faster. The
