@@ -296,6 +296,10 @@ static int long_cases(ndf_context *ctx, int cuda, uint64_t *r) {
                {3, 0, 0, {2, 512, 512}},
                {2, 0, 0, {1001, 301}},
                {2, 0, 0, {1500, 32}}, /* long columns (the FFMA kernel) */
+               /* columns of a line 4, 8 or 12 past a multiple of 16 wide: the tensor-core
+                  pass's last group of each row of [P][Q] partial (4 and 8 chunks a warp) */
+               {3, 0, 0, {40, 37, 36}},
+               {3, 1, 0, {300, 21, 52}},
                /* one sigma: the fused (y, x) pass */
                {3, 0, 1, {5, 256, 256}},
                {3, 1, 1, {3, 100, 96}},
@@ -313,7 +317,9 @@ static int long_cases(ndf_context *ctx, int cuda, uint64_t *r) {
                {3, 1, 1, {400, 32, 64}},
                /* the same, slices past 256 x 256 (8 chunks a warp, L2 hints) */
                {3, 0, 1, {200, 16, 300}},
-               {3, 1, 1, {150, 24, 260}}};
+               {3, 1, 1, {150, 24, 260}},
+               /* the cluster pass on columns 8 past a multiple of 16 wide, then z likewise */
+               {3, 1, 1, {260, 21, 40}}};
   for (size_t k = 0; k < sizeof longs / sizeof longs[0]; k++)
     shaped_case(ctx, cuda, r, find_method("iir_deriche", 4), longs[k].nd, longs[k].shape,
                 longs[k].inplace, longs[k].iso, INFINITY);
@@ -374,8 +380,9 @@ static int twin_cases(ndf_context *ctx, int cuda, uint64_t *r) {
 /* iir_alvarez of 2 to 4 steps, which cuda_iir runs as their sections (core/iir.h) on its
  * tensor-core passes and as the cascade elsewhere: rows (of 1 to 8 warps), columns (4 and 8
  * chunks a warp), the fused (y, x) passes (iso, each forced), more slices than clusters, and
- * shapes the tensor-core passes do not take (rows not a multiple of 4, columns of a line not a
- * multiple of 16 wide, lines past 512). */
+ * columns whose rows of [P][Q] end in a partial group (Q % 16 of 4 to 12), and shapes the
+ * tensor-core passes do not take (rows or columns of a line not a multiple of 4 long or wide,
+ * lines past 512). */
 static int sections_cases(ndf_context *ctx, int cuda, uint64_t *r) {
   static const struct {
     int order, nd, inplace, iso;
@@ -383,7 +390,7 @@ static int sections_cases(ndf_context *ctx, int cuda, uint64_t *r) {
   } sc[] = {{3, 3, 0, 1, {5, 256, 256}}, {2, 3, 1, 1, {64, 128, 128}}, {4, 3, 0, 1, {300, 64, 48}},
             {0, 3, 1, 1, {2, 512, 272}}, {3, 3, 0, 1, {2, 16, 500}},   {2, 3, 0, 0, {2, 512, 512}},
             {4, 3, 1, 0, {9, 130, 64}},  {3, 3, 0, 0, {3, 130, 66}},   {2, 2, 0, 0, {1500, 32}},
-            {3, 2, 1, 0, {40, 1000}}};
+            {3, 2, 1, 0, {40, 1000}},    {2, 3, 0, 0, {40, 37, 36}}};
   for (size_t k = 0; k < sizeof sc / sizeof sc[0]; k++) {
     const int m = find_method("iir_alvarez", sc[k].order);
     shaped_case(ctx, cuda, r, m, sc[k].nd, sc[k].shape, sc[k].inplace, sc[k].iso,

@@ -272,7 +272,10 @@ template <int KU> __host__ __device__ __forceinline__ int team_of(int L) {
   return (L + KU * kC - 1) / (KU * kC);
 }
 
-template <bool ROW, int KU = 4> struct team_group {
+// PART (columns): a group may have fewer than 16 live lines (Q % 16, a multiple of 4); without
+// it the column code is as before partial groups were taken (the 512^3 z pass with them took
+// 382-390 us against 329-332 under Nsight Compute on an H200: same groups, other code).
+template <bool ROW, int KU = 4, bool PART = false> struct team_group {
   // rows: a line's 16-byte pieces in a warp's span, and the lines a warp instruction covers
   static constexpr int PL = KU * kC / 4, LPI = 32 / PL;
   float *xs;
@@ -324,7 +327,7 @@ template <bool ROW, int KU = 4> struct team_group {
       so[1] = at(i0 + 8, c) - ss;
       gp = gm + (int64_t)i0 * Q + c;
       gs = 8 * Q;
-      n = s1 - s0 == KU * kC ? KU * kC / 8 : max(0, (s1 - i0 + 7) / 8);
+      n = PART && c >= live ? 0 : s1 - s0 == KU * kC ? KU * kC / 8 : max(0, (s1 - i0 + 7) / 8);
     }
     // A whole span, the common case, goes without a test between its pieces, which would also
     // cost each copy the three no-op loads that ptxas puts before a run of them (H200, 256^3:
@@ -408,7 +411,9 @@ template <bool ROW, int KU = 4> struct team_group {
   template <bool CPL>
   __device__ void run(const frags<KU> &fr, float *gout, int64_t Q, int live, float *xch) const {
     const int lane = threadIdx.x % 32, lg = lane / 4, lt = lane % 4;
-    // lines past the last (rows) zero, and the 'nearest' extension past L
+    // lines past the last (rows) zero, and the 'nearest' extension past L (columns: a partial
+    // group's lines past the last hold what the stage held; every line is filtered on its own,
+    // and these are not stored)
     const int span = kC * nu;
     if (ROW && live < kNL)
       for (int e = lane; e < (kNL - live) * span; e += 32)
@@ -565,19 +570,19 @@ template <bool ROW, int KU = 4> size_t smem_of(int L, int W) {
   return sizeof(float) * (2 * team_group<ROW, KU>::stage(L) + (W > 1 ? 2 * W * kXch : 0));
 }
 
-// Along L of [P][L][Q] (rows: Q == 1; columns: Q % 16 == 0). The blocks (teams) stay
+// Along L of [P][L][Q] (rows: Q == 1; columns: Q % 4 == 0). The blocks (teams) stay
 // resident and take the groups of 16 lines in turn. last: the filter's last pass; a column
 // pass then stores with the L2 told that its results may go first, keeping the lines still to
 // be read, which the pass before left there (H200, 256^3 back to back, the z pass after the
 // cluster pass: 0.1071-0.1077 ms against 0.1089-0.1093 with four arrays in turn, 0.1072-0.1087
 // against 0.1092-0.1107 with one; 512^3 unchanged; bench/results/iir-issue-2026-11-23-h200).
-template <bool ROW, int KU, bool CPL>
+template <bool ROW, int KU, bool CPL, bool PART>
 __global__ void __maxnreg__(regs_of<KU>())
     iir_tc(const float *src, float *dst, int64_t lines, int L, int64_t Q, int last,
            const __grid_constant__ tcparams prm) {
   extern __shared__ __align__(16) float smem[];
   const int W = blockDim.x / 32;
-  team_group<ROW, KU> gr(smem, L, W, threadIdx.x / 32);
+  team_group<ROW, KU, PART> gr(smem, L, W, threadIdx.x / 32);
   const int stage = gr.stage(L);
   float *xch = smem + 2 * stage;
   __shared__ uint4 table[8][32];
@@ -586,24 +591,31 @@ __global__ void __maxnreg__(regs_of<KU>())
     gr.pol = evict_first_policy();
     gr.ef = 2;
   }
-  const int64_t groups = (lines + kNL - 1) / kNL;
-  // a group's first line, (p, q) of [P][Q] (rows: Q == 1), as the groups advance
-  walk2<int64_t> l0((int64_t)blockIdx.x * kNL, (int64_t)gridDim.x * kNL, Q);
+  // groups of 16 lines in turn; columns: a row of [P][Q] in groups of 16, its last one partial
+  // where Q % 16 (PART; Q % 4 == 0: a 16-byte piece's 4 lines are all live or all not), as if
+  // each row were padded to QP lines. A group's first line, (p, q) of [P][QP] (rows: Q == 1),
+  // as the groups advance.
+  const int64_t QP = ROW || !PART ? Q : (Q + kNL - 1) / kNL * kNL,
+                groups = ((ROW || !PART ? lines : lines / Q * QP) + kNL - 1) / kNL;
+  walk2<int64_t> l0((int64_t)blockIdx.x * kNL, (int64_t)gridDim.x * kNL, QP);
   auto off = [&]() { return l0.r * L * Q + l0.c; };
-  auto live = [&](int64_t gi) { return (int)min((int64_t)kNL, lines - gi * kNL); };
+  auto live = [&](int64_t gi) {
+    return (int)min((int64_t)kNL, ROW || !PART ? lines - gi * kNL : Q - l0.c);
+  };
   int64_t gi = blockIdx.x, cur = 0;
   if (gi < groups) gr.load(src + off(), Q, live(gi));
   commit();
   for (int b = 0; gi < groups; gi += gridDim.x, b ^= 1) {
     const int64_t gn = gi + gridDim.x;
     cur = off();
+    const int lc = PART ? live(gi) : 0;
     l0.next();
     gr.xs = smem + (b ^ 1) * stage; // the next group's copies, into the other stage
     if (gn < groups) gr.load(src + off(), Q, live(gn));
     commit();
     wait_prior1();
     gr.xs = smem + b * stage;
-    gr.template run<CPL>(fr, dst + cur, Q, live(gi), xch + b * W * kXch);
+    gr.template run<CPL>(fr, dst + cur, Q, PART ? lc : live(gi), xch + b * W * kXch);
   }
 }
 
@@ -612,7 +624,7 @@ __global__ void __maxnreg__(regs_of<KU>())
 template <int KU = 4> struct yx_teams {
   float *smem;
   team_group<true, KU> rg;
-  team_group<false, KU> cg;
+  team_group<false, KU, true> cg;
   int W, stage;
   __device__ __forceinline__ yx_teams(float *smem_, int Y, int X)
       : smem(smem_), rg(smem_, X, blockDim.x / 32, threadIdx.x / 32),
@@ -639,10 +651,10 @@ __global__ void __maxnreg__(kRegs)
   __shared__ long long ticket[2];
   yx_teams<> t(smem, Y, X);
   team_group<true> &rg = t.rg;
-  team_group<false> &cg = t.cg;
+  team_group<false, 4, true> &cg = t.cg;
   __shared__ uint4 table[8][32];
   const frags<4> fr(prm, table);
-  const int RX = (Y + kNL - 1) / kNL, CY = X / kNL, per = RX + CY;
+  const int RX = (Y + kNL - 1) / kNL, CY = (X + kNL - 1) / kNL, per = RX + CY;
   const long long total = (P + lag) * per;
   const bool small = total <= UINT32_MAX;
   const int64_t slice = (int64_t)Y * X;
@@ -667,7 +679,7 @@ __global__ void __maxnreg__(kRegs)
     return it.s * slice + (it.kind == 1 ? (int64_t)it.j * kNL * X : (int64_t)it.j * kNL);
   };
   auto from = [&](const item &it) -> const float * { return (it.kind == 1 ? src : dst) + at(it); };
-  auto live = [&](const item &it) { return it.kind == 1 ? min(kNL, Y - it.j * kNL) : kNL; };
+  auto live = [&](const item &it) { return min(kNL, (it.kind == 1 ? Y : X) - it.j * kNL); };
   int par = 0;
   auto take = [&]() {
     if (threadIdx.x == 0) ticket[par] = (long long)atomicAdd(sync, 1ull);
@@ -694,7 +706,7 @@ __global__ void __maxnreg__(kRegs)
   auto issue = [&](const item &it, int b) {
     t.use(b);
     if (it.kind == 1) rg.load(from(it), 1, live(it));
-    if (it.kind == 2) cg.load(from(it), X, kNL);
+    if (it.kind == 2) cg.load(from(it), X, live(it));
   };
   long long tk = take();
   item cur = decode(tk);
@@ -723,7 +735,7 @@ __global__ void __maxnreg__(kRegs)
         atomicAdd(sync + 2 + cur.s, 1ull);
       }
     } else if (cur.kind == 2) {
-      cg.template run<CPL>(fr, dst + at(cur), X, kNL, x);
+      cg.template run<CPL>(fr, dst + at(cur), X, live(cur), x);
     }
     tk = tn;
     cur = nx;
@@ -765,7 +777,7 @@ __global__ void __maxnreg__(regs_of<KU>())
   extern __shared__ __align__(16) float smem[];
   yx_teams<KU> t(smem, Y, X);
   team_group<true, KU> &rg = t.rg;
-  team_group<false, KU> &cg = t.cg;
+  team_group<false, KU, true> &cg = t.cg;
   __shared__ uint4 table[8][32];
   const frags<KU> fr(prm, table);
   if (KU == 8) { // (see above: L2 hints)
@@ -778,7 +790,7 @@ __global__ void __maxnreg__(regs_of<KU>())
   asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(uC));
   asm("mov.u32 %0, %%clusterid.x;" : "=r"(ucid));
   asm("mov.u32 %0, %%nclusterid.x;" : "=r"(uncl));
-  const int r = (int)ur, C = (int)uC, RX = (Y + kNL - 1) / kNL, CY = X / kNL;
+  const int r = (int)ur, C = (int)uC, RX = (Y + kNL - 1) / kNL, CY = (X + kNL - 1) / kNL;
   const int64_t ncl = uncl, slice = (int64_t)Y * X;
   // an item: kind 1 row group j of slice s, 2 column group j, 0 none; j past the last group:
   // nothing to filter, but the item keeps its place (a block without a column group of the
@@ -798,7 +810,7 @@ __global__ void __maxnreg__(regs_of<KU>())
   auto at = [&](const item &it) {
     return it.s * slice + (it.kind == 1 ? (int64_t)it.j * kNL * X : (int64_t)it.j * kNL);
   };
-  auto live = [&](const item &it) { return min(kNL, Y - it.j * kNL); };
+  auto live = [&](const item &it) { return min(kNL, (it.kind == 1 ? Y : X) - it.j * kNL); };
   // A warp's samples lie in different parts of a stage under the row and the column layouts,
   // so a stage last filled for the other kind waits for every warp to be done with it.
   unsigned kinds = 0; // the kind last copied into stage b: bits 2b, 2b + 1
@@ -809,7 +821,7 @@ __global__ void __maxnreg__(regs_of<KU>())
     kinds = (kinds & ~(3u << (2 * b))) | ((unsigned)it.kind << (2 * b));
     t.use(b);
     if (it.kind == 1) rg.load(src + at(it), 1, live(it));
-    if (it.kind == 2) cg.load(dst + at(it), X, kNL);
+    if (it.kind == 2) cg.load(dst + at(it), X, live(it));
   };
   item cur = first(ucid);
   bool loaded = false, met = false; // cur's copies issued; cur's slice's barrier passed
@@ -834,7 +846,7 @@ __global__ void __maxnreg__(regs_of<KU>())
     if (cur.kind == 1)
       rg.template run<CPL>(fr, dst + at(cur), 1, live(cur), x);
     else if (cur.j < CY)
-      cg.template run<CPL>(fr, dst + at(cur), X, kNL, x);
+      cg.template run<CPL>(fr, dst + at(cur), X, live(cur), x);
     if (nx.s != cur.s) met = false;
     cur = nx;
   }
@@ -973,7 +985,10 @@ namespace {
 // ~10 us of host time a pass launched on each call).
 template <bool ROW, int KU> cudaError_t tc_init(ndf__iir_tc_pass &p, int64_t lines, int L) {
   const int W = team_of<KU>(L);
-  p.tc = p.q.coupled ? iir_tc<ROW, KU, true> : iir_tc<ROW, KU, false>;
+  if (!ROW && p.Q % kNL) // (see team_group: PART)
+    p.tc = p.q.coupled ? iir_tc<ROW, KU, true, !ROW> : iir_tc<ROW, KU, false, !ROW>;
+  else
+    p.tc = p.q.coupled ? iir_tc<ROW, KU, true, false> : iir_tc<ROW, KU, false, false>;
   p.threads = 32 * W;
   p.smem = smem_of<ROW, KU>(L, W);
   int64_t resident = 0;
@@ -1019,7 +1034,7 @@ cudaError_t pass_init(ndf__iir_tc_pass &p, int64_t P, int64_t L, int64_t Q, cons
 
 extern "C" int ndf__iir_tc_fits(const float *src, const float *dst, int64_t L, int64_t Q) {
   const char *env = getenv("NDF_CUDA_IIR_TC"); // "0": the FFMA kernel everywhere
-  return !(env && env[0] == '0') && L > 0 && L <= kMaxL && (Q == 1 ? L % 4 == 0 : Q % 16 == 0) &&
+  return !(env && env[0] == '0') && L > 0 && L <= kMaxL && (Q == 1 ? L % 4 : Q % 4) == 0 &&
          ndf__iir_tc_aligned(src, dst);
 }
 
