@@ -268,7 +268,8 @@ static void shaped_case(ndf_context *ctx, int cuda, uint64_t *r, int k, int nd,
 }
 
 /* Long lines under Deriche: each shape of cuda_iir's chunked pass (8, 16 and 32 samples a
- * chunk; rows with and without float4 access; columns; up to 64 chunks a line) and its
+ * chunk; rows with and without float4 access; columns; up to 64 chunks a line; on shorter lines
+ * with NDF_CUDA_IIR_TC=0) and its
  * unchunked fallback past 2048, out of place and in place. iso: one sigma on every axis (the
  * fused (y, x) passes of the tensor-core kernel take the last two axes together when their
  * filters are the same: slices of one to several groups, partial row groups, in place; the
@@ -300,6 +301,10 @@ static int long_cases(ndf_context *ctx, int cuda, uint64_t *r) {
                   pass's last group of each row of [P][Q] partial (4 and 8 chunks a warp) */
                {3, 0, 0, {40, 37, 36}},
                {3, 1, 0, {300, 21, 52}},
+               /* rows not a multiple of 4 long, columns not of 4 wide: 4-byte copies */
+               {3, 0, 0, {37, 22, 182}},
+               {3, 1, 0, {300, 5, 9}},
+               {2, 0, 0, {3, 1001}},
                /* one sigma: the fused (y, x) pass */
                {3, 0, 1, {5, 256, 256}},
                {3, 1, 1, {3, 100, 96}},
@@ -323,7 +328,16 @@ static int long_cases(ndf_context *ctx, int cuda, uint64_t *r) {
   for (size_t k = 0; k < sizeof longs / sizeof longs[0]; k++)
     shaped_case(ctx, cuda, r, find_method("iir_deriche", 4), longs[k].nd, longs[k].shape,
                 longs[k].inplace, longs[k].iso, INFINITY);
-  return (int)(sizeof longs / sizeof longs[0]);
+  /* the FFMA chunked kernel on lines the tensor-core passes take (NDF_CUDA_IIR_TC=0, and arrays
+     not 16-byte aligned): rows with and without float4 access, columns */
+  static const int64_t ffma[][3] = {{3, 130, 66}, {5, 64, 128}};
+  if (cuda) {
+    setenv("NDF_CUDA_IIR_TC", "0", 1);
+    for (size_t k = 0; k < sizeof ffma / sizeof ffma[0]; k++)
+      shaped_case(ctx, cuda, r, find_method("iir_deriche", 4), 3, ffma[k], (int)k, 0, INFINITY);
+    unsetenv("NDF_CUDA_IIR_TC");
+  }
+  return (int)(sizeof longs / sizeof longs[0] + (cuda ? sizeof ffma / sizeof ffma[0] : 0));
 }
 
 /* Every method on lines whose steps are 64 KB apart (axis 0 of 5 x 64 x 256 and 5 x 64 x 264
@@ -380,9 +394,9 @@ static int twin_cases(ndf_context *ctx, int cuda, uint64_t *r) {
 /* iir_alvarez of 2 to 4 steps, which cuda_iir runs as their sections (core/iir.h) on its
  * tensor-core passes and as the cascade elsewhere: rows (of 1 to 8 warps), columns (4 and 8
  * chunks a warp), the fused (y, x) passes (iso, each forced), more slices than clusters, and
- * columns whose rows of [P][Q] end in a partial group (Q % 16 of 4 to 12), and shapes the
- * tensor-core passes do not take (rows or columns of a line not a multiple of 4 long or wide,
- * lines past 512). */
+ * columns whose rows of [P][Q] end in a partial group (Q % 16 of 4 to 12), rows and columns of
+ * a line not a multiple of 4 long or wide (4-byte copies), and lines past 512, which the
+ * tensor-core passes do not take. */
 static int sections_cases(ndf_context *ctx, int cuda, uint64_t *r) {
   static const struct {
     int order, nd, inplace, iso;

@@ -25,8 +25,8 @@
 //  3. reads its chunk again, runs both recursions over it, writes the result back into the
 //     stage, and the block stores the group.
 // All loads of a line happen before any store of it, so a pass may run in place.
-// Where it fits (L <= 512, rows of L % 4 == 0, columns of Q % 4 == 0, aligned arrays) the
-// same recursion runs on tensor cores instead (iir_tc_kernel.cu, faster: below).
+// Where it fits (L <= 512, aligned arrays) the same recursion runs on tensor cores instead
+// (iir_tc_kernel.cu, faster: below).
 // Measured on an H100 (256^3, 16.7 M samples a pass, Nsight Compute): 51-63 us a pass
 // against 48 us for a device copy, the schedulers issuing in ~70% of cycles: the pass is
 // bound by its instructions, 65 (rows) to 78 (columns) a sample, of which 34 are the

@@ -272,10 +272,16 @@ template <int KU> __host__ __device__ __forceinline__ int team_of(int L) {
   return (L + KU * kC - 1) / (KU * kC);
 }
 
-// PART (columns): a group may have fewer than 16 live lines (Q % 16, a multiple of 4); without
-// it the column code is as before partial groups were taken (the 512^3 z pass with them took
-// 382-390 us against 329-332 under Nsight Compute on an H200: same groups, other code).
-template <bool ROW, int KU = 4, bool PART = false> struct team_group {
+// M, how the group lies in global memory:
+//   0: every piece of 16 bytes aligned, and (columns) all 16 lines live;
+//   1 (columns): a group may have fewer live lines (Q % 16, a multiple of 4, so that a piece's
+//      4 lines are all live or all not);
+//   2: any L and Q, the pieces moved 4 bytes at a time, only their live samples (rows: past L
+//      is the next line) or lines (columns).
+// The column pass has a kernel for each, so that where Q % 16 == 0 its code stays as it was
+// before the others were taken (the 512^3 z pass with the partial groups in the same kernel
+// took 382-390 us against 329-332 under Nsight Compute on an H200: same groups, other code).
+template <bool ROW, int KU = 4, int M = 0> struct team_group {
   // rows: a line's 16-byte pieces in a warp's span, and the lines a warp instruction covers
   static constexpr int PL = KU * kC / 4, LPI = 32 / PL;
   float *xs;
@@ -318,6 +324,7 @@ template <bool ROW, int KU = 4, bool PART = false> struct team_group {
       gs = LPI * (int64_t)L;
       ss = LPI * RP;
       n = s0 + c >= s1 ? 0 : live == kNL ? kNL / LPI : (live - r + LPI - 1) / LPI;
+      if (M == 2) return pieces4<IN>(sb, so, gp, gs, ss, n, min(4, L - (s0 + c)));
     } else {
       // at(i0 + 8k, c) = so[k % 2] + k ss: the swizzle's row bit is the same for every k
       // (s0 % 64 == 0, lane / 4 < 8), its column bit flips with k
@@ -327,7 +334,8 @@ template <bool ROW, int KU = 4, bool PART = false> struct team_group {
       so[1] = at(i0 + 8, c) - ss;
       gp = gm + (int64_t)i0 * Q + c;
       gs = 8 * Q;
-      n = PART && c >= live ? 0 : s1 - s0 == KU * kC ? KU * kC / 8 : max(0, (s1 - i0 + 7) / 8);
+      n = M && c >= live ? 0 : s1 - s0 == KU * kC ? KU * kC / 8 : max(0, (s1 - i0 + 7) / 8);
+      if (M == 2) return pieces4<IN>(sb, so, gp, gs, ss, n, min(4, live - c));
     }
     // A whole span, the common case, goes without a test between its pieces, which would also
     // cost each copy the three no-op loads that ptxas puts before a run of them (H200, 256^3:
@@ -358,6 +366,24 @@ template <bool ROW, int KU = 4, bool PART = false> struct team_group {
         st16_ef(gp, *reinterpret_cast<const float4 *>(xs + o), pol);
       else
         *reinterpret_cast<float4 *>(gp) = *reinterpret_cast<const float4 *>(xs + o);
+    }
+  }
+  // The same 4 bytes at a time (M == 2), the first e samples (rows) or lines (columns) of each.
+  template <bool IN>
+  __device__ __forceinline__ void pieces4(uint32_t sb, const int (&so)[2], float *gp, int64_t gs,
+                                          int ss, int n, int e) const {
+#pragma unroll 1
+    for (int k = 0; k < n; k++, gp += gs) {
+      const int o = so[ROW ? 0 : k & 1] + k * ss;
+#pragma unroll
+      for (int j = 0; j < 4; j++)
+        if (j < e) {
+          if (IN)
+            asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(sb + 4 * (o + j)),
+                         "l"(gp + j));
+          else
+            gp[j] = xs[o + j];
+        }
     }
   }
   // This warp's part of a group: its loads issued.
@@ -576,13 +602,14 @@ template <bool ROW, int KU = 4> size_t smem_of(int L, int W) {
 // be read, which the pass before left there (H200, 256^3 back to back, the z pass after the
 // cluster pass: 0.1071-0.1077 ms against 0.1089-0.1093 with four arrays in turn, 0.1072-0.1087
 // against 0.1092-0.1107 with one; 512^3 unchanged; bench/results/iir-issue-2026-11-23-h200).
-template <bool ROW, int KU, bool CPL, bool PART>
+template <bool ROW, int KU, bool CPL, int M>
 __global__ void __maxnreg__(regs_of<KU>())
     iir_tc(const float *src, float *dst, int64_t lines, int L, int64_t Q, int last,
            const __grid_constant__ tcparams prm) {
   extern __shared__ __align__(16) float smem[];
   const int W = blockDim.x / 32;
-  team_group<ROW, KU, PART> gr(smem, L, W, threadIdx.x / 32);
+  team_group<ROW, KU, M> gr(smem, L, W, threadIdx.x / 32);
+  constexpr bool PART = !ROW && M > 0;
   const int stage = gr.stage(L);
   float *xch = smem + 2 * stage;
   __shared__ uint4 table[8][32];
@@ -592,9 +619,8 @@ __global__ void __maxnreg__(regs_of<KU>())
     gr.ef = 2;
   }
   // groups of 16 lines in turn; columns: a row of [P][Q] in groups of 16, its last one partial
-  // where Q % 16 (PART; Q % 4 == 0: a 16-byte piece's 4 lines are all live or all not), as if
-  // each row were padded to QP lines. A group's first line, (p, q) of [P][QP] (rows: Q == 1),
-  // as the groups advance.
+  // where Q % 16 (M > 0), as if each row were padded to QP lines. A group's first line, (p, q) of
+  // [P][QP] (rows: Q == 1), as the groups advance.
   const int64_t QP = ROW || !PART ? Q : (Q + kNL - 1) / kNL * kNL,
                 groups = ((ROW || !PART ? lines : lines / Q * QP) + kNL - 1) / kNL;
   walk2<int64_t> l0((int64_t)blockIdx.x * kNL, (int64_t)gridDim.x * kNL, QP);
@@ -624,7 +650,7 @@ __global__ void __maxnreg__(regs_of<KU>())
 template <int KU = 4> struct yx_teams {
   float *smem;
   team_group<true, KU> rg;
-  team_group<false, KU, true> cg;
+  team_group<false, KU, 1> cg;
   int W, stage;
   __device__ __forceinline__ yx_teams(float *smem_, int Y, int X)
       : smem(smem_), rg(smem_, X, blockDim.x / 32, threadIdx.x / 32),
@@ -651,7 +677,7 @@ __global__ void __maxnreg__(kRegs)
   __shared__ long long ticket[2];
   yx_teams<> t(smem, Y, X);
   team_group<true> &rg = t.rg;
-  team_group<false, 4, true> &cg = t.cg;
+  team_group<false, 4, 1> &cg = t.cg;
   __shared__ uint4 table[8][32];
   const frags<4> fr(prm, table);
   const int RX = (Y + kNL - 1) / kNL, CY = (X + kNL - 1) / kNL, per = RX + CY;
@@ -777,7 +803,7 @@ __global__ void __maxnreg__(regs_of<KU>())
   extern __shared__ __align__(16) float smem[];
   yx_teams<KU> t(smem, Y, X);
   team_group<true, KU> &rg = t.rg;
-  team_group<false, KU, true> &cg = t.cg;
+  team_group<false, KU, 1> &cg = t.cg;
   __shared__ uint4 table[8][32];
   const frags<KU> fr(prm, table);
   if (KU == 8) { // (see above: L2 hints)
@@ -985,10 +1011,13 @@ namespace {
 // ~10 us of host time a pass launched on each call).
 template <bool ROW, int KU> cudaError_t tc_init(ndf__iir_tc_pass &p, int64_t lines, int L) {
   const int W = team_of<KU>(L);
-  if (!ROW && p.Q % kNL) // (see team_group: PART)
-    p.tc = p.q.coupled ? iir_tc<ROW, KU, true, !ROW> : iir_tc<ROW, KU, false, !ROW>;
+  constexpr int M1 = ROW ? 0 : 1; // (team_group's M; rows have no kernel of their own for 1)
+  if (ROW ? L % 4 : p.Q % 4)
+    p.tc = p.q.coupled ? iir_tc<ROW, KU, true, 2> : iir_tc<ROW, KU, false, 2>;
+  else if (!ROW && p.Q % kNL)
+    p.tc = p.q.coupled ? iir_tc<ROW, KU, true, M1> : iir_tc<ROW, KU, false, M1>;
   else
-    p.tc = p.q.coupled ? iir_tc<ROW, KU, true, false> : iir_tc<ROW, KU, false, false>;
+    p.tc = p.q.coupled ? iir_tc<ROW, KU, true, 0> : iir_tc<ROW, KU, false, 0>;
   p.threads = 32 * W;
   p.smem = smem_of<ROW, KU>(L, W);
   int64_t resident = 0;
@@ -1034,8 +1063,7 @@ cudaError_t pass_init(ndf__iir_tc_pass &p, int64_t P, int64_t L, int64_t Q, cons
 
 extern "C" int ndf__iir_tc_fits(const float *src, const float *dst, int64_t L, int64_t Q) {
   const char *env = getenv("NDF_CUDA_IIR_TC"); // "0": the FFMA kernel everywhere
-  return !(env && env[0] == '0') && L > 0 && L <= kMaxL && (Q == 1 ? L % 4 : Q % 4) == 0 &&
-         ndf__iir_tc_aligned(src, dst);
+  return !(env && env[0] == '0') && L > 0 && L <= kMaxL && ndf__iir_tc_aligned(src, dst);
 }
 
 extern "C" int ndf__iir_tc_filter(const ndf__iir *f, int64_t L) {
@@ -1073,7 +1101,7 @@ extern "C" int ndf__iir_tc_pass_launch(const ndf__iir_tc_pass *p, const float *s
 extern "C" void ndf__iir_tc_pass_free(ndf__iir_tc_pass *p) { free(p); }
 
 extern "C" int ndf__iir_tc_yx_fits(const float *src, const float *dst, int64_t Y, int64_t X) {
-  return ndf__iir_tc_fits(src, dst, X, 1) && ndf__iir_tc_fits(src, dst, Y, X);
+  return X % 4 == 0 && ndf__iir_tc_fits(src, dst, X, 1) && ndf__iir_tc_fits(src, dst, Y, X);
 }
 
 namespace {
