@@ -324,7 +324,7 @@ template <bool ROW, int KU = 4, int M = 0> struct team_group {
       gs = LPI * (int64_t)L;
       ss = LPI * RP;
       n = s0 + c >= s1 ? 0 : live == kNL ? kNL / LPI : (live - r + LPI - 1) / LPI;
-      if (M == 2) return pieces4<IN>(sb, so, gp, gs, ss, n, min(4, L - (s0 + c)));
+      if (M == 2) return pieces4<IN>(sb, so, gp, gs, ss, n, min(4, L - (s0 + c)), L % 2 == 0);
     } else {
       // at(i0 + 8k, c) = so[k % 2] + k ss: the swizzle's row bit is the same for every k
       // (s0 % 64 == 0, lane / 4 < 8), its column bit flips with k
@@ -335,7 +335,7 @@ template <bool ROW, int KU = 4, int M = 0> struct team_group {
       gp = gm + (int64_t)i0 * Q + c;
       gs = 8 * Q;
       n = M && c >= live ? 0 : s1 - s0 == KU * kC ? KU * kC / 8 : max(0, (s1 - i0 + 7) / 8);
-      if (M == 2) return pieces4<IN>(sb, so, gp, gs, ss, n, min(4, live - c));
+      if (M == 2) return pieces4<IN>(sb, so, gp, gs, ss, n, min(4, live - c), Q % 2 == 0);
     }
     // A whole span, the common case, goes without a test between its pieces, which would also
     // cost each copy the three no-op loads that ptxas puts before a run of them (H200, 256^3:
@@ -368,22 +368,35 @@ template <bool ROW, int KU = 4, int M = 0> struct team_group {
         *reinterpret_cast<float4 *>(gp) = *reinterpret_cast<const float4 *>(xs + o);
     }
   }
-  // The same 4 bytes at a time (M == 2), the first e samples (rows) or lines (columns) of each.
+  // The same 4 bytes at a time (M == 2), the first e samples (rows) or lines (columns) of each;
+  // 8 bytes at a time where L (rows) or Q (columns) is even (e even, the pairs aligned).
   template <bool IN>
   __device__ __forceinline__ void pieces4(uint32_t sb, const int (&so)[2], float *gp, int64_t gs,
-                                          int ss, int n, int e) const {
+                                          int ss, int n, int e, bool two) const {
 #pragma unroll 1
     for (int k = 0; k < n; k++, gp += gs) {
       const int o = so[ROW ? 0 : k & 1] + k * ss;
+      if (two) {
 #pragma unroll
-      for (int j = 0; j < 4; j++)
-        if (j < e) {
-          if (IN)
-            asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(sb + 4 * (o + j)),
-                         "l"(gp + j));
-          else
-            gp[j] = xs[o + j];
-        }
+        for (int j = 0; j < 4; j += 2)
+          if (j < e) {
+            if (IN)
+              asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(sb + 4 * (o + j)),
+                           "l"(gp + j));
+            else
+              *reinterpret_cast<float2 *>(gp + j) = *reinterpret_cast<const float2 *>(xs + o + j);
+          }
+      } else {
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+          if (j < e) {
+            if (IN)
+              asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(sb + 4 * (o + j)),
+                           "l"(gp + j));
+            else
+              gp[j] = xs[o + j];
+          }
+      }
     }
   }
   // This warp's part of a group: its loads issued.
