@@ -276,8 +276,8 @@ template <int KU> __host__ __device__ __forceinline__ int team_of(int L) {
 //   0: every piece of 16 bytes aligned, and (columns) all 16 lines live;
 //   1 (columns): a group may have fewer live lines (Q % 16, a multiple of 4, so that a piece's
 //      4 lines are all live or all not);
-//   2: any L and Q, the pieces moved 4 bytes at a time, only their live samples (rows: past L
-//      is the next line) or lines (columns).
+//   2: any L and Q, the pieces moved 4 bytes at a time (8 where L, rows, or Q, columns, is
+//      even), only their live samples (rows: past L is the next line) or lines (columns).
 // The column pass has a kernel for each, so that where Q % 16 == 0 its code stays as it was
 // before the others were taken (the 512^3 z pass with the partial groups in the same kernel
 // took 382-390 us against 329-332 under Nsight Compute on an H200: same groups, other code).
