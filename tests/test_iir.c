@@ -301,7 +301,8 @@ static int long_cases(ndf_context *ctx, int cuda, uint64_t *r) {
                   pass's last group of each row of [P][Q] partial (4 and 8 chunks a warp) */
                {3, 0, 0, {40, 37, 36}},
                {3, 1, 0, {300, 21, 52}},
-               /* rows not a multiple of 4 long, columns not of 4 wide: 4-byte copies */
+               /* rows not a multiple of 4 long, columns not of 4 wide: 8-byte copies (182,
+                  even), 4-byte (9, 5 x 9, 1001: odd) */
                {3, 0, 0, {37, 22, 182}},
                {3, 1, 0, {300, 5, 9}},
                {2, 0, 0, {3, 1001}},
@@ -395,7 +396,7 @@ static int twin_cases(ndf_context *ctx, int cuda, uint64_t *r) {
  * tensor-core passes and as the cascade elsewhere: rows (of 1 to 8 warps), columns (4 and 8
  * chunks a warp), the fused (y, x) passes (iso, each forced), more slices than clusters, and
  * columns whose rows of [P][Q] end in a partial group (Q % 16 of 4 to 12), rows and columns of
- * a line not a multiple of 4 long or wide (4-byte copies), and lines past 512, which the
+ * a line not a multiple of 4 long or wide (4- and 8-byte copies); and lines past 512, which the
  * tensor-core passes do not take. */
 static int sections_cases(ndf_context *ctx, int cuda, uint64_t *r) {
   static const struct {

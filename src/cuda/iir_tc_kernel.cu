@@ -609,7 +609,7 @@ template <bool ROW, int KU = 4> size_t smem_of(int L, int W) {
   return sizeof(float) * (2 * team_group<ROW, KU>::stage(L) + (W > 1 ? 2 * W * kXch : 0));
 }
 
-// Along L of [P][L][Q] (rows: Q == 1; columns: Q % 4 == 0). The blocks (teams) stay
+// Along L of [P][L][Q] (rows: Q == 1; columns: any Q, team_group's M). The blocks (teams) stay
 // resident and take the groups of 16 lines in turn. last: the filter's last pass; a column
 // pass then stores with the L2 told that its results may go first, keeping the lines still to
 // be read, which the pass before left there (H200, 256^3 back to back, the z pass after the
