@@ -280,7 +280,7 @@ typedef struct ndf_gaussian_opts {
  * where its cascade would lose accuracy; cuda_iir's Deriche on lines up to 2048 long and sigma up
  * to 256, and there iir_vyv of order 3 or 4 and one iir_alvarez step as that sum: float32
  * state in the better conditioned form of first-order complex recursions, within about 1e-6 of
- * float64; on lines up to 512 long, as chunk-sized matrix products on the tensor cores in split
+ * float64; on lines up to 1024 long, as chunk-sized matrix products on the tensor cores in split
  * TF32, float32's accuracy; NDF_CUDA_IIR_TC=0 keeps the FFMA kernel; iir_alvarez of 2 to 4
  * steps, whose pole repeats, on those tensor-core passes only, as first-order sections one after
  * the other, to sigma 256). They support mode nearest

@@ -306,6 +306,11 @@ static int long_cases(ndf_context *ctx, int cuda, uint64_t *r) {
                {3, 0, 0, {37, 22, 182}},
                {3, 1, 0, {300, 5, 9}},
                {2, 0, 0, {3, 1001}},
+               /* lines of 513 to 1024 on the tensor-core passes: rows of 16 warps, columns of 8
+                  (8 chunks a warp), whole and partial groups */
+               {2, 1, 0, {1024, 64}},
+               {2, 0, 0, {6, 1024}},
+               {3, 0, 0, {600, 3, 20}},
                /* one sigma: the fused (y, x) pass */
                {3, 0, 1, {5, 256, 256}},
                {3, 1, 1, {3, 100, 96}},
@@ -396,8 +401,8 @@ static int twin_cases(ndf_context *ctx, int cuda, uint64_t *r) {
  * tensor-core passes and as the cascade elsewhere: rows (of 1 to 8 warps), columns (4 and 8
  * chunks a warp), the fused (y, x) passes (iso, each forced), more slices than clusters, and
  * columns whose rows of [P][Q] end in a partial group (Q % 16 of 4 to 12), rows and columns of
- * a line not a multiple of 4 long or wide (4- and 8-byte copies); and lines past 512, which the
- * tensor-core passes do not take. */
+ * a line not a multiple of 4 long or wide (4- and 8-byte copies), lines of 513 to 1024 (1000);
+ * and lines past 1024, which the tensor-core passes do not take. */
 static int sections_cases(ndf_context *ctx, int cuda, uint64_t *r) {
   static const struct {
     int order, nd, inplace, iso;

@@ -25,7 +25,7 @@
 // taken with x^T V^T, from one read and split of x, and kept in registers until the states are
 // known (without the second read and split, 256^3 on an H100: a row pass 17.6 -> 15.5 M warp
 // instructions, a column pass 13.9 -> 13.1 M). A line of
-// up to 512 samples goes to a team of W = ceil(L / (16 KU)) warps (a block), each chaining its
+// up to 1024 samples goes to a team of W = ceil(L / (16 KU)) warps (a block), each chaining its
 // own chunks from a zero start, then adding the states entering its range, which the team
 // passes through shared memory (one barrier). KU is 4 (128 registers, 16 warps an SM), and 8
 // for columns longer than 256 (168 registers, 12 warps an SM: each warp holds twice the
@@ -79,7 +79,9 @@ namespace {
 
 using namespace ndf_iir;
 
-constexpr int kC = 16, kNL = 16, kMaxL = 512;
+// kMaxL: the longest line of a pass (a team of up to 16 warps of 4 chunks, rows, or 8 warps of 8
+// chunks, columns; 148 and 139 KB of shared memory, one team an SM); kMaxYX: of the fused passes
+constexpr int kC = 16, kNL = 16, kMaxL = 1024, kMaxYX = 512;
 constexpr int kXch = 32 * 4; // a warp's floats in a team's exchange buffer
 // 4 teams of 4 warps an SM (at 96, 5 teams, the chunks' zero-start responses kept from step 1
 // to step 3 spill: 256^3 0.200 against 0.162 ms on an H100)
@@ -1114,7 +1116,8 @@ extern "C" int ndf__iir_tc_pass_launch(const ndf__iir_tc_pass *p, const float *s
 extern "C" void ndf__iir_tc_pass_free(ndf__iir_tc_pass *p) { free(p); }
 
 extern "C" int ndf__iir_tc_yx_fits(const float *src, const float *dst, int64_t Y, int64_t X) {
-  return X % 4 == 0 && ndf__iir_tc_fits(src, dst, X, 1) && ndf__iir_tc_fits(src, dst, Y, X);
+  return X % 4 == 0 && X <= kMaxYX && Y <= kMaxYX && ndf__iir_tc_fits(src, dst, X, 1) &&
+         ndf__iir_tc_fits(src, dst, Y, X);
 }
 
 namespace {
@@ -1139,7 +1142,7 @@ struct yxc_config {
 yxc_config yxc_config_of(int y, int x, bool cpl) {
   if (yxc_ku(y, x) == 8)
     return {cpl ? iir_tc_yxc<8, true> : iir_tc_yxc<8, false>, yx_warps<8>(y, x), yx_smem<8>(y, x),
-            yx_smem<8>(kMaxL, kMaxL)};
+            yx_smem<8>(kMaxYX, kMaxYX)};
   return {cpl ? iir_tc_yxc<4, true> : iir_tc_yxc<4, false>, yx_warps<4>(y, x), yx_smem<4>(y, x),
           yx_smem<4>(256, 256)};
 }

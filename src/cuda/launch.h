@@ -63,7 +63,7 @@ int ndf__launch_iir(const float *src, float *dst, int64_t P, int64_t L, int64_t 
 int ndf__iir_chunks_fit(const struct ndf__iir *f, int64_t L);
 int ndf__launch_iir_chunks(const float *src, float *dst, int64_t P, int64_t L, int64_t Q,
                            const struct ndf__iir *f, void *stream);
-/* The same on tensor cores (iir_tc_kernel.cu; ndf__iir_tc_pass_make below) for L <= 512 and
+/* The same on tensor cores (iir_tc_kernel.cu; ndf__iir_tc_pass_make below) for L <= 1024 and
  * 16-byte aligned arrays, unless NDF_CUDA_IIR_TC=0. */
 int ndf__iir_tc_fits(const float *src, const float *dst, int64_t L, int64_t Q);
 /* Whether the tensor-core passes take filter f on lines of L (shape aside: ndf__iir_tc_fits):
