@@ -68,7 +68,8 @@ static void filters_run(const ndf__iirp *in, const int64_t *shape, int nd, ndf__
 
 /* Per pass. The tensor-core pass (lines up to 1024; slower where rows or columns of a line are
  * not a multiple of 4 long or wide, 4- or 8-byte copies: 182 x 218 x 182 0.083 ms against
- * 0.065 for 184 x 218 x 184 on an H200): the array read and written at ~3.6 TB/s plus ~4 us;
+ * 0.065 for 184 x 218 x 184 on an H200; and past 512, one team an SM: 1024 x 256^2 0.48 ms):
+ * the array read and written at ~3.6 TB/s plus ~4 us;
  * measured on an H200, 256^3 36-39 us a pass, 512^3 279-325
  * (columns on 8 chunks a warp; 280-360 at da35ee3), 64 x 256^2 0.042 ms for the filter back to
  * back. Other chunked passes: ~2 TB/s (half
