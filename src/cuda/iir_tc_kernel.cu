@@ -649,6 +649,8 @@ __global__ void __maxnreg__(regs_of<KU>())
   for (int b = 0; gi < groups; gi += gridDim.x, b ^= 1) {
     const int64_t gn = gi + gridDim.x;
     cur = off();
+    // (a partial group's live lines come from l0, so before next(); the others' from gi, after
+    // it, as before partial groups, keeping their code: team_group's M)
     const int lc = PART ? live(gi) : 0;
     l0.next();
     gr.xs = smem + (b ^ 1) * stage; // the next group's copies, into the other stage
