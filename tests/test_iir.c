@@ -336,11 +336,15 @@ static int long_cases(ndf_context *ctx, int cuda, uint64_t *r) {
                 longs[k].inplace, longs[k].iso, INFINITY);
   /* the FFMA chunked kernel on lines the tensor-core passes take (NDF_CUDA_IIR_TC=0, and arrays
      not 16-byte aligned): rows with and without float4 access, columns */
-  static const int64_t ffma[][3] = {{3, 130, 66}, {5, 64, 128}};
+  static const struct {
+    int inplace;
+    int64_t shape[3];
+  } ffma[] = {{0, {3, 130, 66}}, {1, {5, 64, 128}}};
   if (cuda) {
     setenv("NDF_CUDA_IIR_TC", "0", 1);
     for (size_t k = 0; k < sizeof ffma / sizeof ffma[0]; k++)
-      shaped_case(ctx, cuda, r, find_method("iir_deriche", 4), 3, ffma[k], (int)k, 0, INFINITY);
+      shaped_case(ctx, cuda, r, find_method("iir_deriche", 4), 3, ffma[k].shape, ffma[k].inplace,
+                  0, INFINITY);
     unsetenv("NDF_CUDA_IIR_TC");
   }
   return (int)(sizeof longs / sizeof longs[0] + (cuda ? sizeof ffma / sizeof ffma[0] : 0));

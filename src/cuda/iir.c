@@ -66,16 +66,16 @@ static void filters_run(const ndf__iirp *in, const int64_t *shape, int nd, ndf__
   }
 }
 
-/* Per pass. The tensor-core pass (lines up to 1024; slower where rows or columns of a line are
- * not a multiple of 4 long or wide, 4- or 8-byte copies: 182 x 218 x 182 0.083 ms against
- * 0.065 for 184 x 218 x 184 on an H200; and past 512, one team an SM: 1024 x 256^2 0.48 ms):
- * the array read and written at ~3.6 TB/s plus ~4 us;
- * measured on an H200, 256^3 36-39 us a pass, 512^3 279-325
- * (columns on 8 chunks a warp; 280-360 at da35ee3), 64 x 256^2 0.042 ms for the filter back to
- * back. Other chunked passes: ~2 TB/s (half
- * the copy bandwidth; the chunks' chaining and recursions are not all hidden behind the loads),
- * half that on lines past 512 (64 chunks chained in series); measured on an H200, 256^3 0.08
- * ms a pass, 512^3 0.45-0.5, 2048^2 0.035. Else the larger of: the array moved ~5 times at ~3.3
+/* Per pass. The tensor-core pass (lines up to 1024): the array read and written at ~3.6 TB/s
+ * plus ~4 us; measured on an H200, 256^3 36-39 us a pass, 512^3 279-325 (columns on 8 chunks a
+ * warp; 280-360 at da35ee3), 64 x 256^2 0.042 ms for the filter back to back. It is slower, and
+ * the model does not say so, where rows or columns of a line are not a multiple of 4 long or
+ * wide (4- or 8-byte copies: 182 x 218 x 182 0.083 ms against 0.065 for 184 x 218 x 184) and
+ * past 512 (one team an SM: 1024 x 256^2 0.48 ms). Other chunked passes (the FFMA kernel: lines
+ * of 1025 to 2048, arrays not 16-byte aligned, NDF_CUDA_IIR_TC=0): ~2 TB/s (half the copy
+ * bandwidth; the chunks' chaining and recursions are not all hidden behind the loads), half that
+ * on lines past 512 (64 chunks chained in series); measured on an H200, 256^3 0.08 ms a pass,
+ * 512^3 0.45-0.5, 2048^2 0.035. Else the larger of: the array moved ~5 times at ~3.3
  * TB/s (the forward sweep's output and, for the parallel form, its input are read again from
  * DRAM: iir_kernel.cu); and the serial recursion, ~120 ns a sample per line for the two sweeps,
  * over the waves of lines (~512 lines resident per SM, 132 SMs); measured 256^3 0.41 ms (model
