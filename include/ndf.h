@@ -277,13 +277,14 @@ typedef struct ndf_gaussian_opts {
  * The recursive methods approximate the untruncated Gaussian of each sigma instead, at a cost
  * that does not grow with sigma: float32 data, float64 recursion state (iir_vyv of order 4 past
  * sigma 64, and of order 3 past 300, as the same filter's sum of a causal and an anticausal part,
- * where its cascade would lose accuracy; cuda_iir's Deriche on lines up to 2048 long and sigma up
- * to 256, and there iir_vyv of order 3 or 4 and one iir_alvarez step as that sum: float32
- * state in the better conditioned form of first-order complex recursions, within about 1e-6 of
- * float64; on lines up to 1024 long, as chunk-sized matrix products on the tensor cores in split
- * TF32, float32's accuracy; NDF_CUDA_IIR_TC=0 keeps the FFMA kernel; iir_alvarez of 2 to 4
+ * where its cascade would lose accuracy; cuda_iir's Deriche up to sigma 256, and there iir_vyv
+ * of order 3 or 4 and one iir_alvarez step as that sum: float32 state in the better conditioned
+ * form of first-order complex recursions, within about 1e-6 of float64; as chunk-sized matrix
+ * products on the tensor cores in split TF32, float32's accuracy (lines past 1024 in segments of
+ * 256, whose states are chained between them); NDF_CUDA_IIR_TC=0 keeps the FFMA kernel on lines
+ * up to 2048 long; iir_alvarez of 2 to 4
  * steps, whose pole repeats, on those tensor-core passes only, as first-order sections one after
- * the other, to sigma 256). They support mode nearest
+ * the other, to sigma 256 and lines of 1024). They support mode nearest
  * only (the boundary exact: each line continued by its end values for ever), order 0, and
  * ignore truncate and radius; anything else is NDF_EUNSUPPORTED. Relative L2 error against
  * the true Gaussian on noise, borders included (BENCHMARKS.md, "Recursive Gaussian"):

@@ -4,7 +4,7 @@
 # FIR Gaussian in float64. PROBE_METHOD: the method timed (default cuda_iir); PROBE_ORDER its
 # iir_order (steps of iir_alvarez; default the method's); PROBE_SIGMA the sigmas
 # (separated by commas or slashes, default 4.5); PROBE_SHAPES the shapes (likewise; default
-# 256x256x64,256x256x256,512x512x512). The library is NDFILT_LIBRARY; run by gpu-iir-probe.sh
+# 256x256x64,256x256x256,512x512x512); PROBE_PEER=1: cupyx's FIR filter too. The library is NDFILT_LIBRARY; run by gpu-iir-probe.sh
 # and gpu-iir-variants.sh once per build.
 import os, re, cupy as cp, numpy as np, ndfilt, cupyx.scipy.ndimage as cnd
 M = os.environ.get('PROBE_METHOD', 'cuda_iir')  # the gaussian method timed
@@ -31,3 +31,6 @@ for shp in SH:
         ndfilt.gaussian_filter(x, sig, mode='nearest', method=M, output=y, **O)
         err = float(cp.linalg.norm(y - ref) / cp.linalg.norm(ref))
         print(f"{shp} sigma {sig}: {M}{O.get('iir_order', '')} {r[0]:.4f} ms one call, {r[1]:.4f} b2b; copy {cpy[0]:.4f} / {cpy[1]:.4f} ms; rel L2 vs truncate-8 FIR {err:.2e}")
+        if os.environ.get('PROBE_PEER'):  # cupyx's FIR gaussian_filter on the same array
+            c = t(lambda: cnd.gaussian_filter(x, sig, mode='nearest', output=y), 10)
+            print(f"{shp} sigma {sig}: cupyx {c[0]:.4f} ms one call, {c[1]:.4f} b2b")

@@ -311,6 +311,13 @@ static int long_cases(ndf_context *ctx, int cuda, uint64_t *r) {
                {2, 1, 0, {1024, 64}},
                {2, 0, 0, {6, 1024}},
                {3, 0, 0, {600, 3, 20}},
+               /* lines past 2048: the tensor-core passes in segments of 256 (rows a multiple
+                  of 4 long or not, columns 16 wide or not; the last segment whole, of 1 sample,
+                  or partial; in place); shorter lines in segments below (segs) */
+               {2, 0, 0, {3, 2304}},
+               {2, 1, 0, {20, 3001}},
+               {2, 0, 0, {2, 4099}},
+               {3, 0, 0, {2049, 2, 16}},
                /* one sigma: the fused (y, x) pass */
                {3, 0, 1, {5, 256, 256}},
                {3, 1, 1, {3, 100, 96}},
@@ -340,14 +347,101 @@ static int long_cases(ndf_context *ctx, int cuda, uint64_t *r) {
     int inplace;
     int64_t shape[3];
   } ffma[] = {{0, {3, 130, 66}}, {1, {5, 64, 128}}};
+  /* lines of 1025 to 2048 in segments, which cuda_iir runs on arrays past 32 MB only
+     (NDF_CUDA_IIR_SEG), and lines of up to 1024 (NDF_CUDA_IIR_SEG=300: segments of lines 301
+     to 1024 long) */
+  static const struct {
+    const char *seg;
+    int nd, inplace;
+    int64_t shape[3];
+  } segs[] = {{"1024", 3, 1, {1300, 1, 20}},
+              {"1024", 2, 0, {1025, 5}},
+              {"1024", 3, 0, {2, 1100, 1030}},
+              {"300", 3, 0, {3, 600, 301}}};
   if (cuda) {
     setenv("NDF_CUDA_IIR_TC", "0", 1);
     for (size_t k = 0; k < sizeof ffma / sizeof ffma[0]; k++)
       shaped_case(ctx, cuda, r, find_method("iir_deriche", 4), 3, ffma[k].shape, ffma[k].inplace,
                   0, INFINITY);
     unsetenv("NDF_CUDA_IIR_TC");
+    for (size_t k = 0; k < sizeof segs / sizeof segs[0]; k++) {
+      setenv("NDF_CUDA_IIR_SEG", segs[k].seg, 1);
+      shaped_case(ctx, cuda, r, find_method("iir_deriche", 4), segs[k].nd, segs[k].shape,
+                  segs[k].inplace, 0, INFINITY);
+      unsetenv("NDF_CUDA_IIR_SEG");
+    }
   }
-  return (int)(sizeof longs / sizeof longs[0] + (cuda ? sizeof ffma / sizeof ffma[0] : 0));
+  return (int)(sizeof longs / sizeof longs[0] +
+               (cuda ? sizeof ffma / sizeof ffma[0] + sizeof segs / sizeof segs[0] : 0));
+}
+
+/* cuda_iir on contiguous device arrays that start 4 or 8 bytes past 16-byte alignment (a view
+ * one or two floats into its buffer), which the tensor-core passes take with 4- and 8-byte copies:
+ * Deriche on every axis, rows and columns of 16-lane groups or not, lines past 1024 (segments),
+ * out of place and in place. */
+static int misaligned_cases(ndf_context *ctx, uint64_t *r) {
+  static const struct {
+    int nd, off, inplace;
+    int64_t shape[3];
+  } mc[] = {{3, 1, 0, {3, 130, 64}}, {3, 2, 1, {5, 64, 128}}, {2, 1, 1, {4, 3000}},
+            {2, 2, 0, {1200, 18}},   {3, 1, 0, {2, 40, 37}},  {3, 3, 1, {70, 16, 256}}};
+  ndf__iir f[3];
+  const ndf__iir *fp[3];
+  char why[200];
+  for (size_t k = 0; k < sizeof mc / sizeof mc[0]; k++) {
+    const int nd = mc[k].nd, off = mc[k].off;
+    ndf_gaussian_opts o = gopts("cuda_iir", 0);
+    int64_t n = 1;
+    for (int d = 0; d < nd; d++) {
+      n *= mc[k].shape[d];
+      o.sigma[d] = 0.5 * pow(400, 0.5 * (ndf_rand_uniform(r) + 1));
+      if (ndf__iir_design(&f[d], NDF__IIR_DERICHE, 0, o.sigma[d], why, 200)) abort();
+      fp[d] = &f[d];
+    }
+    /* one buffer each, n + off floats, on the device */
+    const int64_t pn = n + off;
+    ndf_array pin, pout, hin = ndf_array_contiguous(NDF_F32, 1, &pn, NULL), hout = hin;
+    float *bin = malloc((size_t)pn * sizeof *bin), *bout = malloc((size_t)pn * sizeof *bout);
+    double *ref = malloc((size_t)n * sizeof *ref);
+    if (!bin || !bout || !ref || ndf_array_alloc(ctx, &pin, NDF_F32, 1, &pn) != NDF_OK ||
+        ndf_array_alloc(ctx, &pout, NDF_F32, 1, &pn) != NDF_OK)
+      abort();
+    for (int64_t i = 0; i < pn; i++)
+      bin[i] = (float)ndf_rand_uniform(r), bout[i] = NAN;
+    hin.data = bin, hout.data = bout;
+    if (ndf_array_copy(ctx, &pin, &hin) != NDF_OK || ndf_array_copy(ctx, &pout, &hout) != NDF_OK)
+      abort();
+    ndf_array vin = ndf_array_contiguous(NDF_F32, nd, mc[k].shape, bin + off);
+    ndf_ref_iir_gaussian(&vin, ref, fp);
+    vin.data = (float *)pin.data + off;
+    vin.place = pin.place;
+    ndf_array vout = vin;
+    if (!mc[k].inplace) vout.data = (float *)pout.data + off;
+    const ndf_status st = ndf_gaussian(ctx, &vin, &vout, &o);
+    CHECK(st == NDF_OK, "misaligned arrays: %s: %s", ndf_status_str(st), ndf_context_message(ctx));
+    if (ndf_array_copy(ctx, &hout, mc[k].inplace ? &pin : &pout) != NDF_OK) abort();
+    double scale = 0, worst = 0;
+    int64_t wi = 0, touched = 0;
+    for (int64_t i = 0; i < n; i++)
+      scale = fmax(scale, fabs(ref[i]));
+    for (int64_t i = 0; i < n; i++) {
+      const double y = bout[off + i], e = isnan(y) ? INFINITY : fabs(y - ref[i]) / scale;
+      if (!(e <= worst)) worst = e, wi = i;
+    }
+    for (int i = 0; i < off && !mc[k].inplace; i++)
+      touched += !isnan(bout[i]);
+    CHECK(worst <= t_tol && !touched,
+          "misaligned arrays (%d floats in, %s, shape %lld x %lld x %lld): worst element %lld "
+          "off by %.3g relative (bound %g), %lld floats before the output changed",
+          off, mc[k].inplace ? "in place" : "out of place", (long long)mc[k].shape[0],
+          (long long)mc[k].shape[1], (long long)(nd > 2 ? mc[k].shape[2] : 1), (long long)wi, worst,
+          t_tol, (long long)touched);
+    if (worst > worst_seen && isfinite(worst)) worst_seen = worst;
+    ndf_array_free(ctx, &pin);
+    ndf_array_free(ctx, &pout);
+    free(bin), free(bout), free(ref);
+  }
+  return (int)(sizeof mc / sizeof mc[0]);
 }
 
 /* Every method on lines whose steps are 64 KB apart (axis 0 of 5 x 64 x 256 and 5 x 64 x 264
@@ -1190,11 +1284,12 @@ int main(int argc, char **argv) {
   large_cases(ctx, cuda, &r);
   const int nacc = twin_accuracy_cases(ctx, cuda, &r), nlong = long_cases(ctx, cuda, &r),
             nstride = stride_cases(ctx, cuda, &r), ntwin = twin_cases(ctx, cuda, &r),
-            nsec = sections_cases(ctx, cuda, &r);
+            nsec = sections_cases(ctx, cuda, &r), nmis = cuda ? misaligned_cases(ctx, &r) : 0;
   printf("%d random, %d layout, %d large-sigma, %d twin-for-accuracy, %d long-line, %d long-step, "
-         "%d twin and %d sections cases on %s: worst relative error %.3g (bound %g)\n",
+         "%d twin, %d sections and %d misaligned cases on %s: worst relative error %.3g (bound "
+         "%g)\n",
          ncases, nlay + 1, (int)(sizeof large / sizeof large[0]), nacc, nlong, nstride, ntwin, nsec,
-         dev, worst_seen, t_tol);
+         nmis, dev, worst_seen, t_tol);
   if (!cuda) {
     design_checks();
     twin_checks(&r);

@@ -2,20 +2,22 @@
  * axis, the last axis first, between contiguous float32 device arrays. An axis of length 1 is
  * left alone (every method's DC gain is 1).
  *
- * Deriche (the parallel form) on lines up to 2048 long runs iir_chunk_kernel.cu: a line read
- * and written once, in place; so do iir_vyv of order 3 or 4 and one iir_alvarez step, as their
- * parallel twins (filters_run). iir_alvarez of 2 to 4 steps runs on the tensor-core passes only,
- * as its sections (ndf__iir_tc_filter; iir_tc_kernel.cu's coupled chain). Every other pass is
- * iir_kernel.cu's (a thread per line, float64 state). When every pass may write its own input
- * (chunked, or the cascade form), all of them run in the output. Else, as cuda_sep, the passes
- * alternate between the output and one temporary so that the last lands in the output;
- * iir_kernel.cu's parallel form reads a pass's input again in its backward sweep, so when the call
- * is in place and the first pass would write its input, the passes start in the temporary instead
- * and a copy ends them. On 256 slices or more of up to 512 x 512, when the last two axes have the
- * same chunked filter and both fit the tensor-core kernel, one fused pass takes them together
- * (iir_tc_kernel.cu: a slice to a thread-block cluster; the array crosses DRAM once for both): see
- * fused_yx. The plan makes the tensor-core passes (their matrices, blocks and shared memory) once,
- * so that a call only launches them (H200, host time a call: 64^3 20.7 -> 13.0 us, 256^3 13.5
+ * Deriche (the parallel form) runs chunked: on the tensor cores (iir_tc_kernel.cu; lines past 1024
+ * in segments, the array read twice), else on lines up to 2048 long iir_chunk_kernel.cu's FFMA
+ * kernel (tc_pass); a line read before it is written, in place; so do iir_vyv of order 3 or 4
+ * and one iir_alvarez step, as their parallel twins (filters_run). iir_alvarez of 2 to 4 steps runs
+ * on the tensor-core passes only, as its sections (ndf__iir_tc_filter; iir_tc_kernel.cu's coupled
+ * chain). Every other pass is iir_kernel.cu's (a thread per line, float64 state). When every pass
+ * may write its own input (chunked, or the cascade form), all of them run in the output. Else, as
+ * cuda_sep, the passes alternate between the output and one temporary so that the last lands in the
+ * output; iir_kernel.cu's parallel form reads a pass's input again in its backward sweep, so when
+ * the call is in place and the first pass would write its input, the passes start in the temporary
+ * instead and a copy ends them. On 256 slices or more of up to 512 x 512, when the last two axes
+ * have the same chunked filter and both fit the tensor-core kernel, one fused pass takes them
+ * together (iir_tc_kernel.cu: a slice to a thread-block cluster; the array crosses DRAM once for
+ * both): see fused_yx. The plan makes the tensor-core passes (their matrices, blocks and shared
+ * memory) once, so that a call only launches them (H200, host time a call: 64^3 20.7 -> 13.0 us,
+ * 256^3 13.5
  * -> 9.5; bench/results/iir-host-2026-11-23-h200). */
 #include <math.h>
 #include <stdlib.h>
@@ -57,12 +59,36 @@ static int64_t extent(const int64_t *shape, int from, int to) {
  * Until 2026-11-23 order 4 kept its cascade here past sigma 64: that cascade is up to 6.9e-6 off
  * the reference there, the twin within 4.3e-9, and an H200 saw the GPU's 1.1e-5 off on 128-long
  * lines at sigma 100. */
+/* Whether a tensor-core pass takes filter f on lines of L (at plan time; it takes arrays of any
+ * alignment, ndf__iir_tc_pass_launch). */
+static int tc_takes(const ndf__iir *f, int64_t L) {
+  return ndf__iir_tc_fits(NULL, NULL, L, 1) && ndf__iir_tc_filter(f, L);
+}
+
+/* Whether a pass of f on lines of L runs chunked (on the tensor cores or the FFMA kernel), so
+ * reading each sample of a line before it writes it: it may run in place. */
+static int chunked(const ndf__iir *f, int64_t L) {
+  return ndf__iir_chunks_fit(f, L) || (f->form == NDF__IIR_PARALLEL && tc_takes(f, L));
+}
+
+/* Whether exec runs f's pass on lines of L on the tensor cores, the array of `bytes`. On lines of
+ * 1025 to 2048 (segments, iir_tc_kernel.cu's iir_tc_seg, past 1024) the FFMA chunked kernel, which
+ * takes them whole, is as fast or faster on arrays that the L2 holds: the segments' two more
+ * launches (H200, back to back: 2048^2 rows 0.027-0.029 ms against 0.026-0.036, columns
+ * 0.021-0.023 against 0.025-0.034; 1500^2 0.018-0.023 against 0.025-0.033); past that the
+ * segments are faster (columns of 1200 x 256^2 0.393 against 0.327 ms, 2048 x 128^2 0.157 against
+ * 0.148; bench/results/iir-segments-2026-11-23-h200/). NDF_CUDA_IIR_SEG (development probe: a
+ * length) forces segments. */
+static int tc_pass(const ndf__iir *f, int64_t L, double bytes) {
+  return tc_takes(f, L) &&
+         (L <= 1024 || !ndf__iir_chunks_fit(f, L) || bytes > 32e6 || getenv("NDF_CUDA_IIR_SEG"));
+}
+
 static void filters_run(const ndf__iirp *in, const int64_t *shape, int nd, ndf__iirp *q) {
   *q = *in;
   for (int d = 0; d < nd; d++) {
     ndf__iir tw;
-    if (ndf__iir_parallel_twin(&in->ax[d], &tw) && ndf__iir_chunks_fit(&tw, shape[d]))
-      q->ax[d] = tw;
+    if (ndf__iir_parallel_twin(&in->ax[d], &tw) && chunked(&tw, shape[d])) q->ax[d] = tw;
   }
 }
 
@@ -90,9 +116,8 @@ static double cost(const ndf__problem *pb, const ndf_context *ctx) {
   for (int d = 0; d < pb->in.ndim; d++) {
     const int64_t L = pb->in.shape[d];
     if (!q->ax[d].K || L == 1) continue;
-    const int tc = ndf__iir_tc_fits(NULL, NULL, L, extent(pb->in.shape, d + 1, pb->in.ndim));
-    if (tc && ndf__iir_tc_filter(&q->ax[d], L)) {
-      t += 4e-6 + N * 8 / 3.6e12;
+    if (tc_pass(&q->ax[d], L, N * 4)) { /* past 1024 in segments: the array read twice */
+      t += L > 1024 ? 1e-5 + N * 12 / 3.6e12 : 4e-6 + N * 8 / 3.6e12;
       continue;
     }
     if (ndf__iir_chunks_fit(&q->ax[d], L)) {
@@ -131,7 +156,7 @@ static int axes_of(const ndf__iirp *q, const ndf_array *a, int *ax) {
 static int all_in_place(const ndf__iirp *q, const int64_t *shape, const int *ax, int np) {
   for (int k = 0; k < np; k++) {
     const ndf__iir *f = &q->ax[ax[k]];
-    if (f->form == NDF__IIR_PARALLEL && !ndf__iir_chunks_fit(f, shape[ax[k]])) return 0;
+    if (f->form == NDF__IIR_PARALLEL && !chunked(f, shape[ax[k]])) return 0;
   }
   return 1;
 }
@@ -196,7 +221,7 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
     const int64_t P = extent(in->shape, 0, a), Q = extent(in->shape, a + 1, nd);
     /* the last pass, unless a copy out of tmp follows it */
     const int last = k == np - 1 && to == dst;
-    if (s->tc[k] && ndf__iir_tc_aligned(src, to))
+    if (s->tc[k]) /* (any alignment) */
       e = (cudaError_t)ndf__iir_tc_pass_launch(s->tc[k], src, to, last, st);
     else if (ndf__iir_chunks_fit(f, in->shape[a]))
       e = (cudaError_t)ndf__launch_iir_chunks(src, to, P, in->shape[a], Q, f, st);
@@ -239,7 +264,7 @@ static ndf_status make(ndf_plan *p) {
   /* the tensor-core passes that exec runs one axis at a time */
   for (int k = s->fused ? 2 : 0; k < np && e == cudaSuccess; k++) {
     const int a = ax[k];
-    if (ndf__iir_tc_filter(&q->ax[a], sh[a]))
+    if (tc_pass(&q->ax[a], sh[a], (double)bytes))
       passes = e = (cudaError_t)ndf__iir_tc_pass_make(&s->tc[k], extent(sh, 0, a), sh[a],
                                                       extent(sh, a + 1, nd), &q->ax[a]);
   }

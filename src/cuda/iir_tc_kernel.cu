@@ -30,7 +30,10 @@
 // passes through shared memory (one barrier). KU is 4 (128 registers, 16 warps an SM), and 8
 // for columns longer than 256 (168 registers, 12 warps an SM: each warp holds twice the
 // samples, so an SM has 1.5 times the work in flight;
-// bench/results/iir-ku8-probe-2026-11-22-h200/).
+// bench/results/iir-ku8-probe-2026-11-22-h200/). Longer lines are cut in segments of 256
+// (iir_tc_seg): one launch exports each segment's leaving states, a small one chains them, and
+// a third filters each segment from its entering states (H200, 4096^2 0.156 ms against 2.01 on
+// the float64 thread-a-line kernel; bench/results/iir-segments-2026-11-23-h200/).
 //
 // A team's group is staged in shared memory (cp.async, the next group's copies in flight in a
 // second stage while the current one is filtered), written over its stage and stored: all
@@ -288,15 +291,24 @@ template <bool ROW, int KU = 4, int M = 0> struct team_group {
   static constexpr int PL = KU * kC / 4, LPI = 32 / PL;
   float *xs;
   int L, RP, W, w, We, nu, s0, s1;
+  int LR;           // rows: the step between lines (L, but a segment's is the whole line's: len())
   int ef = 0;       // the L2 told its copies in (bit 0) and its stores (bit 1) may go first
   uint64_t pol = 0; // (the policy, when ef)
   __device__ __forceinline__ team_group(float *xs_, int L_, int W_, int w_)
-      : xs(xs_), L(L_), W(W_), w(w_) {
+      : xs(xs_), L(L_), W(W_), w(w_), LR(L_) {
     We = team_of<KU>(L);
     RP = We * KU * kC + 8;
     nu = w < We ? KU : 0;
     s0 = KU * kC * w;
     s1 = max(s0, min(L, s0 + kC * nu));
+  }
+  // A segment of Ls samples (iir_tc_seg; no longer than the L made with: the stage's layout
+  // stays that of L).
+  __device__ __forceinline__ void len(int Ls) {
+    L = Ls;
+    We = team_of<KU>(Ls);
+    nu = w < We ? KU : 0;
+    s1 = max(s0, min(Ls, s0 + kC * nu));
   }
   __host__ __device__ static int stage(int L) {
     const int rows = team_of<KU>(L) * KU * kC;
@@ -322,11 +334,12 @@ template <bool ROW, int KU = 4, int M = 0> struct team_group {
     if (ROW) {
       const int c = 4 * (lane % PL), r = lane / PL;
       so[0] = so[1] = at(s0 + c, r);
-      gp = gm + (int64_t)r * L + s0 + c;
-      gs = LPI * (int64_t)L;
+      gp = gm + (int64_t)r * LR + s0 + c;
+      gs = LPI * (int64_t)LR;
       ss = LPI * RP;
       n = s0 + c >= s1 ? 0 : live == kNL ? kNL / LPI : (live - r + LPI - 1) / LPI;
-      if (M == 2) return pieces4<IN>(sb, so, gp, gs, ss, n, min(4, L - (s0 + c)), L % 2 == 0);
+      if (M == 2)
+        return pieces4<IN>(sb, so, gp, gs, ss, n, min(4, L - (s0 + c)), LR % 2 == 0 && al8(gp));
     } else {
       // at(i0 + 8k, c) = so[k % 2] + k ss: the swizzle's row bit is the same for every k
       // (s0 % 64 == 0, lane / 4 < 8), its column bit flips with k
@@ -337,7 +350,8 @@ template <bool ROW, int KU = 4, int M = 0> struct team_group {
       gp = gm + (int64_t)i0 * Q + c;
       gs = 8 * Q;
       n = M && c >= live ? 0 : s1 - s0 == KU * kC ? KU * kC / 8 : max(0, (s1 - i0 + 7) / 8);
-      if (M == 2) return pieces4<IN>(sb, so, gp, gs, ss, n, min(4, live - c), Q % 2 == 0);
+      if (M == 2)
+        return pieces4<IN>(sb, so, gp, gs, ss, n, min(4, live - c), Q % 2 == 0 && al8(gp));
     }
     // A whole span, the common case, goes without a test between its pieces, which would also
     // cost each copy the three no-op loads that ptxas puts before a run of them (H200, 256^3:
@@ -352,6 +366,9 @@ template <bool ROW, int KU = 4, int M = 0> struct team_group {
       pieces<IN, true>(sb, so, gp, gs, ss, n);
   }
   static constexpr int N = ROW ? kNL / LPI : KU * kC / 8; // pieces a lane moves at most
+  // Whether gp is 8-byte aligned (M == 2 takes arrays of any alignment: ndf__iir_tc_pass_launch;
+  // with an even step, every piece of a lane is then aligned as its first).
+  __device__ __forceinline__ static bool al8(const float *gp) { return (uintptr_t)gp % 8 == 0; }
   // move()'s pieces: the first n (all N where FULL, and no L2 hint)
   template <bool IN, bool FULL>
   __device__ __forceinline__ void pieces(uint32_t sb, const int (&so)[2], float *gp, int64_t gs,
@@ -449,8 +466,15 @@ template <bool ROW, int KU = 4, int M = 0> struct team_group {
   // states crossing between its warps (W > 1).
   // CPL: the coupled chain (tcparams), a kernel of its own so that the other keeps its
   // registers.
-  template <bool CPL>
-  __device__ void run(const frags<KU> &fr, float *gout, int64_t Q, int live, float *xch) const {
+  // SEG (iir_tc_seg, not CPL): the group is a segment of longer lines. Where zuse, the lane's
+  // recursion enters it with the states zin (za, zb) instead of the steady state of its end
+  // sample. Where zout (the segment's export), nothing is filtered or stored: the lanes of the
+  // last warp in their chain order write the states leaving the segment (from zin where zuse)
+  // to zout[lane].
+  template <bool CPL, bool SEG = false>
+  __device__ void run(const frags<KU> &fr, float *gout, int64_t Q, int live, float *xch,
+                      float4 zin = float4(), bool zuse = false, float4 *zout = nullptr) const {
+    static_assert(!(CPL && SEG), "segments: the uncoupled chain only");
     const int lane = threadIdx.x % 32, lg = lane / 4, lt = lane % 4;
     // lines past the last (rows) zero, and the 'nearest' extension past L (columns: a partial
     // group's lines past the last hold what the stage held; every line is filtered on its own,
@@ -485,6 +509,7 @@ template <bool ROW, int KU = 4, int M = 0> struct team_group {
           uint32_t b[2][2];
           fr.V(kk, b);
           mma3(E[u], a[kk], b);
+          if (SEG && zout) continue; // (an export needs no response)
 #pragma unroll
           for (int nt = 0; nt < 2; nt++) {
             fr.T(kk, nt, b);
@@ -494,7 +519,10 @@ template <bool ROW, int KU = 4, int M = 0> struct team_group {
       }
       // 2. chain: each replaced by the state entering its chunk, in order (causal) or in
       // reverse; the line's first warp starts from the steady state of its end sample
-      if (causal ? w == 0 : w == We - 1) {
+      if (SEG && zuse && (causal ? w == 0 : w == We - 1)) {
+        za = make_float2(zin.x, zin.y);
+        zb = make_float2(zin.z, zin.w);
+      } else if (causal ? w == 0 : w == We - 1) {
         const int i = causal ? 0 : L - 1;
         za = cscale(fr.g, xs[at(i, 2 * lg)]);
         zb = cscale(fr.g, xs[at(i, 2 * lg + 1)]);
@@ -568,9 +596,17 @@ template <bool ROW, int KU = 4, int M = 0> struct team_group {
 #pragma unroll
         for (int u = 0; u < KU; u++)
           add(E[u]);
+        if (SEG) { // the states leaving this warp's range: its own and those entering it
+          za.x += ia.x, za.y += ia.y;
+          zb.x += ib.x, zb.y += ib.y;
+        }
       }
     }
     if (nu == 0) return;
+    if (SEG && zout) {
+      if (causal ? w == We - 1 : w == 0) zout[lane] = make_float4(za.x, za.y, zb.x, zb.y);
+      return;
+    }
     // 3. the states back in chunk order; y^T = x^T T^T + [z; s]^T U^T, over the stage (each
     // lane writes the samples it read, and the steady states' samples were read above)
     chain_order(causal, E);
@@ -659,6 +695,105 @@ __global__ void __maxnreg__(regs_of<KU>())
     wait_prior1();
     gr.xs = smem + b * stage;
     gr.template run<CPL>(fr, dst + cur, Q, PART ? lc : live(gi), xch + b * W * kXch);
+  }
+}
+
+// Along L of [P][L][Q] for lines longer than a team takes (kMaxL), uncoupled filters only: each
+// line in segments of S samples (the last shorter), a team to a segment of a group of 16 lines,
+// the items (group, segment) taken in turn as iir_tc takes its groups. Three launches
+// (ndf__iir_tc_pass_launch): with zb non-NULL and exp, each segment's leaving states, from a
+// zero start (the line's first and last from its end samples' steady states) into
+// zb[k][group][lane] (team_group::run); iir_tc_chain turns them into the states entering each
+// segment; then, exp 0, each segment filtered from those. The array is read twice and written
+// once, and a segment reads only its own samples, so the pass may run in place.
+template <bool ROW, int KU, int M>
+__global__ void __maxnreg__(regs_of<KU>())
+    iir_tc_seg(const float *src, float *dst, int64_t lines, int L, int64_t Q, int S, int exp,
+               int last, float4 *zb, const __grid_constant__ tcparams prm) {
+  extern __shared__ __align__(16) float smem[];
+  const int W = blockDim.x / 32;
+  team_group<ROW, KU, M> gr(smem, S, W, threadIdx.x / 32);
+  gr.LR = L;
+  constexpr bool PART = !ROW && M > 0;
+  const int stage = gr.stage(S), NS = (L + S - 1) / S, lane = threadIdx.x % 32;
+  float *xch = smem + 2 * stage;
+  __shared__ uint4 table[8][32];
+  const frags<KU> fr(prm, table);
+  if (!ROW && last && !exp) {
+    gr.pol = evict_first_policy();
+    gr.ef = 2;
+  }
+  // groups as iir_tc's (columns: each row of [P][Q] padded to QP lines), each in NS segments
+  const int64_t QP = ROW || !PART ? Q : (Q + kNL - 1) / kNL * kNL,
+                groups = ((ROW || !PART ? lines : lines / Q * QP) + kNL - 1) / kNL,
+                items = groups * NS;
+  struct item {
+    int64_t at, gi; // the segment's first sample; its group
+    int k, live;    // its segment; the group's live lines
+  };
+  auto item_of = [&](int64_t it) {
+    item r;
+    r.gi = it / NS;
+    r.k = (int)(it - r.gi * NS);
+    const int64_t l = r.gi * kNL;
+    if (ROW) {
+      r.at = l * L + (int64_t)r.k * S;
+      r.live = (int)min((int64_t)kNL, lines - l);
+    } else {
+      const int64_t p = l / QP, c = l - p * QP;
+      r.at = p * L * Q + c + (int64_t)r.k * S * Q;
+      r.live = (int)min((int64_t)kNL, PART ? Q - c : lines - l);
+    }
+    return r;
+  };
+  auto seg_len = [&](const item &r) { return min(S, L - r.k * S); };
+  int64_t it = blockIdx.x;
+  item cur = item_of(it);
+  if (it < items) {
+    gr.len(seg_len(cur));
+    gr.load(src + cur.at, Q, cur.live);
+  }
+  commit();
+  for (int b = 0; it < items; it += gridDim.x, b ^= 1) {
+    const int64_t in = it + gridDim.x;
+    const item nx = item_of(in);
+    gr.xs = smem + (b ^ 1) * stage; // the next item's copies, into the other stage
+    if (in < items) {
+      gr.len(seg_len(nx));
+      gr.load(src + nx.at, Q, nx.live);
+    }
+    commit();
+    wait_prior1();
+    gr.xs = smem + b * stage;
+    gr.len(seg_len(cur));
+    const int lt = lane % 4;
+    // a segment's causal lanes (lt < 2) enter it from the one before, the others from the one after
+    const bool zuse = lt < 2 ? cur.k > 0 : cur.k < NS - 1;
+    float4 *z = zb + (cur.k * groups + cur.gi) * 32;
+    const float4 zin = zuse && !exp ? z[lane] : float4();
+    gr.template run<false, true>(fr, dst + cur.at, Q, cur.live, xch + b * W * kXch, zin, zuse,
+                                 exp ? z : nullptr);
+    cur = nx;
+  }
+  asm volatile("cp.async.wait_all;" ::: "memory");
+}
+
+// The states leaving each segment (iir_tc_seg's export, zb[k][group][lane]) made the states
+// entering it: along the segments in order for the causal lanes (lane % 4 < 2), in reverse for
+// the others, each step z' = p^S z + e, pS: the two poles' p^S (the line's first and last
+// segments' entering states, left zero, are not used).
+__global__ void iir_tc_chain(float4 *zb, int64_t n, int NS, float2 pS0, float2 pS1) {
+  const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; // (group, lane)
+  if (i >= n) return;
+  const int t = (int)(i % 4);
+  const float2 p = t % 2 ? pS1 : pS0;
+  float2 a = make_float2(0, 0), b = a;
+  for (int j = 0; j < NS; j++) {
+    float4 *z = zb + (int64_t)(t < 2 ? j : NS - 1 - j) * n + i;
+    const float4 e = *z;
+    *z = make_float4(a.x, a.y, b.x, b.y);
+    a = cfma(p, a, make_float2(e.x, e.y));
+    b = cfma(p, b, make_float2(e.z, e.w));
   }
 }
 
@@ -1012,11 +1147,21 @@ tcparams make_params(const ndf__iir &f) {
 
 // A pass made once and launched many times (launch.h): the filter's matrices, the kernel and its
 // launch. tc: along L of [P][L][Q]; else yxc: the last two axes of [P][L][Q] on clusters.
+// tca, sega: the kernels for arrays not 16-byte aligned (M 2). seg: lines longer than kMaxL, in
+// segments of S (NS of them, groups groups of lines; zb their states, on the device).
 struct ndf__iir_tc_pass {
   tcparams q;
-  void (*tc)(const float *, float *, int64_t, int, int64_t, int, const tcparams);
+  void (*tc)(const float *, float *, int64_t, int, int64_t, int, const tcparams),
+      (*tca)(const float *, float *, int64_t, int, int64_t, int, const tcparams);
   void (*yxc)(const float *, float *, int64_t, int, int, const tcparams);
-  int64_t P, L, Q;
+  void (*seg)(const float *, float *, int64_t, int, int64_t, int, int, int, float4 *,
+              const tcparams),
+      (*sega)(const float *, float *, int64_t, int, int64_t, int, int, int, float4 *,
+              const tcparams);
+  float4 *zb;
+  float2 pS[2];
+  int S, NS;
+  int64_t P, L, Q, groups;
   unsigned grid, threads, cluster;
   size_t smem;
 };
@@ -1035,12 +1180,44 @@ template <bool ROW, int KU> cudaError_t tc_init(ndf__iir_tc_pass &p, int64_t lin
     p.tc = p.q.coupled ? iir_tc<ROW, KU, true, M1> : iir_tc<ROW, KU, false, M1>;
   else
     p.tc = p.q.coupled ? iir_tc<ROW, KU, true, 0> : iir_tc<ROW, KU, false, 0>;
+  p.tca = p.q.coupled ? iir_tc<ROW, KU, true, 2> : iir_tc<ROW, KU, false, 2>;
   p.threads = 32 * W;
   p.smem = smem_of<ROW, KU>(L, W);
-  int64_t resident = 0;
-  const cudaError_t e = resident_blocks(p.tc, p.threads, p.smem, &resident,
-                                        smem_of<ROW, KU>(kMaxL, team_of<KU>(kMaxL)));
+  int64_t resident = 0, ra = 0;
+  const size_t most = smem_of<ROW, KU>(kMaxL, team_of<KU>(kMaxL));
+  cudaError_t e = resident_blocks(p.tc, p.threads, p.smem, &resident, most);
+  if (e == cudaSuccess) e = resident_blocks(p.tca, p.threads, p.smem, &ra, most);
   p.grid = (unsigned)std::min(resident, (lines + kNL - 1) / kNL);
+  return e;
+}
+
+// Segments of kSeg samples for lines past kMaxL: a team of 4 warps, as the 256^3 passes
+// (iir_tc_seg).
+constexpr int kSeg = 256;
+template <bool ROW> cudaError_t seg_init(ndf__iir_tc_pass &p, int64_t lines, const ndf__iir &f) {
+  constexpr int KU = 4, S = kSeg;
+  const bool full = ROW ? p.L % 4 == 0 : p.Q % kNL == 0;
+  p.seg = full ? iir_tc_seg<ROW, KU, 0> : iir_tc_seg<ROW, KU, 2>;
+  p.sega = iir_tc_seg<ROW, KU, 2>;
+  p.S = S;
+  p.NS = (int)((p.L + S - 1) / S);
+  const int64_t QP = ROW || full ? p.Q : (p.Q + kNL - 1) / kNL * kNL;
+  p.groups = ((ROW || full ? lines : lines / p.Q * QP) + kNL - 1) / kNL;
+  std::complex<double> pole[2], rho[2];
+  double R;
+  recursions(f, false, pole, rho, R);
+  for (int k = 0; k < 2; k++) {
+    const std::complex<double> pS = std::pow(pole[k], S);
+    p.pS[k] = make_float2((float)pS.real(), (float)pS.imag());
+  }
+  p.threads = 32 * team_of<KU>(S);
+  p.smem = smem_of<ROW, KU>(S, team_of<KU>(S));
+  int64_t resident = 0, ra = 0;
+  cudaError_t e = resident_blocks(p.seg, p.threads, p.smem, &resident);
+  if (e == cudaSuccess) e = resident_blocks(p.sega, p.threads, p.smem, &ra);
+  if (e == cudaSuccess)
+    e = cudaMalloc((void **)&p.zb, (size_t)p.NS * p.groups * 32 * sizeof(float4));
+  p.grid = (unsigned)std::min(resident, p.groups * p.NS);
   return e;
 }
 
@@ -1071,6 +1248,9 @@ cudaError_t pass_init(ndf__iir_tc_pass &p, int64_t P, int64_t L, int64_t Q, cons
   // columns longer than 256: 8 chunks a warp (H200, 512^3: y 315-336 -> 290 us, z 340-356 ->
   // 325; rows of 512 and all of 256^3 are as fast or faster with 4)
   const int li = (int)L;
+  const char *senv = getenv("NDF_CUDA_IIR_SEG"); // development probe: segments past this length
+  if (L > (senv && atoi(senv) > 0 ? std::min(atoi(senv), kMaxL) : kMaxL) && !p.q.coupled)
+    return Q == 1 ? seg_init<true>(p, P, f) : seg_init<false>(p, P * Q, f);
   if (Q == 1) return tc_init<true, 4>(p, P * Q, li);
   if (li <= 256) return tc_init<false, 4>(p, P * Q, li);
   return tc_init<false, 8>(p, P * Q, li);
@@ -1080,24 +1260,27 @@ cudaError_t pass_init(ndf__iir_tc_pass &p, int64_t P, int64_t L, int64_t Q, cons
 
 extern "C" int ndf__iir_tc_fits(const float *src, const float *dst, int64_t L, int64_t Q) {
   const char *env = getenv("NDF_CUDA_IIR_TC"); // "0": the FFMA kernel everywhere
-  return !(env && env[0] == '0') && L > 0 && L <= kMaxL && ndf__iir_tc_aligned(src, dst);
+  (void)Q;
+  return !(env && env[0] == '0') && L > 0 && L <= INT32_MAX / 2 && ndf__iir_tc_aligned(src, dst);
 }
 
 extern "C" int ndf__iir_tc_filter(const ndf__iir *f, int64_t L) {
   double nu, c[4];
-  return ndf__iir_chunks_fit(f, L) ||
+  return (f->form == NDF__IIR_PARALLEL && f->sigma <= kMaxSigma && L > 0) ||
          (f->sigma <= kMaxSigma && L <= kMaxL && ndf__iir_sections(f, &nu, c));
 }
 
 extern "C" int ndf__iir_tc_pass_make(ndf__iir_tc_pass **out, int64_t P, int64_t L, int64_t Q,
                                      const ndf__iir *f) {
   *out = NULL;
-  if (P <= 0 || L <= 0 || Q <= 0 || !ndf__iir_tc_fits(NULL, NULL, L, Q)) return 0;
+  if (P <= 0 || L <= 0 || Q <= 0 || !ndf__iir_tc_fits(NULL, NULL, L, Q) ||
+      !ndf__iir_tc_filter(f, L))
+    return 0;
   ndf__iir_tc_pass *p = (ndf__iir_tc_pass *)malloc(sizeof *p);
   if (!p) return (int)cudaErrorMemoryAllocation;
   const cudaError_t e = pass_init(*p, P, L, Q, *f);
   if (e != cudaSuccess) {
-    free(p);
+    ndf__iir_tc_pass_free(p);
     return (int)e;
   }
   *out = p;
@@ -1107,15 +1290,37 @@ extern "C" int ndf__iir_tc_pass_make(ndf__iir_tc_pass **out, int64_t P, int64_t 
 extern "C" int ndf__iir_tc_pass_launch(const ndf__iir_tc_pass *p, const float *src, float *dst,
                                        int last, void *stream) {
   cudaLaunchAttribute at[1];
+  cudaStream_t st = (cudaStream_t)stream;
   const cudaLaunchConfig_t cfg =
-      launch_config(p->grid, p->threads, p->smem, p->tc ? 0 : p->cluster, (cudaStream_t)stream, at);
-  const cudaError_t e =
-      p->tc ? cudaLaunchKernelEx(&cfg, p->tc, src, dst, p->P * p->Q, (int)p->L, p->Q, last, p->q)
-            : cudaLaunchKernelEx(&cfg, p->yxc, src, dst, p->P, (int)p->L, (int)p->Q, p->q);
+      launch_config(p->grid, p->threads, p->smem, p->yxc ? p->cluster : 0, st, at);
+  const bool al = ndf__iir_tc_aligned(src, dst);
+  cudaError_t e;
+  if (p->seg) {
+    const auto k = al ? p->seg : p->sega;
+    const int64_t lines = p->P * p->Q, n = p->groups * 32;
+    const int L = (int)p->L, S = p->S;
+    e = cudaLaunchKernelEx(&cfg, k, src, dst, lines, L, p->Q, S, 1, 0, p->zb, p->q);
+    if (e == cudaSuccess) {
+      iir_tc_chain<<<(unsigned)((n + 255) / 256), 256, 0, st>>>(p->zb, n, p->NS, p->pS[0],
+                                                                p->pS[1]);
+      e = cudaGetLastError();
+    }
+    if (e == cudaSuccess)
+      e = cudaLaunchKernelEx(&cfg, k, src, dst, lines, L, p->Q, S, 0, last, p->zb, p->q);
+  } else if (p->tc) {
+    e = cudaLaunchKernelEx(&cfg, al ? p->tc : p->tca, src, dst, p->P * p->Q, (int)p->L, p->Q, last,
+                           p->q);
+  } else {
+    if (!al) return (int)cudaErrorMisalignedAddress; // (the cluster pass: exec checks)
+    e = cudaLaunchKernelEx(&cfg, p->yxc, src, dst, p->P, (int)p->L, (int)p->Q, p->q);
+  }
   return (int)(e != cudaSuccess ? e : cudaGetLastError());
 }
 
-extern "C" void ndf__iir_tc_pass_free(ndf__iir_tc_pass *p) { free(p); }
+extern "C" void ndf__iir_tc_pass_free(ndf__iir_tc_pass *p) {
+  if (p && p->zb) cudaFree(p->zb);
+  free(p);
+}
 
 extern "C" int ndf__iir_tc_yx_fits(const float *src, const float *dst, int64_t Y, int64_t X) {
   return X % 4 == 0 && X <= kMaxYX && Y <= kMaxYX && ndf__iir_tc_fits(src, dst, X, 1) &&

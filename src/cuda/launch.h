@@ -63,12 +63,13 @@ int ndf__launch_iir(const float *src, float *dst, int64_t P, int64_t L, int64_t 
 int ndf__iir_chunks_fit(const struct ndf__iir *f, int64_t L);
 int ndf__launch_iir_chunks(const float *src, float *dst, int64_t P, int64_t L, int64_t Q,
                            const struct ndf__iir *f, void *stream);
-/* The same on tensor cores (iir_tc_kernel.cu; ndf__iir_tc_pass_make below) for L <= 1024 and
- * 16-byte aligned arrays, unless NDF_CUDA_IIR_TC=0. */
+/* The same on tensor cores (iir_tc_kernel.cu; ndf__iir_tc_pass_make below), unless
+ * NDF_CUDA_IIR_TC=0: lines past 1024 in segments; src and dst 16-byte aligned where given (the
+ * fused passes need it; a made pass takes any alignment). */
 int ndf__iir_tc_fits(const float *src, const float *dst, int64_t L, int64_t Q);
 /* Whether the tensor-core passes take filter f on lines of L (shape aside: ndf__iir_tc_fits):
- * the chunked parallel form, and iir_alvarez of 2 to 4 steps up to sigma 256 as its sections
- * (core/iir.h, ndf__iir_sections), which only these passes run. */
+ * the parallel form up to sigma 256 (any L), and iir_alvarez of 2 to 4 steps up to sigma 256 and
+ * L 1024 as its sections (core/iir.h, ndf__iir_sections), which only these passes run. */
 int ndf__iir_tc_filter(const struct ndf__iir *f, int64_t L);
 /* Both last axes of [P][Y][X] in one pass under the same filter f (iir_tc_kernel.cu), where
  * ndf__iir_tc_yx_fits: sync is a device buffer of P + 2 counters, zero before the first launch
@@ -81,10 +82,11 @@ int ndf__launch_iir_tc_yx(const float *src, float *dst, int64_t P, int64_t Y, in
  * (ndf__iir_tc_pass_make), or both last axes of [P][Y][X] with a slice to a thread-block
  * cluster (ndf__iir_tc_yxc_pass_make; no counters). *out is NULL where the kernel does not take
  * the shape (ndf__iir_tc_fits(NULL, NULL, ...), ndf__iir_tc_yx_fits; the cluster pass also
- * below compute capability 9.0 or where no cluster fits), returning 0, and on error. A launch
- * needs 16-byte aligned arrays (ndf__iir_tc_fits). */
+ * below compute capability 9.0 or where no cluster fits), returning 0, and on error. A pass along
+ * one axis takes arrays of any alignment (4- and 8-byte copies where they are not 16-byte
+ * aligned); the cluster pass needs 16-byte aligned ones. */
 typedef struct ndf__iir_tc_pass ndf__iir_tc_pass;
-/* Whether a made pass may run on src and dst: its shape was checked when it was made, so a
+/* Whether the cluster pass may run on src and dst: its shape was checked when it was made, so a
  * call checks only the arrays' 16-byte alignment. */
 static inline int ndf__iir_tc_aligned(const void *src, const void *dst) {
   return ((uintptr_t)src | (uintptr_t)dst) % 16 == 0;
