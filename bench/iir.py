@@ -8,7 +8,8 @@ writes DIR/iir.json (every figure), DIR/iir.md (tables, the summary last), DIR/i
 and DIR/iir_sigma.png (with matplotlib). scripts/gpu-check.sh runs it as part `iir`.
 
   iir_gpu       (GPU) float32, mode 'nearest', on CuPy arrays: 256x256x{64,128,256} and 512^3 at
-                sigma 4.5, and 256^3 at sigma 1, 2, 8, 16, 32, 64 (time against sigma). ndfilt
+                sigma 4.5, 256^3 at sigma 1, 2, 8, 16, 32, 64 (time against sigma), and a
+                4096^2 image at 4.5 and 50 (lines past 1024). ndfilt
                 gaussian_filter(method='cuda_iir' (Deriche), 'iir_vyv', 'iir_alvarez', 'fir',
                 'auto') against cupyx.scipy.ndimage.gaussian_filter (truncate 4). One call timed
                 by CUDA events (bench/timing.py), after warm-up, median; ndfilt also back to back.
@@ -58,7 +59,8 @@ MODE = "nearest"  # the one mode the recursive methods take
 # ------------------------------------------------------------------ settings
 # iir_gpu: (shape, sigmas); the first sigma of a shape is the one the targets are about.
 GPU_CASES = [((64, 256, 256), [4.5]), ((128, 256, 256), [4.5]),
-             ((256, 256, 256), [4.5, 1, 2, 8, 16, 32, 64]), ((512, 512, 512), [4.5])]
+             ((256, 256, 256), [4.5, 1, 2, 8, 16, 32, 64]), ((512, 512, 512), [4.5]),
+             ((4096, 4096), [4.5, 50])]  # lines past 1024: segments (2026-11-23)
 GPU_CASES_QUICK = [((64, 256, 256), [4.5]), ((256, 256, 256), [4.5, 1, 16, 64])]
 GPU_NDF = ["cuda_iir", "iir_vyv", "iir_alvarez", "fir", "auto"]
 GPU_LABEL = {"cuda_iir": "ndfilt cuda_iir (Deriche)", "iir_vyv": "ndfilt iir_vyv",
