@@ -706,6 +706,12 @@ __global__ void __maxnreg__(regs_of<KU>())
 // zb[k][group][lane] (team_group::run); iir_tc_chain turns them into the states entering each
 // segment; then, exp 0, each segment filtered from those. The array is read twice and written
 // once, and a segment reads only its own samples, so the pass may run in place.
+// iir_tc_seg's groups of 16 lines: as iir_tc's, each row of [P][Q] padded to whole groups where
+// pad (columns of a partial group, M > 0; rows: Q == 1).
+__host__ __device__ __forceinline__ int64_t seg_groups(int64_t lines, int64_t Q, bool pad) {
+  return ((pad ? lines / Q * ((Q + kNL - 1) / kNL * kNL) : lines) + kNL - 1) / kNL;
+}
+
 template <bool ROW, int KU, int M>
 __global__ void __maxnreg__(regs_of<KU>())
     iir_tc_seg(const float *src, float *dst, int64_t lines, int L, int64_t Q, int S, int exp,
@@ -725,8 +731,7 @@ __global__ void __maxnreg__(regs_of<KU>())
   }
   // groups as iir_tc's (columns: each row of [P][Q] padded to QP lines), each in NS segments
   const int64_t QP = ROW || !PART ? Q : (Q + kNL - 1) / kNL * kNL,
-                groups = ((ROW || !PART ? lines : lines / Q * QP) + kNL - 1) / kNL,
-                items = groups * NS;
+                groups = seg_groups(lines, Q, PART), items = groups * NS;
   struct item {
     int64_t at, gi; // the segment's first sample; its group
     int k, live;    // its segment; the group's live lines
@@ -1186,7 +1191,7 @@ template <bool ROW, int KU> cudaError_t tc_init(ndf__iir_tc_pass &p, int64_t lin
   int64_t resident = 0, ra = 0;
   const size_t most = smem_of<ROW, KU>(kMaxL, team_of<KU>(kMaxL));
   cudaError_t e = resident_blocks(p.tc, p.threads, p.smem, &resident, most);
-  if (e == cudaSuccess) e = resident_blocks(p.tca, p.threads, p.smem, &ra, most);
+  if (e == cudaSuccess) e = resident_blocks(p.tca, p.threads, p.smem, &ra, most); // (its limit)
   p.grid = (unsigned)std::min(resident, (lines + kNL - 1) / kNL);
   return e;
 }
@@ -1201,8 +1206,7 @@ template <bool ROW> cudaError_t seg_init(ndf__iir_tc_pass &p, int64_t lines, con
   p.sega = iir_tc_seg<ROW, KU, 2>;
   p.S = S;
   p.NS = (int)((p.L + S - 1) / S);
-  const int64_t QP = ROW || full ? p.Q : (p.Q + kNL - 1) / kNL * kNL;
-  p.groups = ((ROW || full ? lines : lines / p.Q * QP) + kNL - 1) / kNL;
+  p.groups = seg_groups(lines, p.Q, !ROW && !full);
   std::complex<double> pole[2], rho[2];
   double R;
   recursions(f, false, pole, rho, R);
@@ -1212,7 +1216,7 @@ template <bool ROW> cudaError_t seg_init(ndf__iir_tc_pass &p, int64_t lines, con
   }
   p.threads = 32 * team_of<KU>(S);
   p.smem = smem_of<ROW, KU>(S, team_of<KU>(S));
-  int64_t resident = 0, ra = 0;
+  int64_t resident = 0, ra = 0; // (ra: sega's shared-memory limit set)
   cudaError_t e = resident_blocks(p.seg, p.threads, p.smem, &resident);
   if (e == cudaSuccess) e = resident_blocks(p.sega, p.threads, p.smem, &ra);
   if (e == cudaSuccess)
