@@ -341,8 +341,8 @@ static int long_cases(ndf_context *ctx, int cuda, uint64_t *r) {
   for (size_t k = 0; k < sizeof longs / sizeof longs[0]; k++)
     shaped_case(ctx, cuda, r, find_method("iir_deriche", 4), longs[k].nd, longs[k].shape,
                 longs[k].inplace, longs[k].iso, INFINITY);
-  /* the FFMA chunked kernel on lines the tensor-core passes take (NDF_CUDA_IIR_TC=0, and arrays
-     not 16-byte aligned): rows with and without float4 access, columns */
+  /* the FFMA chunked kernel on lines the tensor-core passes take (NDF_CUDA_IIR_TC=0): rows
+     with and without float4 access, columns */
   static const struct {
     int inplace;
     int64_t shape[3];

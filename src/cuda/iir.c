@@ -62,7 +62,7 @@ static int64_t extent(const int64_t *shape, int from, int to) {
 /* Whether a tensor-core pass takes filter f on lines of L (at plan time; it takes arrays of any
  * alignment, ndf__iir_tc_pass_launch). */
 static int tc_takes(const ndf__iir *f, int64_t L) {
-  return ndf__iir_tc_fits(NULL, NULL, L, 1) && ndf__iir_tc_filter(f, L);
+  return ndf__iir_tc_fits(NULL, NULL, L) && ndf__iir_tc_filter(f, L);
 }
 
 /* Whether a pass of f on lines of L runs chunked (on the tensor cores or the FFMA kernel), so
@@ -81,7 +81,8 @@ static int chunked(const ndf__iir *f, int64_t L) {
  * length) forces segments. */
 static int tc_pass(const ndf__iir *f, int64_t L, double bytes) {
   return tc_takes(f, L) &&
-         (L <= 1024 || !ndf__iir_chunks_fit(f, L) || bytes > 32e6 || getenv("NDF_CUDA_IIR_SEG"));
+         (L <= NDF__IIR_TC_LINE || !ndf__iir_chunks_fit(f, L) || bytes > 32e6 ||
+          getenv("NDF_CUDA_IIR_SEG"));
 }
 
 static void filters_run(const ndf__iirp *in, const int64_t *shape, int nd, ndf__iirp *q) {
@@ -97,8 +98,9 @@ static void filters_run(const ndf__iirp *in, const int64_t *shape, int nd, ndf__
  * warp; 280-360 at da35ee3), 64 x 256^2 0.042 ms for the filter back to back. It is slower, and
  * the model does not say so, where rows or columns of a line are not a multiple of 4 long or
  * wide (4- or 8-byte copies: 182 x 218 x 182 0.083 ms against 0.065 for 184 x 218 x 184) and
- * past 512 (one team an SM: 1024 x 256^2 0.48 ms). Other chunked passes (the FFMA kernel: lines
- * of 1025 to 2048, arrays not 16-byte aligned, NDF_CUDA_IIR_TC=0): ~2 TB/s (half the copy
+ * past 512 (one team an SM: 1024 x 256^2 0.48 ms); past 1024, in segments, the array read twice
+ * and written once (H200: 4096^2 0.156 ms). Other chunked passes (the FFMA kernel: lines of 1025
+ * to 2048 on arrays up to 32 MB, tc_pass; NDF_CUDA_IIR_TC=0): ~2 TB/s (half the copy
  * bandwidth; the chunks' chaining and recursions are not all hidden behind the loads), half that
  * on lines past 512 (64 chunks chained in series); measured on an H200, 256^3 0.08 ms a pass,
  * 512^3 0.45-0.5, 2048^2 0.035. Else the larger of: the array moved ~5 times at ~3.3
@@ -117,7 +119,7 @@ static double cost(const ndf__problem *pb, const ndf_context *ctx) {
     const int64_t L = pb->in.shape[d];
     if (!q->ax[d].K || L == 1) continue;
     if (tc_pass(&q->ax[d], L, N * 4)) { /* past 1024 in segments: the array read twice */
-      t += L > 1024 ? 1e-5 + N * 12 / 3.6e12 : 4e-6 + N * 8 / 3.6e12;
+      t += L > NDF__IIR_TC_LINE ? 1e-5 + N * 12 / 3.6e12 : 4e-6 + N * 8 / 3.6e12;
       continue;
     }
     if (ndf__iir_chunks_fit(&q->ax[d], L)) {

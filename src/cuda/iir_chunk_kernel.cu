@@ -25,8 +25,9 @@
 //  3. reads its chunk again, runs both recursions over it, writes the result back into the
 //     stage, and the block stores the group.
 // All loads of a line happen before any store of it, so a pass may run in place.
-// Where it fits (L <= 1024, aligned arrays) the same recursion runs on tensor cores instead
-// (iir_tc_kernel.cu, faster: below).
+// Where the tensor cores take the filter (ndf__iir_tc_filter; any L and alignment, lines past
+// 1024 in segments) the same recursion runs there instead (iir_tc_kernel.cu, faster: below),
+// except lines of 1025 to 2048 on arrays up to 32 MB (iir.c's tc_pass).
 // Measured on an H100 (256^3, 16.7 M samples a pass, Nsight Compute): 51-63 us a pass
 // against 48 us for a device copy, the schedulers issuing in ~70% of cycles: the pass is
 // bound by its instructions, 65 (rows) to 78 (columns) a sample, of which 34 are the

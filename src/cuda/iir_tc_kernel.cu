@@ -84,7 +84,7 @@ using namespace ndf_iir;
 
 // kMaxL: the longest line of a pass (a team of up to 16 warps of 4 chunks, rows, or 8 warps of 8
 // chunks, columns; 148 and 139 KB of shared memory, one team an SM); kMaxYX: of the fused passes
-constexpr int kC = 16, kNL = 16, kMaxL = 1024, kMaxYX = 512;
+constexpr int kC = 16, kNL = 16, kMaxL = NDF__IIR_TC_LINE, kMaxYX = 512;
 constexpr int kXch = 32 * 4; // a warp's floats in a team's exchange buffer
 // 4 teams of 4 warps an SM (at 96, 5 teams, the chunks' zero-start responses kept from step 1
 // to step 3 spill: 256^3 0.200 against 0.162 ms on an H100)
@@ -388,7 +388,9 @@ template <bool ROW, int KU = 4, int M = 0> struct team_group {
     }
   }
   // The same 4 bytes at a time (M == 2), the first e samples (rows) or lines (columns) of each;
-  // 8 bytes at a time where L (rows) or Q (columns) is even (e even, the pairs aligned).
+  // 8 bytes at a time where two (e even, the pairs aligned). (The two loops written once, as a
+  // template on the width, moved ptxas's allocation: 4-8 bytes of spills in iir_tc_seg's M 2
+  // kernels, which had none.)
   template <bool IN>
   __device__ __forceinline__ void pieces4(uint32_t sb, const int (&so)[2], float *gp, int64_t gs,
                                           int ss, int n, int e, bool two) const {
@@ -1262,9 +1264,8 @@ cudaError_t pass_init(ndf__iir_tc_pass &p, int64_t P, int64_t L, int64_t Q, cons
 
 } // namespace
 
-extern "C" int ndf__iir_tc_fits(const float *src, const float *dst, int64_t L, int64_t Q) {
+extern "C" int ndf__iir_tc_fits(const float *src, const float *dst, int64_t L) {
   const char *env = getenv("NDF_CUDA_IIR_TC"); // "0": the FFMA kernel everywhere
-  (void)Q;
   return !(env && env[0] == '0') && L > 0 && L <= INT32_MAX / 2 && ndf__iir_tc_aligned(src, dst);
 }
 
@@ -1277,7 +1278,7 @@ extern "C" int ndf__iir_tc_filter(const ndf__iir *f, int64_t L) {
 extern "C" int ndf__iir_tc_pass_make(ndf__iir_tc_pass **out, int64_t P, int64_t L, int64_t Q,
                                      const ndf__iir *f) {
   *out = NULL;
-  if (P <= 0 || L <= 0 || Q <= 0 || !ndf__iir_tc_fits(NULL, NULL, L, Q) ||
+  if (P <= 0 || L <= 0 || Q <= 0 || !ndf__iir_tc_fits(NULL, NULL, L) ||
       !ndf__iir_tc_filter(f, L))
     return 0;
   ndf__iir_tc_pass *p = (ndf__iir_tc_pass *)malloc(sizeof *p);
@@ -1327,8 +1328,8 @@ extern "C" void ndf__iir_tc_pass_free(ndf__iir_tc_pass *p) {
 }
 
 extern "C" int ndf__iir_tc_yx_fits(const float *src, const float *dst, int64_t Y, int64_t X) {
-  return X % 4 == 0 && X <= kMaxYX && Y <= kMaxYX && ndf__iir_tc_fits(src, dst, X, 1) &&
-         ndf__iir_tc_fits(src, dst, Y, X);
+  return X % 4 == 0 && X <= kMaxYX && Y <= kMaxYX && ndf__iir_tc_fits(src, dst, X) &&
+         ndf__iir_tc_fits(src, dst, Y);
 }
 
 namespace {

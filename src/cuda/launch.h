@@ -66,7 +66,10 @@ int ndf__launch_iir_chunks(const float *src, float *dst, int64_t P, int64_t L, i
 /* The same on tensor cores (iir_tc_kernel.cu; ndf__iir_tc_pass_make below), unless
  * NDF_CUDA_IIR_TC=0: lines past 1024 in segments; src and dst 16-byte aligned where given (the
  * fused passes need it; a made pass takes any alignment). */
-int ndf__iir_tc_fits(const float *src, const float *dst, int64_t L, int64_t Q);
+int ndf__iir_tc_fits(const float *src, const float *dst, int64_t L);
+/* The longest line a tensor-core pass takes whole (a team of warps a line); longer ones go in
+ * segments. */
+#define NDF__IIR_TC_LINE 1024
 /* Whether the tensor-core passes take filter f on lines of L (shape aside: ndf__iir_tc_fits):
  * the parallel form up to sigma 256 (any L), and iir_alvarez of 2 to 4 steps up to sigma 256 and
  * L 1024 as its sections (core/iir.h, ndf__iir_sections), which only these passes run. */
