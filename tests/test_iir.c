@@ -378,13 +378,15 @@ static int long_cases(ndf_context *ctx, int cuda, uint64_t *r) {
 /* cuda_iir on contiguous device arrays that start 4 or 8 bytes past 16-byte alignment (a view
  * one or two floats into its buffer), which the tensor-core passes take with 4- and 8-byte copies:
  * Deriche on every axis, rows and columns of 16-lane groups or not, lines past 1024 (segments),
- * out of place and in place. */
+ * columns of 3 and 4 lines a row (their groups across rows: channels_cases), out of place and in
+ * place. */
 static int misaligned_cases(ndf_context *ctx, uint64_t *r) {
   static const struct {
     int nd, off, inplace;
     int64_t shape[3];
   } mc[] = {{3, 1, 0, {3, 130, 64}}, {3, 2, 1, {5, 64, 128}}, {2, 1, 1, {4, 3000}},
-            {2, 2, 0, {1200, 18}},   {3, 1, 0, {2, 40, 37}},  {3, 3, 1, {70, 16, 256}}};
+            {2, 2, 0, {1200, 18}},   {3, 1, 0, {2, 40, 37}},  {3, 3, 1, {70, 16, 256}},
+            {3, 1, 0, {6, 40, 3}},   {3, 1, 1, {5, 33, 4}}};
   ndf__iir f[3];
   const ndf__iir *fp[3];
   char why[200];
@@ -515,6 +517,54 @@ static int sections_cases(ndf_context *ctx, int cuda, uint64_t *r) {
                 sigma_max(&methods[m]));
   }
   return (int)(sizeof sc / sizeof sc[0]);
+}
+
+/* Images and fields whose channels or components are interleaved ([..][Y][X][C], C < 16: RGB,
+ * ITK's displacement fields), every axis but the last filtered, so that cuda_iir's pass along X
+ * has C lines to a row of [P][Q] (Q = C): the tensor-core pass takes its groups of 16 lines
+ * across those rows (team_group's M 3; 16-byte copies where C % 4 == 0). C of 2 to 15, groups
+ * within and across rows, lines of 4 and 8 chunks a warp, past 1024 (segments; forced on 1100),
+ * in place, Deriche and iir_alvarez's sections; then NDF_CUDA_IIR_TC=0 (the FFMA kernel), and
+ * arrays 4 bytes past 16-byte alignment (misaligned_cases). */
+static int channels_cases(ndf_context *ctx, int cuda, uint64_t *r) {
+  static const struct {
+    const char *name;
+    int order, nd, inplace;
+    const char *seg;
+    int64_t shape[4];
+  } cc[] = {
+      {"iir_deriche", 4, 3, 0, NULL, {20, 37, 3}},  {"iir_deriche", 4, 4, 1, NULL, {9, 24, 40, 3}},
+      {"iir_deriche", 4, 3, 0, NULL, {30, 130, 2}}, {"iir_deriche", 4, 3, 1, NULL, {33, 64, 4}},
+      {"iir_deriche", 4, 3, 0, NULL, {17, 50, 8}},  {"iir_deriche", 4, 3, 0, NULL, {12, 40, 12}},
+      {"iir_deriche", 4, 3, 1, NULL, {7, 70, 15}},  {"iir_deriche", 4, 3, 0, NULL, {5, 600, 5}},
+      {"iir_deriche", 4, 3, 1, NULL, {3, 2100, 3}}, {"iir_deriche", 4, 3, 0, "1024", {2, 1100, 6}},
+      {"iir_alvarez", 3, 3, 0, NULL, {9, 40, 3}},   {"iir_alvarez", 2, 3, 1, NULL, {4, 300, 4}}};
+  int n = 0;
+  for (size_t k = 0; k < sizeof cc / sizeof cc[0]; k++)
+    for (int tc = 1; tc >= 0; tc--) {
+      if (!tc && (!cuda || cc[k].seg)) continue;
+      tcase c;
+      memset(&c, 0, sizeof c);
+      c.method = find_method(cc[k].name, cc[k].order);
+      c.nd = cc[k].nd;
+      for (int d = 0; d < c.nd; d++) {
+        c.shape[d] = cc[k].shape[d];
+        c.sigma[d] = d + 1 < c.nd ? fmin(sigma_max(&methods[c.method]),
+                                         0.5 * pow(400, 0.5 * (ndf_rand_uniform(r) + 1)))
+                                  : 0;
+        c.mode[d] = NDF_MODE_NEAREST;
+      }
+      c.lay.idt = c.lay.odt = NDF_F32;
+      c.lay.dev_in = c.lay.dev_out = cuda;
+      c.lay.inplace = cc[k].inplace;
+      if (!tc) setenv("NDF_CUDA_IIR_TC", "0", 1);
+      if (cc[k].seg && cuda) setenv("NDF_CUDA_IIR_SEG", cc[k].seg, 1);
+      run_case(ctx, cuda, &c, r);
+      unsetenv("NDF_CUDA_IIR_TC");
+      unsetenv("NDF_CUDA_IIR_SEG");
+      n++;
+    }
+  return n;
 }
 
 /* Dtypes and layouts: each of these, then random ones (t_random_layout). */
@@ -1284,12 +1334,13 @@ int main(int argc, char **argv) {
   large_cases(ctx, cuda, &r);
   const int nacc = twin_accuracy_cases(ctx, cuda, &r), nlong = long_cases(ctx, cuda, &r),
             nstride = stride_cases(ctx, cuda, &r), ntwin = twin_cases(ctx, cuda, &r),
-            nsec = sections_cases(ctx, cuda, &r), nmis = cuda ? misaligned_cases(ctx, &r) : 0;
+            nsec = sections_cases(ctx, cuda, &r), nch = channels_cases(ctx, cuda, &r),
+            nmis = cuda ? misaligned_cases(ctx, &r) : 0;
   printf("%d random, %d layout, %d large-sigma, %d twin-for-accuracy, %d long-line, %d long-step, "
-         "%d twin, %d sections and %d misaligned cases on %s: worst relative error %.3g (bound "
-         "%g)\n",
+         "%d twin, %d sections, %d channels and %d misaligned cases on %s: worst relative error "
+         "%.3g (bound %g)\n",
          ncases, nlay + 1, (int)(sizeof large / sizeof large[0]), nacc, nlong, nstride, ntwin, nsec,
-         nmis, dev, worst_seen, t_tol);
+         nch, nmis, dev, worst_seen, t_tol);
   if (!cuda) {
     design_checks();
     twin_checks(&r);

@@ -283,6 +283,12 @@ template <int KU> __host__ __device__ __forceinline__ int team_of(int L) {
 //      4 lines are all live or all not);
 //   2: any L and Q, the pieces moved 4 bytes at a time (8 where L, rows, or Q, columns, is
 //      even), only their live samples (rows: past L is the next line) or lines (columns).
+//   3 (columns, Q < 16: an image's channels, a field's components, interleaved): the lines
+//      counted across the rows of [P][Q], none padded, so that a group may span rows (c0, its
+//      first line's place in its row); a lane's 4 lines moved 16 bytes at a time where they
+//      are one piece (Q % 4 == 0, aligned), else 4 bytes at a time each from its own row.
+//      Padded (1 or 2), a group of [Z][Y][X][3]'s x pass had 3 live lines of 16 (H100, 256^3
+//      x 3: that pass 0.62 ms against 0.16 for y or z).
 // The column pass has a kernel for each, so that where Q % 16 == 0 its code stays as it was
 // before the others were taken (the 512^3 z pass with the partial groups in the same kernel
 // took 382-390 us against 329-332 under Nsight Compute on an H200: same groups, other code).
@@ -293,6 +299,7 @@ template <bool ROW, int KU = 4, int M = 0> struct team_group {
   int L, RP, W, w, We, nu, s0, s1;
   int LR;           // rows: the step between lines (L, but a segment's is the whole line's: len())
   int ef = 0;       // the L2 told its copies in (bit 0) and its stores (bit 1) may go first
+  int c0 = 0;       // (M 3) the group's first line's place in its row of [P][Q]
   uint64_t pol = 0; // (the policy, when ef)
   __device__ __forceinline__ team_group(float *xs_, int L_, int W_, int w_)
       : xs(xs_), L(L_), W(W_), w(w_), LR(L_) {
@@ -352,6 +359,18 @@ template <bool ROW, int KU = 4, int M = 0> struct team_group {
       n = M && c >= live ? 0 : s1 - s0 == KU * kC ? KU * kC / 8 : max(0, (s1 - i0 + 7) / 8);
       if (M == 2)
         return pieces4<IN>(sb, so, gp, gs, ss, n, min(4, live - c), Q % 2 == 0 && al8(gp));
+      if (M == 3) {
+        // line c0 + c + j of the group's first row: row (c0 + c + j) / Q, rows LR Q apart
+        int64_t d[4];
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+          const int m = c0 + c + j, r = m / (int)Q;
+          d[j] = (int64_t)r * LR * Q + (m - r * Q) - c0 - c;
+        }
+        if (Q % 4 || (uintptr_t)(gp + d[0]) % 16)
+          return flat4<IN>(sb, so, gp, gs, ss, n, live - c, d);
+        gp += d[0];
+      }
     }
     // A whole span, the common case, goes without a test between its pieces, which would also
     // cost each copy the three no-op loads that ptxas puts before a run of them (H200, 256^3:
@@ -418,6 +437,24 @@ template <bool ROW, int KU = 4, int M = 0> struct team_group {
               gp[j] = xs[o + j];
           }
       }
+    }
+  }
+  // M 3's 4-byte copies: the first e of the lane's 4 lines, line j at gp + d[j].
+  template <bool IN>
+  __device__ __forceinline__ void flat4(uint32_t sb, const int (&so)[2], float *gp, int64_t gs,
+                                        int ss, int n, int e, const int64_t (&d)[4]) const {
+#pragma unroll 1
+    for (int k = 0; k < n; k++, gp += gs) {
+      const int o = so[k & 1] + k * ss;
+#pragma unroll
+      for (int j = 0; j < 4; j++)
+        if (j < e) {
+          if (IN)
+            asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(sb + 4 * (o + j)),
+                         "l"(gp + d[j]));
+          else
+            gp[d[j]] = xs[o + j];
+        }
     }
   }
   // This warp's part of a group: its loads issued.
@@ -662,7 +699,7 @@ __global__ void __maxnreg__(regs_of<KU>())
   extern __shared__ __align__(16) float smem[];
   const int W = blockDim.x / 32;
   team_group<ROW, KU, M> gr(smem, L, W, threadIdx.x / 32);
-  constexpr bool PART = !ROW && M > 0;
+  constexpr bool PART = !ROW && (M == 1 || M == 2);
   const int stage = gr.stage(L);
   float *xch = smem + 2 * stage;
   __shared__ uint4 table[8][32];
@@ -672,8 +709,8 @@ __global__ void __maxnreg__(regs_of<KU>())
     gr.ef = 2;
   }
   // groups of 16 lines in turn; columns: a row of [P][Q] in groups of 16, its last one partial
-  // where Q % 16 (M > 0), as if each row were padded to QP lines. A group's first line, (p, q) of
-  // [P][QP] (rows: Q == 1), as the groups advance.
+  // where Q % 16 (M 1, 2), as if each row were padded to QP lines (M 3: not padded). A group's
+  // first line, (p, q) of [P][QP] (rows: Q == 1), as the groups advance.
   const int64_t QP = ROW || !PART ? Q : (Q + kNL - 1) / kNL * kNL,
                 groups = ((ROW || !PART ? lines : lines / Q * QP) + kNL - 1) / kNL;
   walk2<int64_t> l0((int64_t)blockIdx.x * kNL, (int64_t)gridDim.x * kNL, QP);
@@ -682,6 +719,7 @@ __global__ void __maxnreg__(regs_of<KU>())
     return (int)min((int64_t)kNL, ROW || !PART ? lines - gi * kNL : Q - l0.c);
   };
   int64_t gi = blockIdx.x, cur = 0;
+  if (M == 3) gr.c0 = (int)l0.c;
   if (gi < groups) gr.load(src + off(), Q, live(gi));
   commit();
   for (int b = 0; gi < groups; gi += gridDim.x, b ^= 1) {
@@ -689,13 +727,15 @@ __global__ void __maxnreg__(regs_of<KU>())
     cur = off();
     // (a partial group's live lines come from l0, so before next(); the others' from gi, after
     // it, as before partial groups, keeping their code: team_group's M)
-    const int lc = PART ? live(gi) : 0;
+    const int lc = PART ? live(gi) : 0, c0 = (int)l0.c;
     l0.next();
     gr.xs = smem + (b ^ 1) * stage; // the next group's copies, into the other stage
+    if (M == 3) gr.c0 = (int)l0.c;
     if (gn < groups) gr.load(src + off(), Q, live(gn));
     commit();
     wait_prior1();
     gr.xs = smem + b * stage;
+    if (M == 3) gr.c0 = c0;
     gr.template run<CPL>(fr, dst + cur, Q, PART ? lc : live(gi), xch + b * W * kXch);
   }
 }
@@ -722,7 +762,7 @@ __global__ void __maxnreg__(regs_of<KU>())
   const int W = blockDim.x / 32;
   team_group<ROW, KU, M> gr(smem, S, W, threadIdx.x / 32);
   gr.LR = L;
-  constexpr bool PART = !ROW && M > 0;
+  constexpr bool PART = !ROW && (M == 1 || M == 2);
   const int stage = gr.stage(S), NS = (L + S - 1) / S, lane = threadIdx.x % 32;
   float *xch = smem + 2 * stage;
   __shared__ uint4 table[8][32];
@@ -737,11 +777,13 @@ __global__ void __maxnreg__(regs_of<KU>())
   struct item {
     int64_t at, gi; // the segment's first sample; its group
     int k, live;    // its segment; the group's live lines
+    int c0;         // (columns) the group's first line's place in its row of [P][QP]
   };
   auto item_of = [&](int64_t it) {
     item r;
     r.gi = it / NS;
     r.k = (int)(it - r.gi * NS);
+    r.c0 = 0;
     const int64_t l = r.gi * kNL;
     if (ROW) {
       r.at = l * L + (int64_t)r.k * S;
@@ -750,6 +792,7 @@ __global__ void __maxnreg__(regs_of<KU>())
       const int64_t p = l / QP, c = l - p * QP;
       r.at = p * L * Q + c + (int64_t)r.k * S * Q;
       r.live = (int)min((int64_t)kNL, PART ? Q - c : lines - l);
+      r.c0 = (int)c;
     }
     return r;
   };
@@ -758,6 +801,7 @@ __global__ void __maxnreg__(regs_of<KU>())
   item cur = item_of(it);
   if (it < items) {
     gr.len(seg_len(cur));
+    gr.c0 = cur.c0;
     gr.load(src + cur.at, Q, cur.live);
   }
   commit();
@@ -767,12 +811,14 @@ __global__ void __maxnreg__(regs_of<KU>())
     gr.xs = smem + (b ^ 1) * stage; // the next item's copies, into the other stage
     if (in < items) {
       gr.len(seg_len(nx));
+      gr.c0 = nx.c0;
       gr.load(src + nx.at, Q, nx.live);
     }
     commit();
     wait_prior1();
     gr.xs = smem + b * stage;
     gr.len(seg_len(cur));
+    gr.c0 = cur.c0;
     const int lt = lane % 4;
     // a segment's causal lanes (lt < 2) enter it from the one before, the others from the one after
     const bool zuse = lt < 2 ? cur.k > 0 : cur.k < NS - 1;
@@ -1180,14 +1226,16 @@ namespace {
 // ~10 us of host time a pass launched on each call).
 template <bool ROW, int KU> cudaError_t tc_init(ndf__iir_tc_pass &p, int64_t lines, int L) {
   const int W = team_of<KU>(L);
-  constexpr int M1 = ROW ? 0 : 1; // (team_group's M; rows have no kernel of their own for 1)
-  if (ROW ? L % 4 : p.Q % 4)
+  constexpr int M1 = ROW ? 0 : 1, M3 = ROW ? 2 : 3; // (team_group's M; rows have no 1 or 3)
+  if (!ROW && p.Q < kNL)                            // (any alignment)
+    p.tc = p.tca = p.q.coupled ? iir_tc<ROW, KU, true, M3> : iir_tc<ROW, KU, false, M3>;
+  else if (ROW ? L % 4 : p.Q % 4)
     p.tc = p.q.coupled ? iir_tc<ROW, KU, true, 2> : iir_tc<ROW, KU, false, 2>;
   else if (!ROW && p.Q % kNL)
     p.tc = p.q.coupled ? iir_tc<ROW, KU, true, M1> : iir_tc<ROW, KU, false, M1>;
   else
     p.tc = p.q.coupled ? iir_tc<ROW, KU, true, 0> : iir_tc<ROW, KU, false, 0>;
-  p.tca = p.q.coupled ? iir_tc<ROW, KU, true, 2> : iir_tc<ROW, KU, false, 2>;
+  if (ROW || p.Q >= kNL) p.tca = p.q.coupled ? iir_tc<ROW, KU, true, 2> : iir_tc<ROW, KU, false, 2>;
   p.threads = 32 * W;
   p.smem = smem_of<ROW, KU>(L, W);
   int64_t resident = 0, ra = 0;
@@ -1203,12 +1251,13 @@ template <bool ROW, int KU> cudaError_t tc_init(ndf__iir_tc_pass &p, int64_t lin
 constexpr int kSeg = 256;
 template <bool ROW> cudaError_t seg_init(ndf__iir_tc_pass &p, int64_t lines, const ndf__iir &f) {
   constexpr int KU = 4, S = kSeg;
-  const bool full = ROW ? p.L % 4 == 0 : p.Q % kNL == 0;
-  p.seg = full ? iir_tc_seg<ROW, KU, 0> : iir_tc_seg<ROW, KU, 2>;
-  p.sega = iir_tc_seg<ROW, KU, 2>;
+  constexpr int M3 = ROW ? 2 : 3; // (team_group's M: columns, Q < 16, any alignment)
+  const bool full = ROW ? p.L % 4 == 0 : p.Q % kNL == 0, flat = !ROW && p.Q < kNL;
+  p.seg = flat ? iir_tc_seg<ROW, KU, M3> : full ? iir_tc_seg<ROW, KU, 0> : iir_tc_seg<ROW, KU, 2>;
+  p.sega = flat ? iir_tc_seg<ROW, KU, M3> : iir_tc_seg<ROW, KU, 2>;
   p.S = S;
   p.NS = (int)((p.L + S - 1) / S);
-  p.groups = seg_groups(lines, p.Q, !ROW && !full);
+  p.groups = seg_groups(lines, p.Q, !ROW && !full && !flat);
   std::complex<double> pole[2], rho[2];
   double R;
   recursions(f, false, pole, rho, R);
