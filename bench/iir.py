@@ -8,8 +8,10 @@ writes DIR/iir.json (every figure), DIR/iir.md (tables, the summary last), DIR/i
 and DIR/iir_sigma.png (with matplotlib). scripts/gpu-check.sh runs it as part `iir`.
 
   iir_gpu       (GPU) float32, mode 'nearest', on CuPy arrays: 256x256x{64,128,256} and 512^3 at
-                sigma 4.5, 256^3 at sigma 1, 2, 8, 16, 32, 64 (time against sigma), and a
-                4096^2 image at 4.5 and 50 (lines past 1024). ndfilt
+                sigma 4.5, 256^3 at sigma 1, 2, 8, 16, 32, 64 (time against sigma), a
+                4096^2 image at 4.5 and 50 (lines past 1024), and interleaved channels at 4.5,
+                the last axis not filtered: a 256^3 x 3 displacement field and a 2048^2 RGB
+                image. ndfilt
                 gaussian_filter(method='cuda_iir' (Deriche), 'iir_vyv', 'iir_alvarez', 'fir',
                 'auto') against cupyx.scipy.ndimage.gaussian_filter (truncate 4). One call timed
                 by CUDA events (bench/timing.py), after warm-up, median; ndfilt also back to back.
@@ -60,7 +62,10 @@ MODE = "nearest"  # the one mode the recursive methods take
 # iir_gpu: (shape, sigmas); the first sigma of a shape is the one the targets are about.
 GPU_CASES = [((64, 256, 256), [4.5]), ((128, 256, 256), [4.5]),
              ((256, 256, 256), [4.5, 1, 2, 8, 16, 32, 64]), ((512, 512, 512), [4.5]),
-             ((4096, 4096), [4.5, 50])]  # lines past 1024: segments (2026-11-23)
+             ((4096, 4096), [4.5, 50]),  # lines past 1024: segments (2026-11-23)
+             # interleaved components or channels, the last axis not filtered (2026-11-23): a
+             # displacement field as ITK and SimpleITK hold it, and an RGB image
+             ((256, 256, 256, 3), [4.5], "channels"), ((2048, 2048, 3), [4.5], "channels")]
 GPU_CASES_QUICK = [((64, 256, 256), [4.5]), ((256, 256, 256), [4.5, 1, 16, 64])]
 GPU_NDF = ["cuda_iir", "iir_vyv", "iir_alvarez", "fir", "auto"]
 GPU_LABEL = {"cuda_iir": "ndfilt cuda_iir (Deriche)", "iir_vyv": "ndfilt iir_vyv",
@@ -220,6 +225,11 @@ def _shape_str(s):
     return "×".join(map(str, s))
 
 
+def _sig(r):
+    """A row's sigma: one for every axis, or each axis's (channels: none on the last)."""
+    return ", ".join(f"{v:g}" for v in r["sigma_axes"]) if "sigma_axes" in r else f"{r['sigma']:g}"
+
+
 # ------------------------------------------------------------------ GPU
 
 def gpu_modules():
@@ -287,7 +297,7 @@ def bench_gpu(G, quick):
     # The machine's copy bandwidth on a buffer far beyond L2, for reference.
     res["copy_bandwidth_512MiB_GBs"] = _big_copy_bw(cp)
     cases = GPU_CASES_QUICK if quick else GPU_CASES
-    for shape, sigmas in cases:
+    for shape, sigmas, *chan in cases:
         nbytes = int(np.prod(shape)) * 4
         nin = _n_inputs(nbytes)
         hosts = [rng.standard_normal(shape, dtype=np.float32) for _ in range(nin)]
@@ -299,14 +309,18 @@ def bench_gpu(G, quick):
         floor_ms = 2 * copy_ms  # two passes, each one read + one write at copy bandwidth
         slow_from = {}  # contender -> the sigma at which a call took over SKIP_S
         for sigma in sorted(sigmas):
+            # the sigma of each axis: sigma, but none on the channels' axis
+            sg = (sigma,) * (len(shape) - 1) + (0,) if chan else sigma
             row = {"shape": list(shape), "sigma": sigma, "bytes": nbytes, "inputs_rotated": nin,
                    "copy_ms": copy_ms, "copy_bandwidth_GBs": copy_bw, "floor_ms": floor_ms,
                    "issue_floor_ms": ISSUE_FLOOR_MS.get(shape), "t": {}, "solver": {},
                    "rel_l2_vs_cupyx": {}, "rel_l2_vs_true": {}}
-            fns = {m: (lambda x, m=m: ndfilt.gaussian_filter(x, sigma, output=out_nd,
+            if chan:
+                row["sigma_axes"] = list(sg)
+            fns = {m: (lambda x, m=m: ndfilt.gaussian_filter(x, sg, output=out_nd,
                                                              mode=MODE, method=m))
                    for m in GPU_NDF}
-            fns["cupyx"] = lambda x: cndi.gaussian_filter(x, sigma, output=out_cx, mode=MODE)
+            fns["cupyx"] = lambda x: cndi.gaussian_filter(x, sg, output=out_cx, mode=MODE)
             cx_ok = False
             for name in ["cupyx"] + GPU_NDF:
                 if name in slow_from:
@@ -334,7 +348,7 @@ def bench_gpu(G, quick):
             # the true Gaussian (float64, truncate 12) for the sigmas where it is cheap
             if sigma <= REF_MAX_SIGMA:
                 try:
-                    ref = cndi.gaussian_filter(xs[0].astype(cp.float64), sigma, mode=MODE,
+                    ref = cndi.gaussian_filter(xs[0].astype(cp.float64), sg, mode=MODE,
                                                truncate=REF_TRUNCATE)
                     nref = float(cp.linalg.norm(ref))
                     for name in GPU_NDF + ["cupyx"]:
@@ -355,7 +369,7 @@ def bench_gpu(G, quick):
                     got = cp.asnumpy(out_nd)
                     ndfilt.set_device("cpu")
                     try:
-                        twin = ndfilt.gaussian_filter(hosts[0], sigma, mode=MODE,
+                        twin = ndfilt.gaussian_filter(hosts[0], sg, mode=MODE,
                                                       method="cpu_iir")
                     finally:
                         ndfilt.set_device("auto")
@@ -644,8 +658,8 @@ def md_gpu(res):
         t = r["t"]
         ci = t.get("cuda_iir", {})
         seed = SEED_GPU_S.get(tuple(r["shape"])) if r["sigma"] == 4.5 else None
-        L.append("| %s | %g | %.0f | %.3f | %s | %s | %s | %s | %s | %s | %s | %s |"
-                 % (_shape_str(r["shape"]), r["sigma"], r["copy_bandwidth_GBs"], r["floor_ms"],
+        L.append("| %s | %s | %.0f | %.3f | %s | %s | %s | %s | %s | %s | %s | %s |"
+                 % (_shape_str(r["shape"]), _sig(r), r["copy_bandwidth_GBs"], r["floor_ms"],
                     _f(r["issue_floor_ms"]), " | ".join(_tcell(t.get(n, {})) for n in names),
                     _f(ci.get("pct_floor"), "%.0f%%"), _f(ci.get("ms_stream")),
                     _f(ci.get("pct_floor_stream"), "%.0f%%"), _f(ci.get("x_cupyx"), "%.1f×"),
@@ -659,7 +673,7 @@ def md_gpu(res):
             t = r["t"].get(n, {})
             cells.append("%.3f (%.0f%%)" % (t["ms_stream"], t["pct_floor_stream"])
                          if "ms_stream" in t else "–")
-        L.append(f"| {_shape_str(r['shape'])} | {r['sigma']:g} | " + " | ".join(cells) + " |")
+        L.append(f"| {_shape_str(r['shape'])} | {_sig(r)} | " + " | ".join(cells) + " |")
     L += ["", "Relative L2 difference (on the first input) against the true Gaussian "
           f"(cupyx, float64, truncate {REF_TRUNCATE:g}, σ ≤ {REF_MAX_SIGMA}) and against "
           "cupyx float32 truncate 4; cuda_iir against its CPU twin cpu_iir (max relative):", "",
@@ -668,7 +682,7 @@ def md_gpu(res):
           "|" + "---|" * (len(names) + len(GPU_NDF) + 3)]
     for r in res["rows"]:
         vt, vc = r["rel_l2_vs_true"], r["rel_l2_vs_cupyx"]
-        L.append(f"| {_shape_str(r['shape'])} | {r['sigma']:g} | " + " | ".join(
+        L.append(f"| {_shape_str(r['shape'])} | {_sig(r)} | " + " | ".join(
             _f(vt.get(n), "%.1e") for n in names) + " | " + " | ".join(
             _f(vc.get(n), "%.1e") for n in GPU_NDF) + " | "
             + _f(r.get("cuda_iir_vs_cpu_iir_max_rel"), "%.1e") + " |")
