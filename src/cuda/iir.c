@@ -97,8 +97,9 @@ static void filters_run(const ndf__iirp *in, const int64_t *shape, int nd, ndf__
  * plus ~4 us; measured on an H200, 256^3 36-39 us a pass, 512^3 279-325 (columns on 8 chunks a
  * warp; 280-360 at da35ee3), 64 x 256^2 0.042 ms for the filter back to back. It is slower, and
  * the model does not say so, where rows or columns of a line are not a multiple of 4 long or
- * wide (4- or 8-byte copies: 182 x 218 x 182 0.083 ms against 0.065 for 184 x 218 x 184) and
- * past 512 (one team an SM: 1024 x 256^2 0.48 ms); past 1024, in segments, the array read twice
+ * wide (4- or 8-byte copies: 182 x 218 x 182 0.083 ms against 0.065 for 184 x 218 x 184), on
+ * columns of an odd number of lines under 16 a row (interleaved channels, 4-byte copies: the X
+ * pass of a 256^3 x 3 field 0.178 ms against 0.12 for its Y or Z pass) and past 512 (one team an SM: 1024 x 256^2 0.48 ms); past 1024, in segments, the array read twice
  * and written once (H200: 4096^2 0.156 ms). Other chunked passes (the FFMA kernel: lines of 1025
  * to 2048 on arrays up to 32 MB, tc_pass; NDF_CUDA_IIR_TC=0): ~2 TB/s (half the copy
  * bandwidth; the chunks' chaining and recursions are not all hidden behind the loads), half that
