@@ -221,12 +221,14 @@ int main(int argc, char **argv) {
     run_case(ctx, cuda, method, &c, &r);
   }
   /* Larger arrays, so that every thread and block has lines to do, with
-   * kernels in each tap bucket of the GPU kernels and past the largest. */
-  static const int64_t big[4][4] = {{37, 64, 65}, {5, 7, 33, 129}, {4099}, {67, 1031}};
-  static const int bnd[4] = {3, 4, 1, 2};
+   * kernels in each tap bucket of the GPU kernels and past the largest; the last two
+   * interleaved (3 and 2 channels last: cuda_sep's column pass across rows of [P][Q]). */
+  static const int64_t big[6][4] = {{37, 64, 65}, {5, 7, 33, 129}, {4099},
+                                    {67, 1031},   {301, 67, 3},    {9, 40, 130, 2}};
+  static const int bnd[6] = {3, 4, 1, 2, 3, 4};
   static const int64_t taps[] = {3, 9, 16, 33, 64, 65, 129, 200, 256, 257, 301};
   int t = 0;
-  for (int b = 0; b < 4; b++)
+  for (int b = 0; b < 6; b++)
     for (int axis = 0; axis < bnd[b]; axis++)
       for (int rep = 0; rep < (b == 3 ? 6 : 1); rep++, t++) {
         memset(&c, 0, sizeof c);

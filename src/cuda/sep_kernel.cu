@@ -6,7 +6,10 @@
 //   quarter-warp reads 128 contiguous bytes: no bank conflicts).
 // cols: along any slower axis, the array seen as [P][L][Q] with Q contiguous. Threads
 //   run across q (coalesced) and each computes CP consecutive outputs along the axis,
-//   reading the inputs it needs once from global memory (L1/L2 serve the overlap).
+//   reading the inputs it needs once from global memory (L1/L2 serve the overlap). Where Q
+//   is under a warp's width (interleaved channels: the x pass of [Y][X][3]), a block's
+//   threads run across the lines (p, q) of several rows of [P][Q] ('flat'), not one row's Q
+//   with the rest of the warp idle.
 // Both stream the inputs past per-thread accumulators: input e of a thread feeds
 // output p through tap e - p. The taps are kernel parameters and NT, a bound on their
 // count n, is a template parameter, so the loop over groups of 8 inputs unrolls
@@ -224,15 +227,19 @@ __device__ __forceinline__ float col_in(const float *plane, int64_t r, int64_t L
 // or -1 for cval. A block needs CY * CP + n + 7 of them at most.
 constexpr int COL_MAP = CY * CP + NT_MAX + 8;
 
-template <int NT, bool EXACT>
-__global__ void __launch_bounds__(CX *CY) sep_cols(const float *__restrict__ in,
-                                                   float *__restrict__ out, int64_t P, int64_t L,
-                                                   int64_t Q, int n, int64_t left, int mode,
-                                                   float cval, const float *__restrict__ wg,
-                                                   Taps<NT> taps) {
+template <int NT, bool EXACT, bool FLAT>
+__global__ void __launch_bounds__(CX *CY)
+    sep_cols(const float *__restrict__ in, float *__restrict__ out, int64_t NP, int64_t L,
+             int64_t Q, int n, int64_t left, int mode, float cval, const float *__restrict__ wg,
+             Taps<NT> taps) {
   __shared__ int rows[COL_MAP];
-  const int64_t q = (int64_t)blockIdx.x * CX + threadIdx.x;
-  const bool active = q < Q;
+  // the thread's line: q of each of the NP planes (blockIdx.z on); FLAT, line l of the NP rows
+  // of [NP][Q], its row r's offset folded into q, and one plane (P) in the grid (a kernel of
+  // its own: a runtime flag gave the 64-tap bucket 60 registers instead of 40)
+  const int64_t l = (int64_t)blockIdx.x * CX + threadIdx.x,
+                r = FLAT ? (uint32_t)l / (uint32_t)Q : 0, // (FLAT: NP Q < 2^31)
+      q = l + r * (L - 1) * Q, P = FLAT ? 1 : NP;
+  const bool active = FLAT ? r < NP : q < Q;
   const int64_t iblocks = (L + CY * CP - 1) / (CY * CP);
   const int ng = whole_groups<NT, CP, EXACT>(n);
   const int need = CY * CP + n + 7; // rows the loads below may touch
@@ -469,11 +476,19 @@ cudaError_t cols_nt(const float *in, float *out, int64_t P, int64_t L, int64_t Q
   Taps<NT> t;
   for (int j = 0; j < NT; j++)
     t.w[j] = j < n ? w[j] : 0.f;
-  const int64_t gx = (Q + CX - 1) / CX, gy = (L + CY * CP - 1) / (CY * CP);
+  // flat: a block's CX threads across the lines of several rows of [P][Q] (sep_cols)
+  const int flat = Q < CX && P > 1 && P * Q < (1LL << 31);
+  const int64_t gx = ((flat ? P * Q : Q) + CX - 1) / CX, gy = (L + CY * CP - 1) / (CY * CP),
+                gz = flat ? 1 : P;
   if (L >= (1LL << 31) || gx >= (1LL << 31)) return cudaErrorNotSupported; /* int row indices */
   const dim3 grid((unsigned)gx, (unsigned)(gy < 65535 ? gy : 65535),
-                  (unsigned)(P < 65535 ? P : 65535));
-  sep_cols<NT, EXACT><<<grid, dim3(CX, CY), 0, st>>>(in, out, P, L, Q, n, left, mode, cval, wg, t);
+                  (unsigned)(gz < 65535 ? gz : 65535));
+  if (flat)
+    sep_cols<NT, EXACT, true>
+        <<<grid, dim3(CX, CY), 0, st>>>(in, out, P, L, Q, n, left, mode, cval, wg, t);
+  else
+    sep_cols<NT, EXACT, false>
+        <<<grid, dim3(CX, CY), 0, st>>>(in, out, P, L, Q, n, left, mode, cval, wg, t);
   return cudaGetLastError();
 }
 
