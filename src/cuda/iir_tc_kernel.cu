@@ -749,7 +749,7 @@ __global__ void __maxnreg__(regs_of<KU>())
 // segment; then, exp 0, each segment filtered from those. The array is read twice and written
 // once, and a segment reads only its own samples, so the pass may run in place.
 // iir_tc_seg's groups of 16 lines: as iir_tc's, each row of [P][Q] padded to whole groups where
-// pad (columns of a partial group, M > 0; rows: Q == 1).
+// pad (columns of a partial group, M 1 or 2; rows: Q == 1).
 __host__ __device__ __forceinline__ int64_t seg_groups(int64_t lines, int64_t Q, bool pad) {
   return ((pad ? lines / Q * ((Q + kNL - 1) / kNL * kNL) : lines) + kNL - 1) / kNL;
 }
@@ -1200,7 +1200,8 @@ tcparams make_params(const ndf__iir &f) {
 
 // A pass made once and launched many times (launch.h): the filter's matrices, the kernel and its
 // launch. tc: along L of [P][L][Q]; else yxc: the last two axes of [P][L][Q] on clusters.
-// tca, sega: the kernels for arrays not 16-byte aligned (M 2). seg: lines longer than kMaxL, in
+// tca, sega: the kernels for arrays not 16-byte aligned (M 2; M 3, columns of Q < 16, takes any
+// alignment itself, and is both). seg: lines longer than kMaxL, in
 // segments of S (NS of them, groups groups of lines; zb their states, on the device).
 struct ndf__iir_tc_pass {
   tcparams q;
@@ -1227,15 +1228,16 @@ namespace {
 template <bool ROW, int KU> cudaError_t tc_init(ndf__iir_tc_pass &p, int64_t lines, int L) {
   const int W = team_of<KU>(L);
   constexpr int M1 = ROW ? 0 : 1, M3 = ROW ? 2 : 3; // (team_group's M; rows have no 1 or 3)
-  if (!ROW && p.Q < kNL)                            // (any alignment)
-    p.tc = p.tca = p.q.coupled ? iir_tc<ROW, KU, true, M3> : iir_tc<ROW, KU, false, M3>;
+  const bool flat = !ROW && p.Q < kNL;              // (M 3: any alignment)
+  if (flat)
+    p.tc = p.q.coupled ? iir_tc<ROW, KU, true, M3> : iir_tc<ROW, KU, false, M3>;
   else if (ROW ? L % 4 : p.Q % 4)
     p.tc = p.q.coupled ? iir_tc<ROW, KU, true, 2> : iir_tc<ROW, KU, false, 2>;
   else if (!ROW && p.Q % kNL)
     p.tc = p.q.coupled ? iir_tc<ROW, KU, true, M1> : iir_tc<ROW, KU, false, M1>;
   else
     p.tc = p.q.coupled ? iir_tc<ROW, KU, true, 0> : iir_tc<ROW, KU, false, 0>;
-  if (ROW || p.Q >= kNL) p.tca = p.q.coupled ? iir_tc<ROW, KU, true, 2> : iir_tc<ROW, KU, false, 2>;
+  p.tca = flat ? p.tc : p.q.coupled ? iir_tc<ROW, KU, true, 2> : iir_tc<ROW, KU, false, 2>;
   p.threads = 32 * W;
   p.smem = smem_of<ROW, KU>(L, W);
   int64_t resident = 0, ra = 0;
