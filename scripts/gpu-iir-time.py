@@ -4,8 +4,8 @@
 # FIR Gaussian in float64. PROBE_METHOD: the method timed (default cuda_iir); PROBE_ORDER its
 # iir_order (steps of iir_alvarez; default the method's); PROBE_SIGMA the sigmas
 # (separated by commas or slashes, default 4.5); PROBE_SHAPES the shapes (likewise; default
-# 256x256x64,256x256x256,512x512x512); PROBE_PEER=1: cupyx's FIR filter too. The library is NDFILT_LIBRARY; run by gpu-iir-probe.sh
-# and gpu-iir-variants.sh once per build.
+# 256x256x64,256x256x256,512x512x512); PROBE_PEER=1: cupyx's FIR filter too. The library is
+# NDFILT_LIBRARY; run by gpu-iir-probe.sh and gpu-iir-variants.sh once per build.
 import os, re, cupy as cp, numpy as np, ndfilt, cupyx.scipy.ndimage as cnd
 M = os.environ.get('PROBE_METHOD', 'cuda_iir')  # the gaussian method timed
 O = {'iir_order': int(os.environ['PROBE_ORDER'])} if os.environ.get('PROBE_ORDER') else {}

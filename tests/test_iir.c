@@ -241,23 +241,30 @@ static int twin_accuracy_cases(ndf_context *ctx, int cuda, uint64_t *r) {
 }
 
 /* One case of the tables below: method k (methods[]) on float32 of the given shape, nearest,
- * in place or not; sigma 0.5 to 200 (log-uniform) on each axis, at most smax; iso: one sigma on
- * every axis, then on cuda again without and with each fused (y, x) pass of cuda_iir forced. */
-static void shaped_case(ndf_context *ctx, int cuda, uint64_t *r, int k, int nd,
-                        const int64_t *shape, int inplace, int iso, double smax) {
+ * in place or not; sigma 0.5 to 200 (log-uniform) on each axis (shaped: on the first nf), at
+ * most smax; iso: one sigma on every axis, then on cuda again without and with each fused (y, x)
+ * pass of cuda_iir forced. */
+static tcase shaped(uint64_t *r, int cuda, int k, int nd, const int64_t *shape, int inplace,
+                    int iso, double smax, int nf) {
   tcase c;
   memset(&c, 0, sizeof c);
   c.method = k;
   c.nd = nd;
   for (int d = 0; d < nd; d++) {
     c.shape[d] = shape[d];
-    c.sigma[d] =
-        iso && d ? c.sigma[0] : fmin(smax, 0.5 * pow(400, 0.5 * (ndf_rand_uniform(r) + 1)));
+    if (d < nf) /* (nf: the axes filtered, the first; sigma 0 on the others) */
+      c.sigma[d] =
+          iso && d ? c.sigma[0] : fmin(smax, 0.5 * pow(400, 0.5 * (ndf_rand_uniform(r) + 1)));
     c.mode[d] = NDF_MODE_NEAREST;
   }
   c.lay.idt = c.lay.odt = NDF_F32;
   c.lay.dev_in = c.lay.dev_out = cuda;
   c.lay.inplace = inplace;
+  return c;
+}
+static void shaped_case(ndf_context *ctx, int cuda, uint64_t *r, int k, int nd,
+                        const int64_t *shape, int inplace, int iso, double smax) {
+  tcase c = shaped(r, cuda, k, nd, shape, inplace, iso, smax, nd);
   run_case(ctx, cuda, &c, r);
   if (iso && cuda)
     for (char v[2] = "0"; v[0] <= '2'; v[0]++) {
@@ -543,20 +550,9 @@ static int channels_cases(ndf_context *ctx, int cuda, uint64_t *r) {
   for (size_t k = 0; k < sizeof cc / sizeof cc[0]; k++)
     for (int tc = 1; tc >= 0; tc--) {
       if (!tc && (!cuda || cc[k].seg)) continue;
-      tcase c;
-      memset(&c, 0, sizeof c);
-      c.method = find_method(cc[k].name, cc[k].order);
-      c.nd = cc[k].nd;
-      for (int d = 0; d < c.nd; d++) {
-        c.shape[d] = cc[k].shape[d];
-        c.sigma[d] = d + 1 < c.nd ? fmin(sigma_max(&methods[c.method]),
-                                         0.5 * pow(400, 0.5 * (ndf_rand_uniform(r) + 1)))
-                                  : 0;
-        c.mode[d] = NDF_MODE_NEAREST;
-      }
-      c.lay.idt = c.lay.odt = NDF_F32;
-      c.lay.dev_in = c.lay.dev_out = cuda;
-      c.lay.inplace = cc[k].inplace;
+      const int m = find_method(cc[k].name, cc[k].order), nd = cc[k].nd;
+      tcase c =
+          shaped(r, cuda, m, nd, cc[k].shape, cc[k].inplace, 0, sigma_max(&methods[m]), nd - 1);
       if (!tc) setenv("NDF_CUDA_IIR_TC", "0", 1);
       if (cc[k].seg && cuda) setenv("NDF_CUDA_IIR_SEG", cc[k].seg, 1);
       run_case(ctx, cuda, &c, r);

@@ -17,8 +17,7 @@
  * together (iir_tc_kernel.cu: a slice to a thread-block cluster; the array crosses DRAM once for
  * both): see fused_yx. The plan makes the tensor-core passes (their matrices, blocks and shared
  * memory) once, so that a call only launches them (H200, host time a call: 64^3 20.7 -> 13.0 us,
- * 256^3 13.5
- * -> 9.5; bench/results/iir-host-2026-11-23-h200). */
+ * 256^3 13.5 -> 9.5; bench/results/iir-host-2026-11-23-h200). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,8 +98,9 @@ static void filters_run(const ndf__iirp *in, const int64_t *shape, int nd, ndf__
  * the model does not say so, where rows or columns of a line are not a multiple of 4 long or
  * wide (4- or 8-byte copies: 182 x 218 x 182 0.083 ms against 0.065 for 184 x 218 x 184), on
  * columns of an odd number of lines under 16 a row (interleaved channels, 4-byte copies: the X
- * pass of a 256^3 x 3 field 0.178 ms against 0.12 for its Y or Z pass) and past 512 (one team an SM: 1024 x 256^2 0.48 ms); past 1024, in segments, the array read twice
- * and written once (H200: 4096^2 0.156 ms). Other chunked passes (the FFMA kernel: lines of 1025
+ * pass of a 256^3 x 3 field 0.178 ms against 0.12 for its Y or Z pass) and past 512 (one team
+ * an SM: 1024 x 256^2 0.48 ms); past 1024, in segments, the array read twice and written once
+ * (H200: 4096^2 0.156 ms). Other chunked passes (the FFMA kernel: lines of 1025
  * to 2048 on arrays up to 32 MB, tc_pass; NDF_CUDA_IIR_TC=0): ~2 TB/s (half the copy
  * bandwidth; the chunks' chaining and recursions are not all hidden behind the loads), half that
  * on lines past 512 (64 chunks chained in series); measured on an H200, 256^3 0.08 ms a pass,

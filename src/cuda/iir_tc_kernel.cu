@@ -429,13 +429,7 @@ template <bool ROW, int KU = 4, int M = 0> struct team_group {
       } else {
 #pragma unroll
         for (int j = 0; j < 4; j++)
-          if (j < e) {
-            if (IN)
-              asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(sb + 4 * (o + j)),
-                           "l"(gp + j));
-            else
-              gp[j] = xs[o + j];
-          }
+          if (j < e) copy4<IN>(sb, o + j, gp + j);
       }
     }
   }
@@ -448,14 +442,16 @@ template <bool ROW, int KU = 4, int M = 0> struct team_group {
       const int o = so[k & 1] + k * ss;
 #pragma unroll
       for (int j = 0; j < 4; j++)
-        if (j < e) {
-          if (IN)
-            asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(sb + 4 * (o + j)),
-                         "l"(gp + d[j]));
-          else
-            gp[d[j]] = xs[o + j];
-        }
+        if (j < e) copy4<IN>(sb, o + j, gp + d[j]);
     }
+  }
+  // One float between stage offset o (shared address sb + 4 o) and gp: IN, cp.async into the
+  // stage; else a store from it.
+  template <bool IN> __device__ __forceinline__ void copy4(uint32_t sb, int o, float *gp) const {
+    if (IN)
+      asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(sb + 4 * o), "l"(gp));
+    else
+      *gp = xs[o];
   }
   // This warp's part of a group: its loads issued.
   __device__ __forceinline__ void load(const float *gin, int64_t Q, int live) const {
@@ -1243,7 +1239,8 @@ template <bool ROW, int KU> cudaError_t tc_init(ndf__iir_tc_pass &p, int64_t lin
   int64_t resident = 0, ra = 0;
   const size_t most = smem_of<ROW, KU>(kMaxL, team_of<KU>(kMaxL));
   cudaError_t e = resident_blocks(p.tc, p.threads, p.smem, &resident, most);
-  if (e == cudaSuccess) e = resident_blocks(p.tca, p.threads, p.smem, &ra, most); // (its limit)
+  if (e == cudaSuccess && p.tca != p.tc) // (its shared-memory limit set)
+    e = resident_blocks(p.tca, p.threads, p.smem, &ra, most);
   p.grid = (unsigned)std::min(resident, (lines + kNL - 1) / kNL);
   return e;
 }
@@ -1269,9 +1266,10 @@ template <bool ROW> cudaError_t seg_init(ndf__iir_tc_pass &p, int64_t lines, con
   }
   p.threads = 32 * team_of<KU>(S);
   p.smem = smem_of<ROW, KU>(S, team_of<KU>(S));
-  int64_t resident = 0, ra = 0; // (ra: sega's shared-memory limit set)
+  int64_t resident = 0, ra = 0;
   cudaError_t e = resident_blocks(p.seg, p.threads, p.smem, &resident);
-  if (e == cudaSuccess) e = resident_blocks(p.sega, p.threads, p.smem, &ra);
+  if (e == cudaSuccess && p.sega != p.seg) // (its shared-memory limit set)
+    e = resident_blocks(p.sega, p.threads, p.smem, &ra);
   if (e == cudaSuccess)
     e = cudaMalloc((void **)&p.zb, (size_t)p.NS * p.groups * 32 * sizeof(float4));
   p.grid = (unsigned)std::min(resident, p.groups * p.NS);
