@@ -284,7 +284,7 @@ typedef struct ndf_gaussian_opts {
  * 256, whose states are chained between them); NDF_CUDA_IIR_TC=0 keeps the FFMA kernel on lines
  * up to 2048 long; iir_alvarez of 2 to 4
  * steps, whose pole repeats, on those tensor-core passes only, as first-order sections one after
- * the other, to sigma 256 and lines of 1024). They support mode nearest
+ * the other, to sigma 256, lines past 1024 in segments too). They support mode nearest
  * only (the boundary exact: each line continued by its end values for ever), order 0, and
  * ignore truncate and radius; anything else is NDF_EUNSUPPORTED. Relative L2 error against
  * the true Gaussian on noise, borders included (BENCHMARKS.md, "Recursive Gaussian"):

@@ -530,19 +530,38 @@ static int twin_cases(ndf_context *ctx, int cuda, uint64_t *r) {
  * chunks a warp), the fused (y, x) passes (iso, each forced), more slices than clusters, and
  * columns whose rows of [P][Q] end in a partial group (Q % 16 of 4 to 12), rows and columns of
  * a line not a multiple of 4 long or wide (4- and 8-byte copies), lines of 513 to 1024 (1000);
- * and lines past 1024, which the tensor-core passes do not take. */
+ * and lines past 1024, in segments (iir_tc_seg's coupled chain). */
 static int sections_cases(ndf_context *ctx, int cuda, uint64_t *r) {
   static const struct {
     int order, nd, inplace, iso;
+    const char *seg; /* NDF_CUDA_IIR_SEG */
     int64_t shape[3];
-  } sc[] = {{3, 3, 0, 1, {5, 256, 256}}, {2, 3, 1, 1, {64, 128, 128}}, {4, 3, 0, 1, {300, 64, 48}},
-            {0, 3, 1, 1, {2, 512, 272}}, {3, 3, 0, 1, {2, 16, 500}},   {2, 3, 0, 0, {2, 512, 512}},
-            {4, 3, 1, 0, {9, 130, 64}},  {3, 3, 0, 0, {3, 130, 66}},   {2, 2, 0, 0, {1500, 32}},
-            {3, 2, 1, 0, {40, 1000}},    {2, 3, 0, 0, {40, 37, 36}}};
+  } sc[] = {{3, 3, 0, 1, NULL, {5, 256, 256}},
+            {2, 3, 1, 1, NULL, {64, 128, 128}},
+            {4, 3, 0, 1, NULL, {300, 64, 48}},
+            {0, 3, 1, 1, NULL, {2, 512, 272}},
+            {3, 3, 0, 1, NULL, {2, 16, 500}},
+            {2, 3, 0, 0, NULL, {2, 512, 512}},
+            {4, 3, 1, 0, NULL, {9, 130, 64}},
+            {3, 3, 0, 0, NULL, {3, 130, 66}},
+            {2, 2, 0, 0, NULL, {1500, 32}},
+            {3, 2, 1, 0, NULL, {40, 1000}},
+            {2, 3, 0, 0, NULL, {40, 37, 36}},
+            /* lines past 1024 in segments (the coupled chain between them): rows a multiple of
+               4 long or not, in place, columns 16 wide, of a partial group and of 3 lines a row
+               (groups across rows); shorter lines forced into segments */
+            {3, 2, 0, 0, NULL, {3, 2304}},
+            {4, 2, 1, 0, NULL, {20, 3001}},
+            {2, 3, 0, 0, NULL, {2049, 2, 16}},
+            {0, 2, 0, 0, NULL, {1100, 18}},
+            {3, 3, 1, 0, NULL, {1300, 5, 3}},
+            {4, 3, 0, 0, "300", {3, 600, 301}}};
   for (size_t k = 0; k < sizeof sc / sizeof sc[0]; k++) {
     const int m = find_method("iir_alvarez", sc[k].order);
+    if (sc[k].seg && cuda) setenv("NDF_CUDA_IIR_SEG", sc[k].seg, 1);
     shaped_case(ctx, cuda, r, m, sc[k].nd, sc[k].shape, sc[k].inplace, sc[k].iso,
                 sigma_max(&methods[m]));
+    unsetenv("NDF_CUDA_IIR_SEG");
   }
   return (int)(sizeof sc / sizeof sc[0]);
 }

@@ -7,17 +7,18 @@
  * kernel (tc_pass); a line read before it is written, in place; so do iir_vyv of order 3 or 4
  * and one iir_alvarez step, as their parallel twins (filters_run). iir_alvarez of 2 to 4 steps runs
  * on the tensor-core passes only, as its sections (ndf__iir_tc_filter; iir_tc_kernel.cu's coupled
- * chain). Every other pass is iir_kernel.cu's (a thread per line, float64 state). When every pass
- * may write its own input (chunked, or the cascade form), all of them run in the output. Else, as
- * cuda_sep, the passes alternate between the output and one temporary so that the last lands in the
- * output; iir_kernel.cu's parallel form reads a pass's input again in its backward sweep, so when
- * the call is in place and the first pass would write its input, the passes start in the temporary
- * instead and a copy ends them. On 256 slices or more of up to 512 x 512, when the last two axes
- * have the same chunked filter and both fit the tensor-core kernel, one fused pass takes them
- * together (iir_tc_kernel.cu: a slice to a thread-block cluster; the array crosses DRAM once for
- * both): see fused_yx. The plan makes the tensor-core passes (their matrices, blocks and shared
- * memory) once, so that a call only launches them (H200, host time a call: 64^3 20.7 -> 13.0 us,
- * 256^3 13.5 -> 9.5; bench/results/iir-host-2026-11-23-h200). */
+ * chain; lines past 1024 in segments, as Deriche's). Every other pass is iir_kernel.cu's (a thread
+ * per line, float64 state). When every pass may write its own input (chunked, or the cascade form),
+ * all of them run in the output. Else, as cuda_sep, the passes alternate between the output and one
+ * temporary so that the last lands in the output; iir_kernel.cu's parallel form reads a pass's
+ * input again in its backward sweep, so when the call is in place and the first pass would write
+ * its input, the passes start in the temporary instead and a copy ends them. On 256 slices or more
+ * of up to 512 x 512, when the last two axes have the same chunked filter and both fit the
+ * tensor-core kernel, one fused pass takes them together (iir_tc_kernel.cu: a slice to a
+ * thread-block cluster; the array crosses DRAM once for both): see fused_yx. The plan makes the
+ * tensor-core passes (their matrices, blocks and shared memory) once, so that a call only launches
+ * them (H200, host time a call: 64^3 20.7 -> 13.0 us, 256^3 13.5 -> 9.5;
+ * bench/results/iir-host-2026-11-23-h200). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -501,7 +501,7 @@ template <bool ROW, int KU = 4, int M = 0> struct team_group {
   // states crossing between its warps (W > 1).
   // CPL: the coupled chain (tcparams), a kernel of its own so that the other keeps its
   // registers.
-  // SEG (iir_tc_seg, not CPL): the group is a segment of longer lines. Where zuse, the lane's
+  // SEG (iir_tc_seg): the group is a segment of longer lines. Where zuse, the lane's
   // recursion enters it with the states zin (za, zb) instead of the steady state of its end
   // sample. Where zout (the segment's export), nothing is filtered or stored: the lanes of the
   // last warp in their chain order write the states leaving the segment (from zin where zuse)
@@ -509,7 +509,6 @@ template <bool ROW, int KU = 4, int M = 0> struct team_group {
   template <bool CPL, bool SEG = false>
   __device__ void run(const frags<KU> &fr, float *gout, int64_t Q, int live, float *xch,
                       float4 zin = float4(), bool zuse = false, float4 *zout = nullptr) const {
-    static_assert(!(CPL && SEG), "segments: the uncoupled chain only");
     const int lane = threadIdx.x % 32, lg = lane / 4, lt = lane % 4;
     // lines past the last (rows) zero, and the 'nearest' extension past L (columns: a partial
     // group's lines past the last hold what the stage held; every line is filtered on its own,
@@ -613,6 +612,10 @@ template <bool ROW, int KU = 4, int M = 0> struct team_group {
           const float2 qa = partner(ia), qb = partner(ib);
           ia = bfma(o, c, ia, qa, make_float2(0, 0));
           ib = bfma(o, c, ib, qb, make_float2(0, 0));
+        }
+        if (SEG) { // (as below)
+          za.x += ia.x, za.y += ia.y;
+          zb.x += ib.x, zb.y += ib.y;
         }
       } else if (!CPL && nu > 0) {
         float2 ia = make_float2(0, 0), ib = ia;
@@ -736,13 +739,13 @@ __global__ void __maxnreg__(regs_of<KU>())
   }
 }
 
-// Along L of [P][L][Q] for lines longer than a team takes (kMaxL), uncoupled filters only: each
-// line in segments of S samples (the last shorter), a team to a segment of a group of 16 lines,
-// the items (group, segment) taken in turn as iir_tc takes its groups. Three launches
-// (ndf__iir_tc_pass_launch): with zb non-NULL and exp, each segment's leaving states, from a
-// zero start (the line's first and last from its end samples' steady states) into
-// zb[k][group][lane] (team_group::run); iir_tc_chain turns them into the states entering each
-// segment; then, exp 0, each segment filtered from those. The array is read twice and written
+// Along L of [P][L][Q] for lines longer than a team takes (kMaxL): each line in segments of S
+// samples (the last shorter), a team to a segment of a group of 16 lines, the items (group,
+// segment) taken in turn as iir_tc takes its groups. Three launches (ndf__iir_tc_pass_launch):
+// with zb non-NULL and exp, each segment's leaving states, from a zero start (the line's first
+// and last from its end samples' steady states) into zb[k][group][lane] (team_group::run);
+// iir_tc_chain (CPL: iir_tc_chain_cpl) turns them into the states entering each segment; then,
+// exp 0, each segment filtered from those. The array is read twice and written
 // once, and a segment reads only its own samples, so the pass may run in place.
 // iir_tc_seg's groups of 16 lines: as iir_tc's, each row of [P][Q] padded to whole groups where
 // pad (columns of a partial group, M 1 or 2; rows: Q == 1).
@@ -750,7 +753,7 @@ __host__ __device__ __forceinline__ int64_t seg_groups(int64_t lines, int64_t Q,
   return ((pad ? lines / Q * ((Q + kNL - 1) / kNL * kNL) : lines) + kNL - 1) / kNL;
 }
 
-template <bool ROW, int KU, int M>
+template <bool ROW, int KU, int M, bool CPL>
 __global__ void __maxnreg__(regs_of<KU>())
     iir_tc_seg(const float *src, float *dst, int64_t lines, int L, int64_t Q, int S, int exp,
                int last, float4 *zb, const __grid_constant__ tcparams prm) {
@@ -820,8 +823,8 @@ __global__ void __maxnreg__(regs_of<KU>())
     const bool zuse = lt < 2 ? cur.k > 0 : cur.k < NS - 1;
     float4 *z = zb + (cur.k * groups + cur.gi) * 32;
     const float4 zin = zuse && !exp ? z[lane] : float4();
-    gr.template run<false, true>(fr, dst + cur.at, Q, cur.live, xch + b * W * kXch, zin, zuse,
-                                 exp ? z : nullptr);
+    gr.template run<CPL, true>(fr, dst + cur.at, Q, cur.live, xch + b * W * kXch, zin, zuse,
+                               exp ? z : nullptr);
     cur = nx;
   }
   asm volatile("cp.async.wait_all;" ::: "memory");
@@ -843,6 +846,30 @@ __global__ void iir_tc_chain(float4 *zb, int64_t n, int NS, float2 pS0, float2 p
     *z = make_float4(a.x, a.y, b.x, b.y);
     a = cfma(p, a, make_float2(e.x, e.y));
     b = cfma(p, b, make_float2(e.z, e.w));
+  }
+}
+
+// iir_tc_chain for the coupled chain (tcparams::coupled): a line's 4 states a direction lie in two
+// lanes (2m: states 0 and 1, 2m + 1: 2 and 3; m even causal, odd anticausal), so a thread takes
+// both, n / 2 pairs, each step z' = A^S z + e by MS, the blocks of A^S as tcparams's M.
+struct seg_blocks {
+  float4 M[2][2];
+};
+__global__ void iir_tc_chain_cpl(float4 *zb, int64_t n, int NS, const seg_blocks MS) {
+  const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; // (group, lane pair)
+  if (2 * i >= n) return;
+  const bool causal = i % 2 == 0;
+  float2 a0 = make_float2(0, 0), b0 = a0, a1 = a0, b1 = a0; // lanes 2i (0) and 2i + 1 (1)
+  for (int j = 0; j < NS; j++) {
+    float4 *z = zb + (int64_t)(causal ? j : NS - 1 - j) * n + 2 * i;
+    const float4 e0 = z[0], e1 = z[1];
+    z[0] = make_float4(a0.x, a0.y, b0.x, b0.y);
+    z[1] = make_float4(a1.x, a1.y, b1.x, b1.y);
+    const float2 na0 = bfma(MS.M[0][0], MS.M[0][1], a0, a1, make_float2(e0.x, e0.y)),
+                 nb0 = bfma(MS.M[0][0], MS.M[0][1], b0, b1, make_float2(e0.z, e0.w));
+    a1 = bfma(MS.M[1][0], MS.M[1][1], a1, a0, make_float2(e1.x, e1.y));
+    b1 = bfma(MS.M[1][0], MS.M[1][1], b1, b0, make_float2(e1.z, e1.w));
+    a0 = na0, b0 = nb0;
   }
 }
 
@@ -1085,20 +1112,65 @@ __global__ void __maxnreg__(regs_of<KU>())
 
 typedef double mat4[4][4];
 
+// z = x y (z may be x or y).
+void mul(const mat4 &x, const mat4 &y, mat4 &z) {
+  mat4 t = {};
+  for (int i = 0; i < 4; i++)
+    for (int k = 0; k < 4; k++)
+      for (int j = 0; j < 4; j++)
+        t[i][j] += x[i][k] * y[k][j];
+  memcpy(z, t, sizeof t);
+}
+// z = a^n (n >= 1).
+void power(const mat4 &a, int n, mat4 &z) {
+  mat4 r = {}, b;
+  memcpy(b, a, sizeof b);
+  for (int i = 0; i < 4; i++)
+    r[i][i] = 1;
+  for (; n > 0; n >>= 1) {
+    if (n & 1) mul(r, b, r);
+    mul(b, b, b);
+  }
+  memcpy(z, r, sizeof r);
+}
+// The coupled chain's blocks of W (tcparams's M[n]): [k][0] rows and columns 2k, 2k + 1 (lane
+// k's own), [k][1] the same rows, the other block's columns (its partner lane's).
+seg_blocks blocks_of(const mat4 &W) {
+  seg_blocks m;
+  for (int k = 0; k < 2; k++)
+    for (int o = 0; o < 2; o++) {
+      const int r = 2 * k, cc = 2 * (o ? 1 - k : k);
+      m.M[k][o] = make_float4((float)W[r][cc], (float)W[r][cc + 1], (float)W[r + 1][cc],
+                              (float)W[r + 1][cc + 1]);
+    }
+  return m;
+}
+// iir_alvarez of S = 2 to 4 steps as its sections (core/iir.h, ndf__iir_sections): the states
+// w_1 .. w_S (then zeros), A[m][k] = nu (1 - nu)^(m-k) (k <= m), b[m] = (1 - nu)^(m+1) and c the
+// sections' weights where not NULL; returns S (0: f has no sections) and R = c^T b.
+int sections_state(const ndf__iir &f, mat4 &A, double *b, double *c, double *R = NULL) {
+  double nu = 0, w[4] = {0};
+  const int S = ndf__iir_sections(&f, &nu, w);
+  memset(A, 0, sizeof(mat4));
+  double r = 0;
+  for (int m = 0; m < S; m++) {
+    const double bm = std::pow(1 - nu, m + 1);
+    if (b) b[m] = bm;
+    if (c) c[m] = w[m];
+    r += w[m] * bm;
+    for (int k = 0; k <= m; k++)
+      A[m][k] = nu * std::pow(1 - nu, m - k);
+  }
+  if (R) *R = r;
+  return S;
+}
+
 // The tensor-core parameters (T, V, U and the blocks M) of the filter whose causal part is the
 // state space z' = A z + b x, output c^T z (4 states), and whose anticausal part is its mirror,
 // R off T's diagonal (what of x[i] both parts count): T[i][j] = c^T A^|i-j| b (twice on the
 // diagonal, less R), V's columns A^(15-j) b (causal end states) and A^j b (anticausal), U's rows
 // c^T A^(i+1) and c^T A^(16-i). The caller sets g, pC and coupled.
 tcparams state_params(const mat4 &A, const double *b, const double *c, double R) {
-  auto mul = [](const mat4 &x, const mat4 &y, mat4 &z) {
-    mat4 t = {};
-    for (int i = 0; i < 4; i++)
-      for (int k = 0; k < 4; k++)
-        for (int j = 0; j < 4; j++)
-          t[i][j] += x[i][k] * y[k][j];
-    memcpy(z, t, sizeof t);
-  };
   tcparams q;
   memset(&q, 0, sizeof q);
   mat4 P[kC + 1] = {};
@@ -1134,20 +1206,16 @@ tcparams state_params(const mat4 &A, const double *b, const double *c, double R)
   mul(W[0], W[0], W[1]);
   mul(W[1], W[1], W[1]); // A^64
   mul(W[1], W[1], W[2]); // A^128
-  for (int n = 0; n < 3; n++)
-    for (int k = 0; k < 2; k++)
-      for (int o = 0; o < 2; o++) {
-        const int r = 2 * k, cc = 2 * (o ? 1 - k : k);
-        q.M[n][k][o] = make_float4((float)W[n][r][cc], (float)W[n][r][cc + 1],
-                                   (float)W[n][r + 1][cc], (float)W[n][r + 1][cc + 1]);
-      }
+  for (int n = 0; n < 3; n++) {
+    const seg_blocks m = blocks_of(W[n]);
+    memcpy(q.M[n], m.M, sizeof m.M);
+  }
   return q;
 }
 
 // tcparams for filter f:
-//  - iir_alvarez of S = 2 to 4 steps as its sections (core/iir.h, ndf__iir_sections): the states
-//    w_1 .. w_S (then zeros), A[m][k] = nu (1 - nu)^(m-k) (k <= m), b[m] = (1 - nu)^(m+1), c the
-//    sections' weights, R = c^T b (t = 0 counted once), every state's steady state 1; coupled.
+//  - iir_alvarez of S = 2 to 4 steps as its sections (sections_state; R = c^T b: t = 0 counted
+//    once), every state's steady state 1; coupled.
 //  - else its two complex recursions (iir_chunk.cuh): each a 2 x 2 block [[Re p, -Im p], [Im p,
 //    Re p]] of A, b = (1, 0), c = (Re rho, -Im rho), R = sum Re rho. From f's float64 poles: every
 //    entry is worked out in float64 and rounded once, and the chain steps by p^16 (iir_chunk.cuh's
@@ -1157,15 +1225,8 @@ tcparams state_params(const mat4 &A, const double *b, const double *c, double R)
 //    176 in test_iir, against the bound of 1e-5; bench/results/iir-twin-accuracy-2026-11-23-h200/).
 tcparams make_params(const ndf__iir &f) {
   mat4 A = {};
-  double b[4] = {0}, c[4] = {0}, nu = 0;
-  if (const int S = ndf__iir_sections(&f, &nu, c)) {
-    double R = 0;
-    for (int m = 0; m < S; m++) {
-      b[m] = std::pow(1 - nu, m + 1);
-      R += c[m] * b[m];
-      for (int k = 0; k <= m; k++)
-        A[m][k] = nu * std::pow(1 - nu, m - k);
-    }
+  double b[4] = {0}, c[4] = {0}, R = 0;
+  if (const int S = sections_state(f, A, b, c, &R)) {
     tcparams q = state_params(A, b, c, R);
     for (int k = 0; k < 2; k++)
       q.g[k] = make_float2(2 * k < S ? 1.f : 0.f, 2 * k + 1 < S ? 1.f : 0.f);
@@ -1173,7 +1234,6 @@ tcparams make_params(const ndf__iir &f) {
     return q;
   }
   std::complex<double> p[2], rho[2];
-  double R;
   recursions(f, false, p, rho, R);
   for (int k = 0; k < 2; k++) {
     A[2 * k][2 * k] = A[2 * k + 1][2 * k + 1] = p[k].real();
@@ -1198,7 +1258,8 @@ tcparams make_params(const ndf__iir &f) {
 // launch. tc: along L of [P][L][Q]; else yxc: the last two axes of [P][L][Q] on clusters.
 // tca, sega: the kernels for arrays not 16-byte aligned (M 2; M 3, columns of Q < 16, takes any
 // alignment itself, and is both). seg: lines longer than kMaxL, in
-// segments of S (NS of them, groups groups of lines; zb their states, on the device).
+// segments of S (NS of them, groups groups of lines; zb their states, on the device), chained
+// by pS or (q.coupled) MS.
 struct ndf__iir_tc_pass {
   tcparams q;
   void (*tc)(const float *, float *, int64_t, int, int64_t, int, const tcparams),
@@ -1209,7 +1270,8 @@ struct ndf__iir_tc_pass {
       (*sega)(const float *, float *, int64_t, int, int64_t, int, int, int, float4 *,
               const tcparams);
   float4 *zb;
-  float2 pS[2];
+  float2 pS[2];  // the chain's p^S (segments; uncoupled)
+  seg_blocks MS; // its blocks of A^S (coupled)
   int S, NS;
   int64_t P, L, Q, groups;
   unsigned grid, threads, cluster;
@@ -1248,21 +1310,36 @@ template <bool ROW, int KU> cudaError_t tc_init(ndf__iir_tc_pass &p, int64_t lin
 // Segments of kSeg samples for lines past kMaxL: a team of 4 warps, as the 256^3 passes
 // (iir_tc_seg).
 constexpr int kSeg = 256;
+template <bool ROW, bool CPL> void seg_kernels(ndf__iir_tc_pass &p, bool full, bool flat) {
+  constexpr int KU = 4, M3 = ROW ? 2 : 3; // (team_group's M: columns, Q < 16, any alignment)
+  p.seg = flat   ? iir_tc_seg<ROW, KU, M3, CPL>
+          : full ? iir_tc_seg<ROW, KU, 0, CPL>
+                 : iir_tc_seg<ROW, KU, 2, CPL>;
+  p.sega = flat ? iir_tc_seg<ROW, KU, M3, CPL> : iir_tc_seg<ROW, KU, 2, CPL>;
+}
 template <bool ROW> cudaError_t seg_init(ndf__iir_tc_pass &p, int64_t lines, const ndf__iir &f) {
   constexpr int KU = 4, S = kSeg;
-  constexpr int M3 = ROW ? 2 : 3; // (team_group's M: columns, Q < 16, any alignment)
   const bool full = ROW ? p.L % 4 == 0 : p.Q % kNL == 0, flat = !ROW && p.Q < kNL;
-  p.seg = flat ? iir_tc_seg<ROW, KU, M3> : full ? iir_tc_seg<ROW, KU, 0> : iir_tc_seg<ROW, KU, 2>;
-  p.sega = flat ? iir_tc_seg<ROW, KU, M3> : iir_tc_seg<ROW, KU, 2>;
+  if (p.q.coupled)
+    seg_kernels<ROW, true>(p, full, flat);
+  else
+    seg_kernels<ROW, false>(p, full, flat);
   p.S = S;
   p.NS = (int)((p.L + S - 1) / S);
   p.groups = seg_groups(lines, p.Q, !ROW && !full && !flat);
-  std::complex<double> pole[2], rho[2];
-  double R;
-  recursions(f, false, pole, rho, R);
-  for (int k = 0; k < 2; k++) {
-    const std::complex<double> pS = std::pow(pole[k], S);
-    p.pS[k] = make_float2((float)pS.real(), (float)pS.imag());
+  if (p.q.coupled) {
+    mat4 A, AS;
+    sections_state(f, A, NULL, NULL);
+    power(A, S, AS);
+    p.MS = blocks_of(AS);
+  } else {
+    std::complex<double> pole[2], rho[2];
+    double R;
+    recursions(f, false, pole, rho, R);
+    for (int k = 0; k < 2; k++) {
+      const std::complex<double> pS = std::pow(pole[k], S);
+      p.pS[k] = make_float2((float)pS.real(), (float)pS.imag());
+    }
   }
   p.threads = 32 * team_of<KU>(S);
   p.smem = smem_of<ROW, KU>(S, team_of<KU>(S));
@@ -1304,7 +1381,7 @@ cudaError_t pass_init(ndf__iir_tc_pass &p, int64_t P, int64_t L, int64_t Q, cons
   // 325; rows of 512 and all of 256^3 are as fast or faster with 4)
   const int li = (int)L;
   const char *senv = getenv("NDF_CUDA_IIR_SEG"); // development probe: segments past this length
-  if (L > (senv && atoi(senv) > 0 ? std::min(atoi(senv), kMaxL) : kMaxL) && !p.q.coupled)
+  if (L > (senv && atoi(senv) > 0 ? std::min(atoi(senv), kMaxL) : kMaxL))
     return Q == 1 ? seg_init<true>(p, P, f) : seg_init<false>(p, P * Q, f);
   if (Q == 1) return tc_init<true, 4>(p, P * Q, li);
   if (li <= 256) return tc_init<false, 4>(p, P * Q, li);
@@ -1321,7 +1398,7 @@ extern "C" int ndf__iir_tc_fits(const float *src, const float *dst, int64_t L) {
 extern "C" int ndf__iir_tc_filter(const ndf__iir *f, int64_t L) {
   double nu, c[4];
   return (f->form == NDF__IIR_PARALLEL && f->sigma <= kMaxSigma && L > 0) ||
-         (f->sigma <= kMaxSigma && L <= kMaxL && ndf__iir_sections(f, &nu, c));
+         (f->sigma <= kMaxSigma && L > 0 && ndf__iir_sections(f, &nu, c));
 }
 
 extern "C" int ndf__iir_tc_pass_make(ndf__iir_tc_pass **out, int64_t P, int64_t L, int64_t Q,
@@ -1355,8 +1432,11 @@ extern "C" int ndf__iir_tc_pass_launch(const ndf__iir_tc_pass *p, const float *s
     const int L = (int)p->L, S = p->S;
     e = cudaLaunchKernelEx(&cfg, k, src, dst, lines, L, p->Q, S, 1, 0, p->zb, p->q);
     if (e == cudaSuccess) {
-      iir_tc_chain<<<(unsigned)((n + 255) / 256), 256, 0, st>>>(p->zb, n, p->NS, p->pS[0],
-                                                                p->pS[1]);
+      if (p->q.coupled)
+        iir_tc_chain_cpl<<<(unsigned)((n / 2 + 255) / 256), 256, 0, st>>>(p->zb, n, p->NS, p->MS);
+      else
+        iir_tc_chain<<<(unsigned)((n + 255) / 256), 256, 0, st>>>(p->zb, n, p->NS, p->pS[0],
+                                                                  p->pS[1]);
       e = cudaGetLastError();
     }
     if (e == cudaSuccess)

@@ -71,8 +71,8 @@ int ndf__iir_tc_fits(const float *src, const float *dst, int64_t L);
  * segments. */
 #define NDF__IIR_TC_LINE 1024
 /* Whether the tensor-core passes take filter f on lines of L (shape aside: ndf__iir_tc_fits):
- * the parallel form up to sigma 256 (any L), and iir_alvarez of 2 to 4 steps up to sigma 256 and
- * L 1024 as its sections (core/iir.h, ndf__iir_sections), which only these passes run. */
+ * the parallel form, and iir_alvarez of 2 to 4 steps as its sections (core/iir.h,
+ * ndf__iir_sections), which only these passes run; up to sigma 256, any L. */
 int ndf__iir_tc_filter(const struct ndf__iir *f, int64_t L);
 /* Both last axes of [P][Y][X] in one pass under the same filter f (iir_tc_kernel.cu), where
  * ndf__iir_tc_yx_fits: sync is a device buffer of P + 2 counters, zero before the first launch
