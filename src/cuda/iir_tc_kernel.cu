@@ -1397,8 +1397,8 @@ extern "C" int ndf__iir_tc_fits(const float *src, const float *dst, int64_t L) {
 
 extern "C" int ndf__iir_tc_filter(const ndf__iir *f, int64_t L) {
   double nu, c[4];
-  return (f->form == NDF__IIR_PARALLEL && f->sigma <= kMaxSigma && L > 0) ||
-         (f->sigma <= kMaxSigma && L > 0 && ndf__iir_sections(f, &nu, c));
+  return f->sigma <= kMaxSigma && L > 0 &&
+         (f->form == NDF__IIR_PARALLEL || ndf__iir_sections(f, &nu, c));
 }
 
 extern "C" int ndf__iir_tc_pass_make(ndf__iir_tc_pass **out, int64_t P, int64_t L, int64_t Q,
