@@ -10,7 +10,11 @@
 #include "core/iir.h"
 #include "ref/ref.h"
 
-static double t_tol = 1e-5; /* max |out - ref| / iir_scale (float outputs) */
+/* max |out - ref| / iir_scale (float outputs). Until 2026-11-24, 1e-5 of max |ref|. Over
+ * test_iir's float32 cases, iir_scale is 1.6 times max |ref| at the median and 3.7 at the 90th
+ * percentile (46 at most, where the output cancels). So half the bound keeps the usual case
+ * stricter than before. H200, five runs of test_iir cuda: worst 1.6e-6 to 2.2e-6. */
+static double t_tol = 5e-6;
 static double worst_seen;
 static const char *iir_solver; /* "cpu_iir" or "cuda_iir" */
 
