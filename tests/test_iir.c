@@ -300,6 +300,21 @@ static void shaped_case(ndf_context *ctx, int cuda, uint64_t *r, int k, int nd,
     }
 }
 
+/* A case of shaped's (every axis filtered) at sigmas of 40 to 200 (smax at most), where the chain
+ * between cuda_iir's segments (lines past 1024; past seg under NDF_CUDA_IIR_SEG) carries a
+ * segment's entering states through it: Deriche's |p|^256 is ~1e-5 at sigma 40 and 0.1 at 200.
+ * At the sigmas shaped draws (0.5 to 200), a chain one step short (iir_alvarez's A^255 for A^256)
+ * failed no case. */
+static void chained_case(ndf_context *ctx, int cuda, uint64_t *r, int k, int nd,
+                         const int64_t *shape, int inplace, double smax, const char *seg) {
+  tcase c = shaped(r, cuda, k, nd, shape, inplace, 0, smax, nd);
+  for (int d = 0; d < nd; d++)
+    c.sigma[d] = fmin(smax, 40 * pow(5, 0.5 * (ndf_rand_uniform(r) + 1)));
+  if (seg && cuda) setenv("NDF_CUDA_IIR_SEG", seg, 1);
+  run_case(ctx, cuda, &c, r);
+  unsetenv("NDF_CUDA_IIR_SEG");
+}
+
 /* Long lines under Deriche: each shape of cuda_iir's chunked pass (8, 16 and 32 samples a
  * chunk; rows with and without float4 access; columns; up to 64 chunks a line; on shorter lines
  * with NDF_CUDA_IIR_TC=0) and its
@@ -371,9 +386,19 @@ static int long_cases(ndf_context *ctx, int cuda, uint64_t *r) {
                {3, 1, 1, {150, 24, 260}},
                /* the cluster pass on columns 8 past a multiple of 16 wide, then z likewise */
                {3, 1, 1, {260, 21, 40}}};
-  for (size_t k = 0; k < sizeof longs / sizeof longs[0]; k++)
-    shaped_case(ctx, cuda, r, find_method("iir_deriche", 4), longs[k].nd, longs[k].shape,
-                longs[k].inplace, longs[k].iso, INFINITY);
+  const int der = find_method("iir_deriche", 4);
+  int n = 0; /* the cases run */
+  for (size_t k = 0; k < sizeof longs / sizeof longs[0]; k++, n++) {
+    shaped_case(ctx, cuda, r, der, longs[k].nd, longs[k].shape, longs[k].inplace, longs[k].iso,
+                INFINITY);
+    int segs = 0; /* (lines past 2048: segments on any array) */
+    for (int d = 0; d < longs[k].nd; d++)
+      segs |= longs[k].shape[d] > 2048;
+    if (segs) /* again where the chain between the segments weighs */
+      chained_case(ctx, cuda, r, der, longs[k].nd, longs[k].shape, longs[k].inplace, INFINITY,
+                   NULL),
+          n++;
+  }
   /* the FFMA chunked kernel on lines the tensor-core passes take (NDF_CUDA_IIR_TC=0): rows
      with and without float4 access, columns */
   static const struct {
@@ -397,15 +422,16 @@ static int long_cases(ndf_context *ctx, int cuda, uint64_t *r) {
       shaped_case(ctx, cuda, r, find_method("iir_deriche", 4), 3, ffma[k].shape, ffma[k].inplace,
                   0, INFINITY);
     unsetenv("NDF_CUDA_IIR_TC");
-    for (size_t k = 0; k < sizeof segs / sizeof segs[0]; k++) {
+    for (size_t k = 0; k < sizeof segs / sizeof segs[0]; k++, n += 2) {
       setenv("NDF_CUDA_IIR_SEG", segs[k].seg, 1);
-      shaped_case(ctx, cuda, r, find_method("iir_deriche", 4), segs[k].nd, segs[k].shape,
-                  segs[k].inplace, 0, INFINITY);
+      shaped_case(ctx, cuda, r, der, segs[k].nd, segs[k].shape, segs[k].inplace, 0, INFINITY);
       unsetenv("NDF_CUDA_IIR_SEG");
+      chained_case(ctx, cuda, r, der, segs[k].nd, segs[k].shape, segs[k].inplace, INFINITY,
+                   segs[k].seg);
     }
+    n += (int)(sizeof ffma / sizeof ffma[0]);
   }
-  return (int)(sizeof longs / sizeof longs[0] +
-               (cuda ? sizeof ffma / sizeof ffma[0] + sizeof segs / sizeof segs[0] : 0));
+  return n;
 }
 
 /* cuda_iir on contiguous device arrays that start 4 or 8 bytes past 16-byte alignment (a view
@@ -551,11 +577,9 @@ static int sections_cases(ndf_context *ctx, int cuda, uint64_t *r) {
             {2, 2, 0, 0, NULL, {1500, 32}},
             {3, 2, 1, 0, NULL, {40, 1000}},
             {2, 3, 0, 0, NULL, {40, 37, 36}},
-            /* lines past 1024 in segments (the coupled chain between them), at sigmas of 40 to
-               200, where a segment's entering states still weigh (A^256 in place of A^255
-               failed none of these cases at smaller sigmas): rows a multiple of 4 long or not,
-               in place, columns 16 wide, of a partial group and of 3 lines a row (groups across
-               rows); shorter lines forced into segments */
+            /* lines past 1024 in segments (the coupled chain between them; chained_case):
+               rows a multiple of 4 long or not, in place, columns 16 wide, of a partial group
+               and of 3 lines a row (groups across rows); shorter lines forced into segments */
             {3, 2, 0, 0, NULL, {3, 2304}},
             {4, 2, 1, 0, NULL, {20, 3001}},
             {2, 3, 0, 0, NULL, {2049, 2, 16}},
@@ -568,16 +592,10 @@ static int sections_cases(ndf_context *ctx, int cuda, uint64_t *r) {
     int segs = sc[k].seg != NULL;
     for (int d = 0; d < nd; d++)
       segs |= sc[k].shape[d] > 1024; /* (cuda_iir: NDF__IIR_TC_LINE) */
-    if (!segs) {
+    if (segs)
+      chained_case(ctx, cuda, r, m, nd, sc[k].shape, sc[k].inplace, smax, sc[k].seg);
+    else
       shaped_case(ctx, cuda, r, m, nd, sc[k].shape, sc[k].inplace, sc[k].iso, smax);
-      continue;
-    }
-    tcase c = shaped(r, cuda, m, nd, sc[k].shape, sc[k].inplace, 0, smax, nd);
-    for (int d = 0; d < nd; d++)
-      c.sigma[d] = fmin(smax, 40 * pow(5, ndf_rand_uniform(r) * 0.5 + 0.5));
-    if (sc[k].seg && cuda) setenv("NDF_CUDA_IIR_SEG", sc[k].seg, 1);
-    run_case(ctx, cuda, &c, r);
-    unsetenv("NDF_CUDA_IIR_SEG");
   }
   return (int)(sizeof sc / sizeof sc[0]);
 }
