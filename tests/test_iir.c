@@ -394,10 +394,11 @@ static int long_cases(ndf_context *ctx, int cuda, uint64_t *r) {
     int segs = 0; /* (lines past 2048: segments on any array) */
     for (int d = 0; d < longs[k].nd; d++)
       segs |= longs[k].shape[d] > 2048;
-    if (segs) /* again where the chain between the segments weighs */
+    if (segs) { /* again where the chain between the segments weighs */
       chained_case(ctx, cuda, r, der, longs[k].nd, longs[k].shape, longs[k].inplace, INFINITY,
-                   NULL),
-          n++;
+                   NULL);
+      n++;
+    }
   }
   /* the FFMA chunked kernel on lines the tensor-core passes take (NDF_CUDA_IIR_TC=0): rows
      with and without float4 access, columns */
