@@ -304,7 +304,8 @@ static void shaped_case(ndf_context *ctx, int cuda, uint64_t *r, int k, int nd,
  * between cuda_iir's segments (lines past 1024; past seg under NDF_CUDA_IIR_SEG) carries a
  * segment's entering states through it: Deriche's |p|^256 is ~1e-5 at sigma 40 and 0.1 at 200.
  * At the sigmas shaped draws (0.5 to 200), a chain one step short (iir_alvarez's A^255 for A^256)
- * failed no case. */
+ * failed no case. CUDA only: cpu_iir has no segments, and these sigmas on long lines cost the
+ * CPU run 65 s on the 2-core machine. */
 static void chained_case(ndf_context *ctx, int cuda, uint64_t *r, int k, int nd,
                          const int64_t *shape, int inplace, double smax, const char *seg) {
   tcase c = shaped(r, cuda, k, nd, shape, inplace, 0, smax, nd);
@@ -394,7 +395,7 @@ static int long_cases(ndf_context *ctx, int cuda, uint64_t *r) {
     int segs = 0; /* (lines past 2048: segments on any array) */
     for (int d = 0; d < longs[k].nd; d++)
       segs |= longs[k].shape[d] > 2048;
-    if (segs) { /* again where the chain between the segments weighs */
+    if (segs && cuda) { /* again where the chain between the segments weighs */
       chained_case(ctx, cuda, r, der, longs[k].nd, longs[k].shape, longs[k].inplace, INFINITY,
                    NULL);
       n++;
@@ -593,7 +594,7 @@ static int sections_cases(ndf_context *ctx, int cuda, uint64_t *r) {
     int segs = sc[k].seg != NULL;
     for (int d = 0; d < nd; d++)
       segs |= sc[k].shape[d] > 1024; /* (cuda_iir: NDF__IIR_TC_LINE) */
-    if (segs)
+    if (segs && cuda)
       chained_case(ctx, cuda, r, m, nd, sc[k].shape, sc[k].inplace, smax, sc[k].seg);
     else
       shaped_case(ctx, cuda, r, m, nd, sc[k].shape, sc[k].inplace, sc[k].iso, smax);
