@@ -744,7 +744,7 @@ __global__ void __maxnreg__(regs_of<KU>())
 // segment) taken in turn as iir_tc takes its groups. Three launches (ndf__iir_tc_pass_launch):
 // with zb non-NULL and exp, each segment's leaving states, from a zero start (the line's first
 // and last from its end samples' steady states) into zb[k][group][lane] (team_group::run);
-// iir_tc_chain (CPL: iir_tc_chain_cpl) turns them into the states entering each segment; then,
+// iir_tc_chain turns them into the states entering each segment; then,
 // exp 0, each segment filtered from those. The array is read twice and written
 // once, and a segment reads only its own samples, so the pass may run in place.
 // iir_tc_seg's groups of 16 lines: as iir_tc's, each row of [P][Q] padded to whole groups where
@@ -830,32 +830,17 @@ __global__ void __maxnreg__(regs_of<KU>())
   asm volatile("cp.async.wait_all;" ::: "memory");
 }
 
-// The states leaving each segment (iir_tc_seg's export, zb[k][group][lane]) made the states
-// entering it: along the segments in order for the causal lanes (lane % 4 < 2), in reverse for
-// the others, each step z' = p^S z + e, pS: the two poles' p^S (the line's first and last
-// segments' entering states, left zero, are not used).
-__global__ void iir_tc_chain(float4 *zb, int64_t n, int NS, float2 pS0, float2 pS1) {
-  const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; // (group, lane)
-  if (i >= n) return;
-  const int t = (int)(i % 4);
-  const float2 p = t % 2 ? pS1 : pS0;
-  float2 a = make_float2(0, 0), b = a;
-  for (int j = 0; j < NS; j++) {
-    float4 *z = zb + (int64_t)(t < 2 ? j : NS - 1 - j) * n + i;
-    const float4 e = *z;
-    *z = make_float4(a.x, a.y, b.x, b.y);
-    a = cfma(p, a, make_float2(e.x, e.y));
-    b = cfma(p, b, make_float2(e.z, e.w));
-  }
-}
-
-// iir_tc_chain for the coupled chain (tcparams::coupled): a line's 4 states a direction lie in two
-// lanes (2m: states 0 and 1, 2m + 1: 2 and 3; m even causal, odd anticausal), so a thread takes
-// both, n / 2 pairs, each step z' = A^S z + e by MS, the blocks of A^S as tcparams's M.
+// The states leaving each segment (iir_tc_seg's export, zb[k][group][lane], n = groups * 32) made
+// the states entering it: along the segments in order for the causal lanes (lane % 4 < 2), in
+// reverse for the others (the line's first and last segments' entering states, left zero, are
+// not used), each step z' = A^S z + e. A line's 4 states a direction lie in two lanes (2m: states
+// 0 and 1, 2m + 1: 2 and 3; m even causal, odd anticausal), so a thread takes both, by MS, the
+// blocks of A^S as tcparams's M. (Deriche's A is block-diagonal, a 2 x 2 block a pole, so its
+// cross blocks are zero; until 2026-11-24 it had a chain of its own, by p^S.)
 struct seg_blocks {
   float4 M[2][2];
 };
-__global__ void iir_tc_chain_cpl(float4 *zb, int64_t n, int NS, const seg_blocks MS) {
+__global__ void iir_tc_chain(float4 *zb, int64_t n, int NS, const seg_blocks MS) {
   const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; // (group, lane pair)
   if (2 * i >= n) return;
   const bool causal = i % 2 == 0;
@@ -1145,24 +1130,39 @@ seg_blocks blocks_of(const mat4 &W) {
     }
   return m;
 }
-// iir_alvarez of S = 2 to 4 steps as its sections (core/iir.h, ndf__iir_sections): the states
-// w_1 .. w_S (then zeros), A[m][k] = nu (1 - nu)^(m-k) (k <= m), b[m] = (1 - nu)^(m+1) and c the
-// sections' weights where not NULL; returns S (0: f has no sections) and R = c^T b.
-int sections_state(const ndf__iir &f, mat4 &A, double *b, double *c, double *R = NULL) {
+// Filter f's causal part as the state space z' = A z + b x, output c^T z (state_params), and R:
+//  - iir_alvarez of S = 2 to 4 steps as its sections (core/iir.h, ndf__iir_sections): the states
+//    w_1 .. w_S (then zeros), A[m][k] = nu (1 - nu)^(m-k) (k <= m), b[m] = (1 - nu)^(m+1), c the
+//    sections' weights, R = c^T b (t = 0 counted once). Returns S (coupled).
+//  - else its two complex recursions (iir_chunk.cuh), poles p: each a 2 x 2 block [[Re p, -Im p],
+//    [Im p, Re p]] of A, b = (1, 0), c = (Re rho, -Im rho), R = sum Re rho. Returns 0.
+int state_of(const ndf__iir &f, mat4 &A, double (&b)[4], double (&c)[4], double &R,
+             std::complex<double> (&p)[2]) {
   double nu = 0, w[4] = {0};
   const int S = ndf__iir_sections(&f, &nu, w);
   memset(A, 0, sizeof(mat4));
-  double r = 0;
+  memset(b, 0, sizeof b);
+  memset(c, 0, sizeof c);
+  R = 0;
   for (int m = 0; m < S; m++) {
-    const double bm = std::pow(1 - nu, m + 1);
-    if (b) b[m] = bm;
-    if (c) c[m] = w[m];
-    r += w[m] * bm;
+    b[m] = std::pow(1 - nu, m + 1);
+    c[m] = w[m];
+    R += c[m] * b[m];
     for (int k = 0; k <= m; k++)
       A[m][k] = nu * std::pow(1 - nu, m - k);
   }
-  if (R) *R = r;
-  return S;
+  if (S) return S;
+  std::complex<double> rho[2];
+  recursions(f, false, p, rho, R);
+  for (int k = 0; k < 2; k++) {
+    A[2 * k][2 * k] = A[2 * k + 1][2 * k + 1] = p[k].real();
+    A[2 * k][2 * k + 1] = -p[k].imag();
+    A[2 * k + 1][2 * k] = p[k].imag();
+    b[2 * k] = 1;
+    c[2 * k] = rho[k].real();
+    c[2 * k + 1] = -rho[k].imag();
+  }
+  return 0;
 }
 
 // The tensor-core parameters (T, V, U and the blocks M) of the filter whose causal part is the
@@ -1213,37 +1213,26 @@ tcparams state_params(const mat4 &A, const double *b, const double *c, double R)
   return q;
 }
 
-// tcparams for filter f:
-//  - iir_alvarez of S = 2 to 4 steps as its sections (sections_state; R = c^T b: t = 0 counted
-//    once), every state's steady state 1; coupled.
-//  - else its two complex recursions (iir_chunk.cuh): each a 2 x 2 block [[Re p, -Im p], [Im p,
-//    Re p]] of A, b = (1, 0), c = (Re rho, -Im rho), R = sum Re rho. From f's float64 poles: every
-//    entry is worked out in float64 and rounded once, and the chain steps by p^16 (iir_chunk.cuh's
+// tcparams for filter f (state_of):
+//  - iir_alvarez of 2 to 4 steps as its sections, every state's steady state 1; coupled.
+//  - else its two complex recursions. From f's float64 poles: every entry is worked out in float64
+//  and rounded once, and the chain steps by p^16 (iir_chunk.cuh's
 //    FFMA passes step by p, so they round the poles first and scale rho to them; so did these until
 //    2026-11-23: at large sigma the rounded poles alone move the filter, Deriche's by up to 2.3e-6
 //    of the largest output an axis at sigma 160 and 4.7e-6 at 256, and an H200 saw 7.3e-6 at sigma
 //    176 in test_iir, against the bound of 1e-5; bench/results/iir-twin-accuracy-2026-11-23-h200/).
 tcparams make_params(const ndf__iir &f) {
-  mat4 A = {};
-  double b[4] = {0}, c[4] = {0}, R = 0;
-  if (const int S = sections_state(f, A, b, c, &R)) {
-    tcparams q = state_params(A, b, c, R);
+  mat4 A;
+  double b[4], c[4], R;
+  std::complex<double> p[2];
+  const int S = state_of(f, A, b, c, R, p);
+  tcparams q = state_params(A, b, c, R);
+  if (S) {
     for (int k = 0; k < 2; k++)
       q.g[k] = make_float2(2 * k < S ? 1.f : 0.f, 2 * k + 1 < S ? 1.f : 0.f);
     q.coupled = 1;
     return q;
   }
-  std::complex<double> p[2], rho[2];
-  recursions(f, false, p, rho, R);
-  for (int k = 0; k < 2; k++) {
-    A[2 * k][2 * k] = A[2 * k + 1][2 * k + 1] = p[k].real();
-    A[2 * k][2 * k + 1] = -p[k].imag();
-    A[2 * k + 1][2 * k] = p[k].imag();
-    b[2 * k] = 1;
-    c[2 * k] = rho[k].real();
-    c[2 * k + 1] = -rho[k].imag();
-  }
-  tcparams q = state_params(A, b, c, R);
   for (int k = 0; k < 2; k++) {
     const std::complex<double> pC = std::pow(p[k], kC), g = 1.0 / (1.0 - p[k]);
     q.pC[k] = make_float2((float)pC.real(), (float)pC.imag());
@@ -1259,7 +1248,7 @@ tcparams make_params(const ndf__iir &f) {
 // tca, sega: the kernels for arrays not 16-byte aligned (M 2; M 3, columns of Q < 16, takes any
 // alignment itself, and is both). seg: lines longer than kMaxL, in
 // segments of S (NS of them, groups groups of lines; zb their states, on the device), chained
-// by pS or (q.coupled) MS.
+// by MS (iir_tc_chain).
 struct ndf__iir_tc_pass {
   tcparams q;
   void (*tc)(const float *, float *, int64_t, int, int64_t, int, const tcparams),
@@ -1270,8 +1259,7 @@ struct ndf__iir_tc_pass {
       (*sega)(const float *, float *, int64_t, int, int64_t, int, int, int, float4 *,
               const tcparams);
   float4 *zb;
-  float2 pS[2];  // the chain's p^S (segments; uncoupled)
-  seg_blocks MS; // its blocks of A^S (coupled)
+  seg_blocks MS; // the segments' chain: the blocks of A^S
   int S, NS;
   int64_t P, L, Q, groups;
   unsigned grid, threads, cluster;
@@ -1327,20 +1315,12 @@ template <bool ROW> cudaError_t seg_init(ndf__iir_tc_pass &p, int64_t lines, con
   p.S = S;
   p.NS = (int)((p.L + S - 1) / S);
   p.groups = seg_groups(lines, p.Q, !ROW && !full && !flat);
-  if (p.q.coupled) {
-    mat4 A, AS;
-    sections_state(f, A, NULL, NULL);
-    power(A, S, AS);
-    p.MS = blocks_of(AS);
-  } else {
-    std::complex<double> pole[2], rho[2];
-    double R;
-    recursions(f, false, pole, rho, R);
-    for (int k = 0; k < 2; k++) {
-      const std::complex<double> pS = std::pow(pole[k], S);
-      p.pS[k] = make_float2((float)pS.real(), (float)pS.imag());
-    }
-  }
+  mat4 A, AS;
+  double b[4], c[4], R;
+  std::complex<double> pole[2];
+  state_of(f, A, b, c, R, pole);
+  power(A, S, AS);
+  p.MS = blocks_of(AS);
   p.threads = 32 * team_of<KU>(S);
   p.smem = smem_of<ROW, KU>(S, team_of<KU>(S));
   int64_t resident = 0, ra = 0;
@@ -1432,11 +1412,7 @@ extern "C" int ndf__iir_tc_pass_launch(const ndf__iir_tc_pass *p, const float *s
     const int L = (int)p->L, S = p->S;
     e = cudaLaunchKernelEx(&cfg, k, src, dst, lines, L, p->Q, S, 1, 0, p->zb, p->q);
     if (e == cudaSuccess) {
-      if (p->q.coupled)
-        iir_tc_chain_cpl<<<(unsigned)((n / 2 + 255) / 256), 256, 0, st>>>(p->zb, n, p->NS, p->MS);
-      else
-        iir_tc_chain<<<(unsigned)((n + 255) / 256), 256, 0, st>>>(p->zb, n, p->NS, p->pS[0],
-                                                                  p->pS[1]);
+      iir_tc_chain<<<(unsigned)((n / 2 + 255) / 256), 256, 0, st>>>(p->zb, n, p->NS, p->MS);
       e = cudaGetLastError();
     }
     if (e == cudaSuccess)
