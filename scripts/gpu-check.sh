@@ -87,7 +87,8 @@ for run in sep:separable:auto sep:separable:cuda_sep sep:separable:cuda_sep_fuse
   arg=$m; [ $m = auto ] && arg=
   tol=1e-5; [ $m = cuda_fft ] && tol=1e-4 # float32 FFT error scales with the whole array
   case $m in *approx*) tol=1e-3 ;; esac
-  if NDF_TEST_TOL=$tol "$B/tests/test_$suite" cuda $arg >>"$LOG/cuda-tests.log" 2>&1; then
+  [ $suite = iir ] && tol= # test_iir's own bound (5e-6 of the filter on |x|)
+  if env ${tol:+NDF_TEST_TOL=$tol} "$B/tests/test_$suite" cuda $arg >>"$LOG/cuda-tests.log" 2>&1; then
     row "cuda $what ($m)" ok "$(grep -E 'worst|lut report' "$LOG/cuda-tests.log" | tail -1 |
                                 sed 's/.*: worst/worst/; s/^lut report [a-z0-9_]*: //')"
   else
