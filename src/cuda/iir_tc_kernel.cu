@@ -1201,11 +1201,10 @@ tcparams state_params(const mat4 &A, const double *b, const double *c, double R)
       q.U[i * 8 + 4 + m] = (float)cA[kC - i][m];
     }
   }
-  mat4 W[3];
+  mat4 W[3]; // A^16, A^64, A^128
   memcpy(W[0], P[kC], sizeof(mat4));
-  mul(W[0], W[0], W[1]);
-  mul(W[1], W[1], W[1]); // A^64
-  mul(W[1], W[1], W[2]); // A^128
+  power(A, 4 * kC, W[1]);
+  power(A, 8 * kC, W[2]);
   for (int n = 0; n < 3; n++) {
     const seg_blocks m = blocks_of(W[n]);
     memcpy(q.M[n], m.M, sizeof m.M);
