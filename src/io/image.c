@@ -3,7 +3,10 @@
 #include "image.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +101,152 @@ void *ndf_io_meta(const ndf_image *img, ndf_format f) {
 void ndf_image_init(ndf_image *img) {
   memset(img, 0, sizeof *img);
   img->channel_axis = -1;
+  img->time_axis = -1;
+}
+
+/* ---- read limit ---- */
+
+static int64_t read_limit; /* 0: the default */
+
+void ndf_io_set_read_limit(int64_t bytes) { read_limit = bytes > 0 ? bytes : 0; }
+
+int ndf_io_parse_size(const char *s, int64_t *bytes) {
+  if (!s) return 0;
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || end == s || !(v > 0)) return 0;
+  const char *units = "KMGT";
+  const char *u = *end ? strchr(units, *end >= 'a' ? *end - 32 : *end) : NULL;
+  if (*end) {
+    if (!u) return 0;
+    for (const char *k = units; k <= u; k++)
+      v *= 1024;
+    end++;
+    if (*end == 'B' || *end == 'b') end++; /* "2GB" */
+    if (*end == 'i' && end[1] == 'B') end += 2; /* "2GiB" */
+  }
+  if (*end || v >= 9.2e18 || v < 1) return 0;
+  *bytes = (int64_t)v;
+  return 1;
+}
+
+/* Half the physical memory, or 4 GiB where the system does not say. */
+static int64_t default_limit(void) {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return (int64_t)4 << 30;
+  return (int64_t)((double)pages * (double)page / 2);
+}
+
+int64_t ndf_io_read_limit(void) {
+  if (read_limit > 0) return read_limit;
+  int64_t b;
+  const char *env = getenv("NDF_READ_LIMIT");
+  if (env && *env && ndf_io_parse_size(env, &b)) return b;
+  return default_limit();
+}
+
+/* A byte count for messages: "1.33 GB (1331691520 bytes)". */
+static void show_bytes(char *out, size_t n, double b) {
+  const char *u[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int k = 0;
+  double v = b;
+  while (v >= 1024 && k < 6) {
+    v /= 1024;
+    k++;
+  }
+  if (k)
+    snprintf(out, n, "%.3g %s (%.0f bytes)", v, u[k], b);
+  else
+    snprintf(out, n, "%.0f bytes", b);
+}
+
+ndf_status ndf_io_check_alloc(const char *path, int64_t count, size_t elem, char *err,
+                              size_t errlen) {
+  const char *env = getenv("NDF_READ_LIMIT");
+  int64_t lim;
+  if (read_limit <= 0 && env && *env && !ndf_io_parse_size(env, &lim))
+    return ndf_io_error(err, errlen, NDF_EINVAL, path,
+                        "NDF_READ_LIMIT='%s' is not a size (a byte count, or with K, M, G or T)",
+                        env);
+  lim = ndf_io_read_limit();
+  if (count < 0 || elem == 0 || (uint64_t)count > (uint64_t)INT64_MAX / elem)
+    return ndf_io_error(err, errlen, NDF_EINVAL, path, "the image's size overflows");
+  const int64_t need = count * (int64_t)elem;
+  if (need > lim || (uint64_t)need > (uint64_t)SIZE_MAX) {
+    char a[64], b[64];
+    show_bytes(a, sizeof a, (double)need);
+    show_bytes(b, sizeof b, (double)lim);
+    return ndf_io_error(err, errlen, NDF_ENOMEM, path,
+                        "the image needs %s in memory, over the read limit of %s (raise it with "
+                        "--read-limit or NDF_READ_LIMIT)",
+                        a, b);
+  }
+  return NDF_OK;
+}
+
+/* ---- special files ---- */
+
+static ndf_status not_regular(const char *path, mode_t m, char *err, size_t errlen) {
+  const char *what = S_ISDIR(m)    ? "a directory"
+                     : S_ISFIFO(m) ? "a FIFO (named pipe)"
+                     : S_ISSOCK(m) ? "a socket"
+                     : S_ISCHR(m)  ? "a character device"
+                     : S_ISBLK(m)  ? "a block device"
+                                   : "a special file";
+  return ndf_io_error(err, errlen, NDF_EIO, path, "is %s, not a regular file%s", what,
+                      S_ISDIR(m) ? "" : " (ndfilt reads files only: save a stream to one first)");
+}
+
+ndf_status ndf_io_check_regular(const char *path, int64_t *size, char *err, size_t errlen) {
+  struct stat sb;
+  if (stat(path, &sb) != 0) return ndf_io_error(err, errlen, NDF_EIO, path, "%s", strerror(errno));
+  if (!S_ISREG(sb.st_mode)) return not_regular(path, sb.st_mode, err, errlen);
+  if (size) *size = (int64_t)sb.st_size;
+  return NDF_OK;
+}
+
+ndf_status ndf_io_open_regular(const char *path, int *fd, int64_t *size, char *err,
+                               size_t errlen) {
+  *fd = -1;
+  int f = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (f < 0) return ndf_io_error(err, errlen, NDF_EIO, path, "%s", strerror(errno));
+  struct stat sb;
+  if (fstat(f, &sb) != 0) {
+    int e = errno;
+    close(f);
+    return ndf_io_error(err, errlen, NDF_EIO, path, "%s", strerror(e));
+  }
+  if (!S_ISREG(sb.st_mode)) {
+    close(f);
+    return not_regular(path, sb.st_mode, err, errlen);
+  }
+  int fl = fcntl(f, F_GETFL);
+  if (fl >= 0) fcntl(f, F_SETFL, fl & ~O_NONBLOCK);
+  *fd = f;
+  if (size) *size = (int64_t)sb.st_size;
+  return NDF_OK;
+}
+
+/* ---- the temporary file of a write in progress ---- */
+
+static char pending[4096];
+static volatile sig_atomic_t have_pending;
+
+void ndf_io_remove_pending(void) {
+  if (have_pending) unlink(pending);
+}
+
+/* Messages name the target, not the hidden temporary file a library may have named. */
+static void name_target(char *err, size_t errlen, const char *tmp, const char *path) {
+  if (!err || !errlen) return;
+  const size_t nt = strlen(tmp), np = strlen(path);
+  char *hit = strstr(err, tmp);
+  if (!hit) return;
+  size_t tail = strlen(hit + nt);
+  if ((size_t)(hit - err) + np + tail + 1 > errlen) return;
+  memmove(hit + np, hit + nt, tail + 1);
+  memcpy(hit, path, np);
 }
 
 void ndf_image_free(ndf_image *img) {
@@ -129,9 +278,17 @@ ndf_status ndf_image_read(const char *path, const ndf_read_opts *o, ndf_image *i
   if (f == NDF_FORMAT_RAW && !(o && o->ndim > 0))
     return ndf_io_error(err, errlen, NDF_EINVAL, path,
                         "a raw file needs its shape and dtype (--shape, --dtype)");
+  /* Never block on a FIFO or read a device: the file itself (a FITS name's "[HDU]" aside)
+   * must be a regular one. Readers that open it themselves check again on their descriptor. */
+  const char *b = f == NDF_FORMAT_FITS ? strrchr(path, '[') : NULL;
+  char *base = b && b > path && path[strlen(path) - 1] == ']' ? strndup(path, (size_t)(b - path))
+                                                              : NULL;
+  ndf_status st = ndf_io_check_regular(base ? base : path, NULL, err, errlen);
+  free(base);
+  if (st != NDF_OK) return st;
   ndf_image t;
   ndf_image_init(&t);
-  ndf_status st = formats[i].read(path, o, &t, err, errlen);
+  st = formats[i].read(path, o, &t, err, errlen);
   if (st == NDF_OK) *img = t;
   return st;
 }
@@ -141,7 +298,11 @@ ndf_status ndf_image_write(const char *path, const ndf_image *img, char *err, si
       img->a.place.kind != NDF_PLACE_HOST)
     return ndf_io_error(err, errlen, NDF_EINVAL, path, "not a valid host array");
   ndf_format f = ndf_format_from_name(path);
-  int i = find(f == NDF_FORMAT_AUTO ? NDF_FORMAT_RAW : f);
+  if (f == NDF_FORMAT_AUTO)
+    return ndf_io_error(err, errlen, NDF_EINVAL, path,
+                        "unknown output type (expected .nii, .nii.gz, .tif, .tiff, .png, .fits, "
+                        ".fits.gz, .fz, .npy, or .raw/.bin for headerless samples)");
+  int i = find(f);
   if (i < 0) return ndf_io_error(err, errlen, NDF_EUNSUPPORTED, path, "format not built in");
   return formats[i].write(path, img, err, errlen);
 }
@@ -180,6 +341,11 @@ ndf_status ndf_io_write_via_temp(const char *path,
     return s;
   }
   close(fd);
+  const int track = strlen(tmp) < sizeof pending;
+  if (track) {
+    memcpy(pending, tmp, strlen(tmp) + 1);
+    have_pending = 1;
+  }
   /* Libraries create the file by name; some refuse to overwrite, so the placeholder goes.
    * Its name stays ours: mkstemps picked one nobody else uses in this directory. */
   unlink(tmp);
@@ -192,7 +358,11 @@ ndf_status ndf_io_write_via_temp(const char *path,
       st = ndf_io_error(err, errlen, NDF_EIO, path, "cannot rename the written file: %s",
                         strerror(errno));
   }
-  if (st != NDF_OK) unlink(tmp);
+  if (st != NDF_OK) {
+    unlink(tmp);
+    name_target(err, errlen, tmp, path);
+  }
+  if (track) have_pending = 0;
   free(tmp);
   return st;
 }

@@ -39,9 +39,19 @@ typedef struct ndf_image {
   /* -1, or the axis whose entries are independent images to be filtered one by one:
    * the colour channels of a PNG or TIFF (axis 0, planar). Filters never mix along it. */
   int channel_axis;
+  /* -1, or the axis that is time (the 4th axis of a NIfTI image): a length given for all
+   * axes (a sigma in mm, or a single unitless sigma) leaves it alone, as fslmaths does. */
+  int time_axis;
   /* The voxel size along each axis of a in millimetres; 0 where unknown or where the
-   * axis is not a length (time, channels). */
+   * axis is not a length (time, channels); NaN where the file states a size that is not
+   * one (zero, negative, NaN or infinite on a spatial axis): a length in mm cannot be
+   * converted there. */
   double spacing[NDF_MAX_DIMS];
+  /* The index, in the grid the metadata describes, of the array's first voxel along each
+   * axis: 0 for an image as read; -R for an output grown by R voxels on every side (ks
+   * --output full). Writers move the file's origin (NIfTI affine, FITS CRPIX, TIFF
+   * position) by it, so the output overlays the input in space. */
+  int64_t origin[NDF_MAX_DIMS];
   /* The format's own header (NIfTI affine, intent, description; TIFF tags; FITS cards;
    * the file's sample type), for a writer of the same format. Owned through meta_free;
    * a borrowed copy (meta_free NULL) may be handed to a writer. */
@@ -71,15 +81,52 @@ int ndf_format_built_in(ndf_format f);
 ndf_status ndf_image_read(const char *path, const ndf_read_opts *o, ndf_image *img, char *err,
                           size_t errlen);
 
-/* Writes img to path in the format its name implies (raw for any other name), through a
- * temporary file in the same directory renamed on success: on failure nothing is left.
- * img->meta is used when img->format is that format, and ignored otherwise. */
+/* Writes img to path in the format its name implies (raw only for .raw and .bin: another
+ * name is an error, so a mistyped extension cannot lose the header), through a temporary
+ * file in the same directory renamed on success: on failure nothing is left, and messages
+ * name path, not the temporary file. img->meta is used when img->format is that format,
+ * and ignored otherwise. */
 ndf_status ndf_image_write(const char *path, const ndf_image *img, char *err, size_t errlen);
 
 void ndf_image_free(ndf_image *img);
 
-/* An empty image: no data, no metadata, channel_axis -1, spacing unknown. */
+/* An empty image: no data, no metadata, channel_axis and time_axis -1, spacing unknown. */
 void ndf_image_init(ndf_image *img);
+
+/* ---- bounds on what a file can make a reader allocate ---- */
+
+/* The most bytes a reader allocates for one image's samples (the decoded array, after any
+ * widening of its type): a file that declares or decompresses to more is refused with
+ * NDF_ENOMEM and a message naming the limit and how to raise it. Default: the environment
+ * variable NDF_READ_LIMIT (a byte count with an optional K, M, G or T suffix, powers of
+ * 1024), else half the machine's physical memory. ndf_io_set_read_limit(0) restores the
+ * default. Not thread-safe against concurrent reads. */
+void ndf_io_set_read_limit(int64_t bytes);
+int64_t ndf_io_read_limit(void);
+/* Parses a size such as "512M", "2G", "1000000" into *bytes (> 0); 0 if malformed. */
+int ndf_io_parse_size(const char *s, int64_t *bytes);
+/* count elements of elem bytes each, checked for overflow and against the read limit
+ * (NDF_READ_LIMIT malformed: NDF_EINVAL): NDF_OK, or an error naming path. */
+ndf_status ndf_io_check_alloc(const char *path, int64_t count, size_t elem, char *err,
+                              size_t errlen);
+
+/* ---- special files ---- */
+
+/* Opens path read-only as a regular file: a directory, FIFO, socket or device is refused
+ * with a message, without blocking (a FIFO is opened non-blocking, then checked). On
+ * success *fd is open (blocking reads) and *size is the file's size. */
+ndf_status ndf_io_open_regular(const char *path, int *fd, int64_t *size, char *err,
+                               size_t errlen);
+/* The same check by name (stat), for libraries that open the file themselves. */
+ndf_status ndf_io_check_regular(const char *path, int64_t *size, char *err, size_t errlen);
+
+/* ---- interrupted writes ---- */
+
+/* The temporary file a write in progress would leave behind: ndf_io_write_via_temp records
+ * its name while the format writes it. ndf_io_remove_pending() unlinks it and is
+ * async-signal-safe: a program's handler for SIGINT, SIGTERM or SIGHUP calls it, then
+ * re-raises the signal, so an interrupted write leaves nothing. One write at a time. */
+void ndf_io_remove_pending(void);
 
 /* ---- for the format files ---- */
 
