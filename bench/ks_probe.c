@@ -24,7 +24,7 @@ static int cmp(const void *a, const void *b) {
 int main(int argc, char **argv) {
   const char *dev = argc > 1 ? argv[1] : "cuda";
   ndf_context *ctx;
-  ndf_context_opts co = {sizeof co, dev, 0, 0};
+  ndf_context_opts co = {.struct_size = sizeof co, .device = dev};
   if (ndf_context_create(&ctx, &co)) {
     printf("no ctx\n");
     return 1;

@@ -115,7 +115,9 @@ typedef struct ndf_context_opts {
    * first usable CUDA device, else the CPU. "cpu", "cuda" (first usable
    * device) or "cuda:N" choose explicitly and fail if unavailable. */
   const char *device;
-  /* CPU threads; 0 takes NDF_THREADS, else OpenMP's default. */
+  /* CPU threads; 0 takes NDF_THREADS (a positive integer, else NDF_EINVAL), else OpenMP's
+   * default. More than NDF_MAX_THREADS, or 8 times the CPUs present, is clamped to that
+   * (ndf_context_threads tells, ndf_context_message says so). */
   int threads;
   /* Most bytes of workspace an FFT plan may hold on the context's device
    * (transform buffers, cached kernel spectra, the cuFFT work area); 0: as
@@ -124,9 +126,17 @@ typedef struct ndf_context_opts {
    * solver (direct, whose workspace is at most one copy of a slice). A
    * struct_size that ends before this field means 0. */
   size_t workspace_limit;
+  /* NULL, or a buffer of message_size bytes that ndf_context_create fills with the reason
+   * it failed (there is no context to carry it), e.g. "NDF_DEVICE=cuda: no usable CUDA
+   * device". A struct_size that ends before these fields means NULL. */
+  char *message;
+  size_t message_size;
 } ndf_context_opts;
 
-/* opts may be NULL for all defaults. */
+#define NDF_MAX_THREADS 1024
+
+/* opts may be NULL for all defaults. A bad device name (or NDF_DEVICE) or NDF_THREADS is
+ * NDF_EINVAL, and a device that cannot be used NDF_ENODEV; opts->message says why. */
 NDF_API ndf_status ndf_context_create(ndf_context **ctx, const ndf_context_opts *opts);
 NDF_API void ndf_context_destroy(ndf_context *ctx); /* NULL is a no-op */
 /* The device the context computes on. */
@@ -162,7 +172,8 @@ NDF_API ndf_status ndf_array_copy(ndf_context *ctx, ndf_array *dst, const ndf_ar
 typedef struct ndf_plan ndf_plan;
 
 /* Runs a plan. `in` and `out` must have the dtype, shape and place the plan
- * was made for; data and strides may differ between calls. `out` may be `in`
+ * was made for; data and strides may differ between calls, and data must be aligned to the
+ * element size. `out` may be `in`
  * itself (same data and strides) but must not otherwise overlap it. On a
  * CUDA plan, device arrays are used in place and the call returns once the
  * work is queued on the context's stream; host arrays are staged through
@@ -171,6 +182,11 @@ NDF_API ndf_status ndf_execute(const ndf_plan *plan, const ndf_array *in, ndf_ar
 NDF_API void ndf_plan_destroy(ndf_plan *plan); /* NULL is a no-op */
 /* Name of the solver chosen, e.g. "cpu_direct". */
 NDF_API const char *ndf_plan_solver(const ndf_plan *plan);
+/* Name of the solver the plan's last execute ran: ndf_plan_solver's, or, for a plan of method
+ * auto whose solver spreads NaN and Inf differently from scipy (an FFT, a recursive filter),
+ * the exact solver it ran instead because the input held NaN or Inf (ndf_context_message then
+ * says so). With several threads executing one plan: any one's. */
+NDF_API const char *ndf_plan_last_solver(const ndf_plan *plan);
 
 /* Enumerates the solvers this build has: returns the name of solver i and
  * sets *operation to its operation's name, or returns NULL past the end. */
@@ -248,9 +264,9 @@ NDF_API ndf_status ndf_sepfilter(ndf_context *ctx, const ndf_array *in, ndf_arra
  * order 0, truncate 4.0, mode reflect, cval 0, method auto. */
 typedef struct ndf_gaussian_opts {
   size_t struct_size; /* sizeof(ndf_gaussian_opts), or an older size ending before iir_order */
-  /* NULL or "auto": the FIR filter below, or iir_deriche where the cost models say it takes
-   * under 2/3 of the FIR filter's time and both are within 1e-3 of the true Gaussian (every
-   * filtered axis in mode nearest, order 0, sigma >= 2, no radius, truncate 0 or >= 4,
+  /* NULL or "auto": scipy's result (the FIR filter below), unless `tolerance` allows the
+   * recursive filter's error: then iir_deriche where the cost models say it is the cheaper and
+   * every filtered axis has mode nearest, order 0, sigma >= 2, no radius (truncate 0 or >= 4,
    * iir_order 0); "fir" (the truncated, sampled Gaussian as a separable filter) or a sepfilter
    * solver name ("cpu_sep", "cuda_sep"); a recursive (IIR) method: "iir_alvarez",
    * "iir_deriche", "iir_vyv", or "iir" (the most accurate of them, iir_deriche), or an IIR
@@ -266,7 +282,17 @@ typedef struct ndf_gaussian_opts {
    * implicit heat-equation steps, 1..5 (default 3); iir_vyv: 3..5 (default 3); iir_deriche:
    * 4. (Added in 0.2; a struct_size that ends before it means 0.) */
   int iir_order;
+  /* The error auto may add to scipy's result, as the relative L2 norm of the difference
+   * (>= 0): 0 keeps scipy's result to float32 rounding; 1e-3 or more lets auto take
+   * iir_deriche (within 1e-3 of scipy's FIR filter at truncate >= 4, sigma >= 2) where that
+   * is cheaper. On an input that holds NaN or Inf, auto's plan runs the FIR filter all the
+   * same, so NaN and Inf reach the outputs scipy's would. (A struct_size that ends before it
+   * means 0.) */
+  double tolerance;
 } ndf_gaussian_opts;
+
+/* The error bound auto's recursive filter meets against scipy's FIR result (see tolerance). */
+#define NDF_GAUSSIAN_IIR_ERROR 1e-3
 
 /* Gaussian filter, exactly scipy.ndimage.gaussian_filter: along each axis
  * with sigma > 1e-15, in increasing axis order, gaussian_filter1d's kernel
@@ -307,9 +333,11 @@ NDF_API ndf_status ndf_gaussian_kernel1d(double sigma, int order, int radius, do
  * scipy's defaults: mode reflect on every axis, cval 0, origin 0, method auto. */
 typedef struct ndf_correlate_opts {
   size_t struct_size; /* sizeof(ndf_correlate_opts) */
-  /* NULL or "auto" (a cost model picks); "direct" or "fft" (the context's
-   * solver of that kind); or a solver name: "cpu_direct", "cpu_fft",
-   * "cuda_direct", "cuda_fft". */
+  /* NULL or "auto" (a cost model picks; on a float input that holds NaN or Inf, or with a
+   * cval that is not finite, a direct solver runs, so they reach exactly the outputs scipy's
+   * would); "direct" or "fft" (the context's solver of that kind); or a solver name:
+   * "cpu_direct", "cpu_fft", "cuda_direct", "cuda_fft". An FFT spreads a NaN or Inf in the
+   * input over every output. */
   const char *method;
   ndf_mode mode[NDF_MAX_DIMS]; /* per axis (scipy takes one for all) */
   int origin[NDF_MAX_DIMS];    /* per axis, -(k/2) <= origin <= (k-1)/2 for k weights */
@@ -319,6 +347,8 @@ typedef struct ndf_correlate_opts {
 /* N-dimensional correlation, exactly scipy.ndimage.correlate: out[i] =
  * sum over j of w[j] * in[i + j - k/2 - origin] per axis (k the kernel's
  * length on that axis), samples outside the array taken by each axis's mode.
+ * As scipy, weights of magnitude <= DBL_EPSILON (2.2e-16) are left out of the
+ * sum, so a NaN or Inf under a zero weight does not reach the output.
  * `weights` is a C-contiguous float64 kernel of shape wshape[0..in->ndim-1]
  * (any positive lengths: odd, even, longer than the array), copied by the
  * call; every weight must be finite. Float32 arithmetic. */

@@ -18,7 +18,7 @@
 /* The test's context on dev ("cpu" or "cuda"), its name printed: 0, or the exit code to return
  * (SKIP where a CUDA device is asked for and none is usable, else 1). */
 static inline int t_open(ndf_context **ctx, const char *dev) {
-  ndf_context_opts co = {sizeof co, dev, 0, 0};
+  ndf_context_opts co = {.struct_size = sizeof co, .device = dev};
   ndf_status st = ndf_context_create(ctx, &co);
   if (st != NDF_OK) {
     printf("no usable %s device (%s): skipped\n", dev, ndf_status_str(st));

@@ -161,7 +161,7 @@ static void check_conv(const ndf_array *x, const char *in, const char *out) {
   /* The CLI passes kernel and options through unchanged: the library called directly. */
   {
     ndf_context *ctx;
-    ndf_context_opts co = {sizeof co, "cpu", 0, 0};
+    ndf_context_opts co = {.struct_size = sizeof co, .device = "cpu"};
     ndf_correlate_opts o;
     memset(&o, 0, sizeof o);
     o.struct_size = sizeof o;
@@ -463,7 +463,7 @@ int main(int argc, char **argv) {
     }
     /* The CLI passes its options through unchanged: the library called directly. */
     ndf_context *ctx;
-    ndf_context_opts co = {sizeof co, "cpu", 0, 0};
+    ndf_context_opts co = {.struct_size = sizeof co, .device = "cpu"};
     ndf_gaussian_opts o;
     memset(&o, 0, sizeof o);
     o.struct_size = sizeof o;

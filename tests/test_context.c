@@ -15,7 +15,7 @@ int main(void) {
   CHECK(ndf_context_threads(c) >= 1, "threads");
   ndf_context_destroy(c);
 
-  ndf_context_opts o = {sizeof o, "cpu", 3, 0};
+  ndf_context_opts o = {.struct_size = sizeof o, .device = "cpu", .threads = 3};
   CHECK(ndf_context_create(&c, &o) == NDF_OK, "cpu context");
   CHECK(ndf_context_place(c).kind == NDF_PLACE_HOST && ndf_context_threads(c) == 3,
         "cpu, 3 threads");

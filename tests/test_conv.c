@@ -211,7 +211,7 @@ static void workspace_case(ndf_context *ctx, const char *dev, int cuda, uint64_t
   c.lay.idt = c.lay.odt = NDF_F32;
   c.lay.dev_in = c.lay.dev_out = cuda;
   ndf_context *lim;
-  ndf_context_opts co = {sizeof co, dev, 0, 4096};
+  ndf_context_opts co = {.struct_size = sizeof co, .device = dev, .workspace_limit = 4096};
   ndf_status st = ndf_context_create(&lim, &co);
   CHECK(st == NDF_OK && ndf_context_workspace_limit(lim) == 4096, "limited context: %s",
         ndf_status_str(st));

@@ -23,7 +23,7 @@ static void expect(ndf_status want, ndf_array *in, ndf_array *out, const double 
 }
 
 int main(void) {
-  ndf_context_opts co = {sizeof co, "cpu", 0, 0};
+  ndf_context_opts co = {.struct_size = sizeof co, .device = "cpu"};
   if (ndf_context_create(&ctx, &co) != NDF_OK) return 1;
   const int64_t shape[2] = {4, 6};
   const double w[3] = {1, 2, 1};

@@ -1165,7 +1165,7 @@ static int cmd_ks(ndf_context *ctx, int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-  ndf_context_opts co = {sizeof co, NULL, 0, 0};
+  ndf_context_opts co = {.struct_size = sizeof co};
   int i = 1;
   for (; i < argc && argv[i][0] == '-'; i++) {
     const char *a = argv[i];

@@ -55,12 +55,15 @@ def _context(dev):
         ctx = _contexts.get(dev)
         if ctx is None:
             h = C.c_void_p()
+            why = C.create_string_buffer(512)
             opts = _lib.ContextOpts(C.sizeof(_lib.ContextOpts),
-                                    None if dev == "auto" else dev.encode(), 0)
+                                    None if dev == "auto" else dev.encode(), 0, 0,
+                                    C.cast(why, C.c_char_p), len(why))
             st = lib.ndf_context_create(C.byref(h), C.byref(opts))
             if st != _lib.OK:
+                text = why.value.decode(errors="replace") or lib.ndf_status_str(st).decode()
                 raise (ValueError if st == _lib.EINVAL else RuntimeError)(
-                    f"cannot use device {dev!r}: {lib.ndf_status_str(st).decode()}")
+                    f"cannot use device {dev!r}: {text}")
             ctx = _contexts[dev] = h.value
         return ctx
 
@@ -109,6 +112,7 @@ class _Operand:
 
     def __init__(self, arr, kind, desc, dev=None, keep=None):
         self.arr, self.kind, self.desc, self.dev, self.keep = arr, kind, desc, dev, keep
+        self.writeback = None  # the caller's output, where arr is an aligned stand-in for it
 
 
 _KIND_OF_TYPE = {np.ndarray: "numpy"}  # exact types whose kind is the same for every instance
@@ -158,15 +162,31 @@ def _desc(code, shape, strides_elems, ptr, place_kind, dev):
 
 
 def _numpy_operand(a, writable=False):
+    """a's operand. An unaligned view (data or strides not on its item size), which the
+    library refuses, is copied: an input once, an output through an aligned array that
+    _result copies back."""
     if a.dtype.byteorder == ">" or a.dtype not in _NP_CODE:
         raise TypeError(f"dtype {a.dtype} is not supported (uint8, uint16, int16, float32, float64)")
-    if any(s % a.itemsize for s in a.strides):
-        if writable:
-            raise ValueError("output strides are not a multiple of its item size")
-        a = np.ascontiguousarray(a)  # unaligned view: copied, since strides are in elements
+    if writable and not a.flags.writeable:
+        raise ValueError("output array is read-only")
+    target = None
+    if not a.flags.aligned or any(s % a.itemsize for s in a.strides):
+        target = a if writable else None
+        a = np.empty(a.shape, a.dtype) if writable else np.array(a, order="C")
     st = [s // a.itemsize for s in a.strides]
-    return _Operand(a, "numpy", _desc(_NP_CODE[a.dtype], a.shape, st, a.ctypes.data,
-                                      _lib.PLACE_HOST, 0))
+    op = _Operand(a, "numpy", _desc(_NP_CODE[a.dtype], a.shape, st, a.ctypes.data,
+                                    _lib.PLACE_HOST, 0))
+    op.writeback = target
+    return op
+
+
+def _check_writable(x, kind):
+    """scipy's ValueError for an output that must not be written: a GPU array whose
+    __cuda_array_interface__ says it is read-only (CuPy and torch arrays never are)."""
+    if kind == "cuda":
+        data = x.__cuda_array_interface__.get("data")
+        if data and len(data) > 1 and data[1]:
+            raise ValueError("output array is read-only")
 
 
 def _cuda_device_of(x, kind):
@@ -278,9 +298,9 @@ def _inputs(input, output):
         if tuple(out_arr.shape) != tuple(input.shape):
             raise ValueError(f"output shape {tuple(out_arr.shape)} != input shape "
                              f"{tuple(input.shape)}")
+    if kind != "numpy":
+        _check_writable(out_arr, kind)
     dst = _numpy_operand(out_arr, True) if kind == "numpy" else _cuda_operand(out_arr, kind)
-    if kind == "numpy" and dst.arr is not out_arr:
-        raise ValueError("output must be a numpy array with element-aligned strides")
     return src, dst, back, output
 
 
@@ -313,11 +333,13 @@ _last_plan = None  # the plan the last call ran (last_solver)
 
 def last_solver():
     """The solver the last call of this module ran, e.g. 'cuda_fft' after correlate(...,
-    method='auto') chose it; None before any call. (With several threads: any thread's.)"""
+    method='auto') chose it, or 'cuda_direct' where that plan met an input holding NaN or Inf
+    and ran the exact solver instead; None before any call. (With several threads: any
+    thread's.)"""
     with _lock:
         if _last_plan is None or _last_plan not in _plans.values():
             return None
-        return lib.ndf_plan_solver(_last_plan).decode()
+        return lib.ndf_plan_last_solver(_last_plan).decode()
 
 
 def _run(key, ctx, src, dst, make, bank=None):
@@ -351,6 +373,9 @@ def _run(key, ctx, src, dst, make, bank=None):
 
 
 def _result(dst, back, output_arg):
+    if dst.writeback is not None:
+        np.copyto(dst.writeback, dst.arr)
+        dst.arr = dst.writeback
     out = dst.arr
     if back == "torch" and not _is_array(output_arg):
         import torch
@@ -553,30 +578,31 @@ def _hashable(vals):
 
 
 def _gaussian(input, sigma, order, output, mode, cval, truncate, radius, axes, method,
-              iir_order):
+              iir_order, tolerance):
     src, dst, back, output_arg = _inputs(input, output)
     nd = src.desc.ndim
     # Repeated calls (a filter in a loop) reuse the checked per-axis arguments.
-    k = _hashable((nd, sigma, order, mode, cval, truncate, radius, axes, method, iir_order))
+    k = _hashable((nd, sigma, order, mode, cval, truncate, radius, axes, method, iir_order,
+                   tolerance))
     args = _parsed.get(k) if k is not None else None
     if args is None:
         args = _gauss_args(nd, sigma, order, mode, cval, truncate, radius, axes, method,
-                           iir_order)
+                           iir_order, tolerance)
         if k is not None:
             if len(_parsed) >= _MAX_PARSED:
                 _parsed.clear()
             _parsed[k] = args
-    c_sig, c_ord, c_mode, c_rad, c_trunc, cval, meth, iir, perm = args
+    c_sig, c_ord, c_mode, c_rad, c_trunc, cval, meth, iir, tol, perm = args
     if perm is not None:
         _permute(src, perm)
         _permute(dst, perm)
     ctx = _context_of(src)
     key = ("gaussian", ctx, _place_key(src.desc), _place_key(dst.desc), c_sig, c_ord, c_rad,
-           c_trunc, c_mode, cval, meth, iir)
+           c_trunc, c_mode, cval, meth, iir, tol)
 
     def make(h):
         opts = _lib.GaussianOpts(C.sizeof(_lib.GaussianOpts), meth)
-        opts.truncate, opts.cval, opts.iir_order = c_trunc, cval, iir
+        opts.truncate, opts.cval, opts.iir_order, opts.tolerance = c_trunc, cval, iir, tol
         for d in range(nd):
             opts.sigma[d], opts.order[d] = c_sig[d], c_ord[d]
             opts.radius[d], opts.mode[d] = c_rad[d], c_mode[d]
@@ -587,10 +613,11 @@ def _gaussian(input, sigma, order, output, mode, cval, truncate, radius, axes, m
     return _result(dst, back, output_arg)
 
 
-def _gauss_args(nd, sigma, order, mode, cval, truncate, radius, axes, method, iir_order):
+def _gauss_args(nd, sigma, order, mode, cval, truncate, radius, axes, method, iir_order,
+                tolerance):
     """Checks _gaussian's arguments for an nd-dimensional array; returns per-axis
     sigma, order, mode and radius tuples as the C side takes them, truncate, cval,
-    method, iir_order, and the axis permutation to apply to the arrays (or None)."""
+    method, iir_order, tolerance, and the axis permutation to apply to the arrays (or None)."""
     ax = _axes(axes, nd)
     k = len(ax)
     try:
@@ -606,6 +633,12 @@ def _gauss_args(nd, sigma, order, mode, cval, truncate, radius, axes, method, ii
         raise ValueError(f"truncate must be a number, not {truncate!r}") from None
     cval, meth = float(cval), _method(method)
     iir = _int(iir_order, "iir_order", 0)  # the C side checks it against the method
+    try:
+        tol = float(tolerance)
+    except (TypeError, ValueError):
+        raise ValueError(f"tolerance must be a number, not {tolerance!r}") from None
+    if not (tol >= 0 and math.isfinite(tol)):
+        raise ValueError(f"tolerance must be finite and >= 0, not {tolerance!r}")
     # Per axis of the array: sigma 0 (unlisted) leaves an axis alone.
     c_sig, c_ord, c_mode, c_rad = [0.0] * nd, [0] * nd, [0] * nd, [0] * nd
     for a, s, o, m in zip(ax, sig, orders, modes):
@@ -645,11 +678,11 @@ def _gauss_args(nd, sigma, order, mode, cval, truncate, radius, axes, method, ii
     else:
         perm = None
     return (tuple(c_sig), tuple(c_ord), tuple(c_mode), tuple(c_rad), c_trunc, cval, meth, iir,
-            perm)
+            tol, perm)
 
 
 def gaussian_filter(input, sigma, order=0, output=None, mode="reflect", cval=0.0, truncate=4.0,
-                    *, radius=None, axes=None, method="auto", iir_order=0):
+                    *, radius=None, axes=None, method="auto", iir_order=0, tolerance=0.0):
     """Gaussian filter, as scipy.ndimage.gaussian_filter (scipy >= 1.11's axes=).
 
     sigma, order (derivative order, >= 0), mode and radius: a scalar or one per
@@ -658,39 +691,48 @@ def gaussian_filter(input, sigma, order=0, output=None, mode="reflect", cval=0.0
     int(truncate * sigma + 0.5) unless radius gives it. Arrays, dtypes and
     output as correlate1d.
 
-    method: 'fir' (the truncated sampled Gaussian as a separable filter, as
-    scipy), or a solver of it ('cpu_sep', 'cuda_sep'); a recursive (IIR)
-    method: 'iir_deriche', 'iir_vyv', 'iir_alvarez', 'iir' (iir_deriche, the
-    most accurate), or an IIR solver ('cpu_iir', 'cuda_iir': iir_deriche); or
-    'auto': fir, or iir_deriche where every filtered axis has mode 'nearest',
-    order 0, sigma >= 2 and no radius, and the cost models give it under 2/3
-    of fir's time (then within 1e-3 of the true Gaussian, not equal to scipy).
+    method: 'auto' (default): scipy's result, the FIR filter below, unless
+    tolerance allows more error; 'fir' (the truncated sampled Gaussian as a
+    separable filter, as scipy), or a solver of it ('cpu_sep', 'cuda_sep'); a
+    recursive (IIR) method: 'iir_deriche', 'iir_vyv', 'iir_alvarez', 'iir'
+    (iir_deriche, the most accurate), or an IIR solver ('cpu_iir', 'cuda_iir':
+    iir_deriche).
+
+    tolerance: the error 'auto' may add to scipy's result, as a relative L2
+    norm (default 0: scipy's result to float32 rounding). From 1e-3 on, 'auto'
+    takes iir_deriche (within 1e-3 of scipy's filter) where every filtered axis
+    has mode 'nearest', order 0, sigma >= 2 and no radius, and the cost models
+    make it the cheaper. NaN and Inf keep scipy's meaning under 'auto' whatever
+    the tolerance: on an input that holds any, the FIR filter runs (last_solver()
+    tells which ran), so they reach only the outputs within the kernel's radius.
 
     The recursive methods approximate the untruncated Gaussian at a cost that
     does not grow with sigma. They support mode 'nearest' only (exact at the
-    borders) and order 0, else ValueError, and ignore truncate and radius.
-    Relative L2 error against the true Gaussian on noise: iir_deriche below
-    1e-3; iir_vyv about 1e-2, 4e-3, 1.5e-3 for iir_order 3, 4, 5 at sigma >= 3
-    (several times more at sigma 1); iir_alvarez about 0.3, 0.1, 0.06 for 1, 3,
-    5 steps at sigma >= 5 (up to 0.4, 0.27, 0.23 at sigma 1). iir_order: the
-    recursive method's order, 0 for its default: iir_alvarez's steps 1..5 (3),
-    iir_vyv 3..5 (3; order 4 reaches sigma 100, order 5 sigma 20), iir_deriche
-    4. 'auto' given a nonzero iir_order uses fir.
+    borders) and order 0, else ValueError, and ignore truncate and radius. A NaN
+    or Inf in the input reaches every output of its line, and from there every
+    output, when one of them is named. Relative L2 error against the true
+    Gaussian on noise: iir_deriche below 1e-3; iir_vyv about 1e-2, 4e-3, 1.5e-3
+    for iir_order 3, 4, 5 at sigma >= 3 (several times more at sigma 1);
+    iir_alvarez about 0.3, 0.1, 0.06 for 1, 3, 5 steps at sigma >= 5 (up to 0.4,
+    0.27, 0.23 at sigma 1). iir_order: the recursive method's order, 0 for its
+    default: iir_alvarez's steps 1..5 (3), iir_vyv 3..5 (3; order 4 reaches sigma
+    100, order 5 sigma 20), iir_deriche 4. 'auto' given a nonzero iir_order uses
+    fir.
     """
     return _gaussian(input, sigma, order, output, mode, cval, truncate, radius, axes, method,
-                     iir_order)
+                     iir_order, tolerance)
 
 
 def gaussian_filter1d(input, sigma, axis=-1, order=0, output=None, mode="reflect", cval=0.0,
-                      truncate=4.0, *, radius=None, method="auto", iir_order=0):
+                      truncate=4.0, *, radius=None, method="auto", iir_order=0, tolerance=0.0):
     """Gaussian filter along one axis, as scipy.ndimage.gaussian_filter1d (see
-    gaussian_filter, also for method and iir_order: the recursive methods need
+    gaussian_filter, also for method, iir_order and tolerance: the recursive methods need
     mode 'nearest'). sigma 0 gives a copy, where scipy divides by zero."""
     for name, v in (("sigma", sigma), ("order", order), ("radius", radius), ("axis", axis)):
         if v is not None and not isinstance(v, str) and np.ndim(v) != 0:
             raise ValueError(f"{name} must be a scalar, not {v!r}")
     return _gaussian(input, sigma, order, output, mode, cval, truncate, radius, [axis], method,
-                     iir_order)
+                     iir_order, tolerance)
 
 
 # ----------------------------------------------------------------- correlate / convolve
@@ -727,9 +769,9 @@ def _bank_outputs(input, src, output, nf):
         k = _kind(o)
         if k == "torch-cpu":
             o, k = o.numpy(), "numpy"
+        if k != "numpy":
+            _check_writable(o, k)
         op = _numpy_operand(o, True) if k == "numpy" else _cuda_operand(o, k)
-        if k == "numpy" and op.arr is not o:
-            raise ValueError("output must be a numpy array with element-aligned strides")
         ops.append(op)
     descs = (_lib.Array * nf)(*[op.desc for op in ops])
     return out, ops, descs
@@ -773,6 +815,9 @@ def _filterNd(conv, input, weights, output, mode, cval, origin, method, bank=Fal
 
     if bank:
         _run(key, ctx, src, dst, make, descs)
+        for op in ops:
+            if op.writeback is not None:
+                np.copyto(op.writeback, op.arr)
         return out
     _run(key, ctx, src, dst, make)
     return _result(dst, back, output_arg)
@@ -786,7 +831,10 @@ def correlate(input, weights, output=None, mode="reflect", cval=0.0, origin=0, *
     even, longer than the input). mode and origin: one value or one per axis.
     method: 'auto' (a cost model picks), 'direct', 'fft', or a solver name
     ('cpu_direct', 'cpu_fft', 'cuda_direct', 'cuda_fft'). Arrays, dtypes and
-    output as correlate1d.
+    output as correlate1d. NaN and Inf reach the outputs scipy's would under
+    'auto' (on an input that holds any, a direct solver runs: last_solver()
+    tells); a named FFT method spreads them over every output. As scipy,
+    weights of magnitude <= 2.2e-16 are left out of the sum.
     """
     return _filterNd(False, input, weights, output, mode, cval, origin, method)
 

@@ -21,7 +21,9 @@ class Array(C.Structure):
 
 
 class ContextOpts(C.Structure):
-    _fields_ = [("struct_size", C.c_size_t), ("device", C.c_char_p), ("threads", C.c_int)]
+    _fields_ = [("struct_size", C.c_size_t), ("device", C.c_char_p), ("threads", C.c_int),
+                ("workspace_limit", C.c_size_t), ("message", C.c_char_p),
+                ("message_size", C.c_size_t)]
 
 
 class Correlate1dOpts(C.Structure):
@@ -39,7 +41,8 @@ class GaussianOpts(C.Structure):
     _fields_ = [("struct_size", C.c_size_t), ("method", C.c_char_p),
                 ("sigma", C.c_double * MAX_DIMS), ("order", C.c_int * MAX_DIMS),
                 ("truncate", C.c_double), ("radius", C.c_int * MAX_DIMS),
-                ("mode", C.c_int * MAX_DIMS), ("cval", C.c_double), ("iir_order", C.c_int)]
+                ("mode", C.c_int * MAX_DIMS), ("cval", C.c_double), ("iir_order", C.c_int),
+                ("tolerance", C.c_double)]
 
 
 class CorrelateOpts(C.Structure):
@@ -100,6 +103,7 @@ _sig = {
     "ndf_execute": (C.c_int, [C.c_void_p, P(Array), P(Array)]),
     "ndf_plan_destroy": (None, [C.c_void_p]),
     "ndf_plan_solver": (C.c_char_p, [C.c_void_p]),
+    "ndf_plan_last_solver": (C.c_char_p, [C.c_void_p]),
     "ndf_solver_name": (C.c_char_p, [C.c_int, P(C.c_char_p)]),
     "ndf_plan_correlate1d": (C.c_int, [P(C.c_void_p), C.c_void_p, P(Array), P(Array),
                                        P(C.c_double), C.c_int64, C.c_int, P(Correlate1dOpts)]),

@@ -1,8 +1,12 @@
 /* context.c - device choice (NDF_DEVICE, auto-detect) and CPU threads. */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <omp.h>
 
@@ -57,45 +61,98 @@ static ndf_status pick_cuda(ndf_context *c, int dev, int required) {
 }
 #endif
 
+/* The failure's reason into the caller's buffer, if any; returns st. */
+static ndf_status create_fail(const ndf_context_opts *o, ndf_status st, const char *fmt, ...)
+#ifdef __GNUC__
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+static ndf_status create_fail(const ndf_context_opts *o, ndf_status st, const char *fmt, ...) {
+  const size_t v3 = offsetof(ndf_context_opts, message_size) + sizeof(size_t);
+  if (o && o->struct_size >= v3 && o->message && o->message_size) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(o->message, o->message_size, fmt, ap);
+    va_end(ap);
+  }
+  return st;
+}
+
+/* The thread count: asked (> 0), else NDF_THREADS, else OpenMP's default; at most
+ * NDF_MAX_THREADS and 8 per CPU, which a request over it is clamped to. */
+static ndf_status pick_threads(const ndf_context_opts *o, int *out, char *note, size_t len) {
+  long t = o ? o->threads : 0;
+  const char *src = "threads";
+  const char *env = getenv("NDF_THREADS");
+  if (t == 0 && env && *env) {
+    char *end;
+    errno = 0;
+    t = strtol(env, &end, 10);
+    while (*end == ' ' || *end == '\n')
+      end++;
+    if (errno == ERANGE) t = LONG_MAX;
+    if (end == env || *end || t < 1)
+      return create_fail(o, NDF_EINVAL, "NDF_THREADS='%.40s' is not a positive integer", env);
+    src = "NDF_THREADS";
+  }
+  if (t <= 0) t = omp_get_max_threads();
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  long most = cpus > 0 && 8 * cpus < NDF_MAX_THREADS ? 8 * cpus : NDF_MAX_THREADS;
+  if (most < 1) most = 1;
+  note[0] = 0;
+  if (t > most) {
+    snprintf(note, len, "%s %ld clamped to %ld (at most %d, and 8 per CPU: %ld present)", src, t,
+             most, NDF_MAX_THREADS, cpus);
+    t = most;
+  }
+  *out = (int)t;
+  return NDF_OK;
+}
+
 ndf_status ndf_context_create(ndf_context **out, const ndf_context_opts *opts) {
   if (!out) return NDF_EINVAL;
   *out = NULL;
   /* The first version of the struct ended after `threads`. */
   const size_t v1 = offsetof(ndf_context_opts, threads) + sizeof(int);
   if (opts && opts->struct_size < v1) return NDF_EINVAL;
-  if (opts && opts->threads < 0) return NDF_EINVAL;
+  if (opts && opts->threads < 0)
+    return create_fail(opts, NDF_EINVAL, "threads %d is negative", opts->threads);
+  int threads = 1;
+  char note[200];
+  ndf_status st = pick_threads(opts, &threads, note, sizeof note);
+  if (st != NDF_OK) return st;
   ndf_context *c = calloc(1, sizeof *c);
-  if (!c) return NDF_ENOMEM;
+  if (!c) return create_fail(opts, NDF_ENOMEM, "out of host memory");
   pthread_mutex_init(&c->msg_lock, NULL);
 
-  const char *dev = opts ? opts->device : NULL;
+  const char *dev = opts ? opts->device : NULL, *from = "device";
   if (!dev || !*dev || !strcmp(dev, "auto")) {
     dev = getenv("NDF_DEVICE");
+    from = "NDF_DEVICE";
     if (dev && (!*dev || !strcmp(dev, "auto"))) dev = NULL;
   }
-  ndf_status st = NDF_OK;
   if (!dev) {
     if (pick_cuda(c, -1, 0) != NDF_OK) use_cpu(c);
   } else {
     ndf_place_kind kind;
     int n;
-    if (!parse_device(dev, &kind, &n))
-      st = NDF_EINVAL; /* no context to carry the message */
-    else if (kind == NDF_PLACE_HOST)
+    if (!parse_device(dev, &kind, &n)) {
+      st = NDF_EINVAL;
+      ndf__fail(c, st, "unknown device (cpu, cuda or cuda:N)");
+    } else if (kind == NDF_PLACE_HOST) {
       use_cpu(c);
-    else
+    } else {
       st = pick_cuda(c, n, 1);
+    }
   }
   if (st != NDF_OK) {
+    create_fail(opts, st, "%s=%.60s: %s", from, dev, c->msg);
     ndf_context_destroy(c);
     return st;
   }
-
-  int t = opts ? opts->threads : 0;
-  const char *env = getenv("NDF_THREADS");
-  if (t == 0 && env) t = atoi(env);
-  if (t <= 0) t = omp_get_max_threads();
-  c->threads = t;
+  c->threads = threads;
+  if (note[0]) ndf__fail(c, NDF_OK, "%s", note);
   if (opts && opts->struct_size >= offsetof(ndf_context_opts, workspace_limit) + sizeof(size_t))
     c->workspace_limit = opts->workspace_limit;
   *out = c;

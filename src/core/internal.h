@@ -26,6 +26,10 @@ typedef struct ndf__problem {
   const char *aliases; /* more method names the caller accepted, for messages ("fir") */
   ndf_array in, out; /* out: the first of nout outputs of one description */
   int nout;          /* 1; a filter bank's number of kernels */
+  /* 1: the plan must give scipy's result where the input holds NaN or Inf too (auto's plan
+   * for such inputs, or a cval that is not finite): solvers whose finite_only says so are
+   * not chosen, and a solver with an exact variant makes that one. */
+  int exact;
   void *params;
   size_t params_size;
 } ndf__problem;
@@ -103,6 +107,11 @@ typedef struct ndf__solver {
   double (*cost)(const ndf__problem *pb, const ndf_context *ctx); /* ~ seconds */
   /* Sets p->state, p->exec and p->free_state (and p->in_place). */
   ndf_status (*make)(struct ndf_plan *p);
+  /* NULL, or 1 where the solver's result on pb differs from scipy's in where NaN and Inf in
+   * the input reach (an FFT or a recursive filter spreads them over everything; a kernel
+   * path that multiplies the zero weights scipy skips): auto then pairs the plan with an
+   * exact one (ndf_plan.alt), run instead on inputs that hold them. */
+  int (*finite_only)(const ndf__problem *pb);
 } ndf__solver;
 
 struct ndf__stage; /* CUDA staging buffers, src/cuda/stage.c */
@@ -116,6 +125,10 @@ struct ndf_plan {
   void (*free_state)(void *state);
   struct ndf__stage *stage;
   int in_place; /* a CUDA exec that may be given in == out (else the planner copies in) */
+  /* The exact plan run instead where a float input holds NaN or Inf (see finite_only); it
+   * has no staging of its own: a CUDA plan hands it its staged arrays. */
+  struct ndf_plan *alt;
+  int last_alt; /* the last execute ran alt (read and written atomically) */
 };
 
 struct ndf_context {
@@ -157,6 +170,23 @@ ndf__problem ndf__problem_make(ndf__op op, const char *label, const char *aliase
 /* Planner: picks a solver for pb (method NULL/"auto" or a solver name) and
  * makes the plan; takes ownership of pb->params in every case. */
 ndf_status ndf__plan_create(ndf_plan **out, ndf_context *ctx, ndf__problem *pb, const char *method);
+/* The same, where auto may take a solver of pb whose result differs from scipy's on NaN and
+ * Inf (a recursive Gaussian): alt_pb (owned likewise; NULL: pb without such solvers) is
+ * planned as the exact plan run instead on inputs that hold them. */
+ndf_status ndf__plan_create_alt(ndf_plan **out, ndf_context *ctx, ndf__problem *pb,
+                                const char *method, ndf__problem *alt_pb);
+/* The planner's one function: as_alt makes a plan without staging, run only as another's
+ * exact twin. */
+ndf_status ndf__plan_make(ndf_plan **out, ndf_context *ctx, ndf__problem *pb, const char *method,
+                          int as_alt, ndf__problem *alt_pb);
+/* Records whether an execute of p ran its exact twin (and says so in the context's message). */
+void ndf__note_alt(const ndf_plan *p, int used);
+/* A solver's finite_only that always says so (FFTs, recursive filters). */
+int ndf__always_finite_only(const ndf__problem *pb);
+/* 1 if a float array (host, any strides) holds a NaN or an infinity; integers never do. */
+int ndf__host_nonfinite(const ndf_array *a, int threads);
+/* Bytes in count elements of elem bytes each; -1 if that overflows int64 or size_t. */
+int64_t ndf__bytes(int64_t count, size_t elem);
 #define NDF__MAX_SOLVERS 64 /* solvers.c checks the table against it */
 /* The cheapest applicable solver's cost for pb on ctx's device; INFINITY if none applies. */
 double ndf__best_cost(const ndf_context *ctx, const ndf__problem *pb);
@@ -209,6 +239,9 @@ ndf_status ndf__cuda_sync(ndf_context *ctx);
 ndf_status ndf__cuda_alloc(ndf_context *ctx, void **p, size_t bytes);
 void ndf__cuda_free(ndf_context *ctx, void *p);
 ndf_status ndf__cuda_copy(ndf_context *ctx, void *dst, const void *src, size_t bytes);
+/* 1 in *bad if the device array a (any dtype and strides) holds a NaN or an infinity, with
+ * the plan's flag buffers; synchronises the context's stream. */
+ndf_status ndf__cuda_nonfinite(const ndf_plan *p, const ndf_array *a, int *bad);
 #endif
 
 /* Copies the caller's options (NULL: all zero, the defaults) into o, `size` bytes, after

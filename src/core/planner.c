@@ -1,5 +1,6 @@
 /* planner.c - picks a solver from the table for a problem, makes and runs plans. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,7 +70,8 @@ static ndf_status choose(const ndf__solver **pick, ndf_context *ctx, const ndf__
   *pick = NULL;
   for (int i = 0; i < ndf__nsolvers; i++) {
     const ndf__solver *s = ndf__solvers[i];
-    if (s->op != pb->op || s->place != ctx->place.kind || skip[i] || !s->applicable(pb, ctx))
+    if (s->op != pb->op || s->place != ctx->place.kind || skip[i] || !s->applicable(pb, ctx) ||
+        (pb->exact && s->finite_only && s->finite_only(pb)))
       continue;
     double c = s->cost(pb, ctx);
     if (!*pick || c < best) {
@@ -113,8 +115,59 @@ ndf__problem ndf__problem_make(ndf__op op, const char *label, const char *aliase
 
 static int is_auto(const char *method) { return !method || !*method || !strcmp(method, "auto"); }
 
-ndf_status ndf__plan_create(ndf_plan **out, ndf_context *ctx, ndf__problem *pb,
-                            const char *method) {
+int ndf__always_finite_only(const ndf__problem *pb) {
+  (void)pb;
+  return 1;
+}
+
+static int is_float(ndf_dtype t) { return t == NDF_F32 || t == NDF_F64; }
+
+/* Would auto's plan of pb by solver s need an exact twin for inputs holding NaN or Inf? */
+static int needs_alt(const ndf__solver *s, const ndf__problem *pb, const char *method) {
+  return is_auto(method) && !pb->exact && is_float(pb->in.dtype) && s->finite_only &&
+         s->finite_only(pb);
+}
+
+static void destroy_parts(ndf_plan *p) {
+#ifdef NDF_HAVE_CUDA
+  ndf__cuda_stage_destroy(p->stage);
+#endif
+  if (p->free_state) p->free_state(p->state);
+  ndf_plan_destroy(p->alt);
+  p->stage = NULL;
+  p->state = NULL;
+  p->exec = NULL;
+  p->free_state = NULL;
+  p->alt = NULL;
+}
+
+/* The exact twin of p (see needs_alt): alt_pb, or p's problem with exact set. A problem no
+ * exact solver applies to leaves p without one (the context's message unchanged). */
+static ndf_status make_alt(ndf_plan *p, ndf__problem *alt_pb) {
+  ndf_context *ctx = p->ctx;
+  ndf__problem a;
+  if (alt_pb) {
+    a = *alt_pb;
+    alt_pb->params = NULL;
+  } else {
+    a = p->pb;
+    a.params = malloc(p->pb.params_size);
+    if (!a.params) return ndf__fail(ctx, NDF_ENOMEM, "out of host memory for a plan");
+    memcpy(a.params, p->pb.params, p->pb.params_size);
+  }
+  a.exact = 1;
+  char keep[sizeof ctx->msg];
+  snprintf(keep, sizeof keep, "%s", ndf_context_message(ctx));
+  ndf_status st = ndf__plan_make(&p->alt, ctx, &a, NULL, 1, NULL);
+  if (st == NDF_EUNSUPPORTED) {
+    ndf__fail(ctx, NDF_OK, "%s", keep);
+    return NDF_OK;
+  }
+  return st;
+}
+
+ndf_status ndf__plan_make(ndf_plan **out, ndf_context *ctx, ndf__problem *pb, const char *method,
+                          int as_alt, ndf__problem *alt_pb) {
   const ndf__solver *s = NULL;
   char skip[NDF__MAX_SOLVERS] = {0};
   ndf_status st = check_place(ctx, &pb->in, "in");
@@ -122,11 +175,13 @@ ndf_status ndf__plan_create(ndf_plan **out, ndf_context *ctx, ndf__problem *pb,
   if (st == NDF_OK) st = choose(&s, ctx, pb, method, skip);
   if (st != NDF_OK) {
     free(pb->params);
+    if (alt_pb) free(alt_pb->params);
     return st;
   }
   ndf_plan *p = calloc(1, sizeof *p);
   if (!p) {
     free(pb->params);
+    if (alt_pb) free(alt_pb->params);
     return ndf__fail(ctx, NDF_ENOMEM, "out of host memory for a plan");
   }
   p->ctx = ctx;
@@ -135,22 +190,16 @@ ndf_status ndf__plan_create(ndf_plan **out, ndf_context *ctx, ndf__problem *pb,
   for (;;) {
     p->solver = s;
     st = s->make(p);
+    if (st == NDF_OK && needs_alt(s, &p->pb, method)) st = make_alt(p, alt_pb);
 #ifdef NDF_HAVE_CUDA
-    if (st == NDF_OK && s->place == NDF_PLACE_CUDA) st = ndf__cuda_stage_create(p);
+    if (st == NDF_OK && s->place == NDF_PLACE_CUDA && !as_alt) st = ndf__cuda_stage_create(p);
 #endif
     if (st != NDF_ENOMEM || !is_auto(method)) break;
     /* Out of memory (an FFT's buffers, say): auto tries the next cheapest solver, and the
      * context's message says what happened. */
     char why[sizeof ctx->msg];
     snprintf(why, sizeof why, "%s", ndf_context_message(ctx));
-#ifdef NDF_HAVE_CUDA
-    ndf__cuda_stage_destroy(p->stage);
-#endif
-    if (p->free_state) p->free_state(p->state);
-    p->stage = NULL;
-    p->state = NULL;
-    p->exec = NULL;
-    p->free_state = NULL;
+    destroy_parts(p);
     for (int i = 0; i < ndf__nsolvers; i++)
       if (ndf__solvers[i] == s) skip[i] = 1;
     const ndf__solver *failed = s;
@@ -161,6 +210,7 @@ ndf_status ndf__plan_create(ndf_plan **out, ndf_context *ctx, ndf__problem *pb,
     }
     ndf__fail(ctx, NDF_OK, "%.300s; planned %s instead of %s", why, s->name, failed->name);
   }
+  if (alt_pb) free(alt_pb->params); /* not taken: the solver needed no twin */
   if (st != NDF_OK) {
     ndf_plan_destroy(p);
     return st;
@@ -169,14 +219,39 @@ ndf_status ndf__plan_create(ndf_plan **out, ndf_context *ctx, ndf__problem *pb,
   return NDF_OK;
 }
 
+ndf_status ndf__plan_create(ndf_plan **out, ndf_context *ctx, ndf__problem *pb,
+                            const char *method) {
+  return ndf__plan_make(out, ctx, pb, method, 0, NULL);
+}
+
+ndf_status ndf__plan_create_alt(ndf_plan **out, ndf_context *ctx, ndf__problem *pb,
+                                const char *method, ndf__problem *alt_pb) {
+  return ndf__plan_make(out, ctx, pb, method, 0, alt_pb);
+}
+
 void ndf_plan_destroy(ndf_plan *p) {
   if (!p) return;
-#ifdef NDF_HAVE_CUDA
-  ndf__cuda_stage_destroy(p->stage);
-#endif
-  if (p->free_state) p->free_state(p->state);
+  destroy_parts(p);
   free(p->pb.params);
   free(p);
+}
+
+void ndf__note_alt(const ndf_plan *p, int used) {
+  ndf_plan *m = (ndf_plan *)p; /* last_alt is the one field execute writes */
+  if (__atomic_load_n(&m->last_alt, __ATOMIC_RELAXED) != used)
+    __atomic_store_n(&m->last_alt, used, __ATOMIC_RELAXED);
+  if (used)
+    ndf__fail(p->ctx, NDF_OK,
+              "%s: the input holds NaN or Inf: ran %s, which keeps scipy's result there, instead "
+              "of %s",
+              p->pb.label ? p->pb.label : ndf__op_name(p->pb.op), p->alt->solver->name,
+              p->solver->name);
+}
+
+const char *ndf_plan_last_solver(const ndf_plan *p) {
+  if (!p) return NULL;
+  return p->alt && __atomic_load_n(&p->last_alt, __ATOMIC_RELAXED) ? p->alt->solver->name
+                                                                    : p->solver->name;
 }
 
 const char *ndf_plan_solver(const ndf_plan *p) { return p ? p->solver->name : NULL; }
@@ -187,6 +262,9 @@ static ndf_status check_exec_array(const ndf_plan *p, const ndf_array *a, const 
   ndf_status st = ndf__check_desc(ctx, a, what);
   if (st != NDF_OK) return st;
   if (!a->data) return ndf__fail(ctx, NDF_EINVAL, "%s: data is NULL", what);
+  if ((uintptr_t)a->data % ndf_dtype_size(a->dtype))
+    return ndf__fail(ctx, NDF_EINVAL, "%s: data is not aligned to its %zu-byte elements", what,
+                     ndf_dtype_size(a->dtype));
   if (a->dtype != want->dtype)
     return ndf__fail(ctx, NDF_EINVAL, "%s: dtype %s, the plan was made for %s", what,
                      ndf_dtype_name(a->dtype), ndf_dtype_name(want->dtype));
@@ -221,7 +299,10 @@ static ndf_status execute(const ndf_plan *p, const ndf_array *in, int nout, ndf_
 #ifdef NDF_HAVE_CUDA
   if (p->solver->place == NDF_PLACE_CUDA) return ndf__cuda_execute(p, in, out, same);
 #endif
-  return p->exec(p, in, out);
+  const int alt = p->alt && ndf__host_nonfinite(in, p->ctx->threads);
+  ndf__note_alt(p, alt);
+  const ndf_plan *q = alt ? p->alt : p;
+  return q->exec(q, in, out);
 }
 
 ndf_status ndf_execute(const ndf_plan *p, const ndf_array *in, ndf_array *out) {

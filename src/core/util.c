@@ -1,4 +1,5 @@
 /* util.c - status and type names, array descriptions and their validation, messages. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,7 +124,17 @@ ndf_status ndf__check_desc(const ndf_context *ctx, const ndf_array *a, const cha
     if (a->shape[d] <= 0)
       return ndf__fail(ctx, NDF_EINVAL, "%s: shape[%d] = %lld is not positive", what, d,
                        (long long)a->shape[d]);
-  if (!ndf_array_size(a)) return ndf__fail(ctx, NDF_EINVAL, "%s: element count overflows", what);
+  if (!ndf_array_size(a) || ndf__bytes(ndf_array_size(a), sizeof(double)) < 0)
+    return ndf__fail(ctx, NDF_EINVAL, "%s: element count overflows", what);
+  /* Every element's byte offset, and a float64 copy of the array, fit in int64 and size_t. */
+  int64_t span = 0;
+  for (int d = 0; d < a->ndim; d++) {
+    const int64_t st = a->strides[d] < 0 ? -a->strides[d] : a->strides[d];
+    if (a->strides[d] == INT64_MIN ||
+        (st && (a->shape[d] - 1 > (INT64_MAX / 8 - span) / st)))
+      return ndf__fail(ctx, NDF_EINVAL, "%s: strides make byte offsets overflow", what);
+    span += (a->shape[d] - 1) * st;
+  }
   if (a->place.kind != NDF_PLACE_HOST && a->place.kind != NDF_PLACE_CUDA)
     return ndf__fail(ctx, NDF_EINVAL, "%s: unknown place kind %d", what, (int)a->place.kind);
   return NDF_OK;
@@ -236,3 +247,57 @@ int64_t ndf__next_smooth(int64_t m, int seven) {
       }
   return best;
 }
+
+int64_t ndf__bytes(int64_t count, size_t elem) {
+  if (count < 0 || elem == 0) return count == 0 ? 0 : -1;
+  if ((uint64_t)count > (uint64_t)INT64_MAX / elem || (uint64_t)count * elem > (uint64_t)SIZE_MAX)
+    return -1;
+  return count * (int64_t)elem;
+}
+
+/* The exponent bits all set: NaN or an infinity. */
+static inline int bad32(const float *p) {
+  uint32_t u;
+  memcpy(&u, p, 4);
+  return (u & 0x7f800000u) == 0x7f800000u;
+}
+static inline int bad64(const double *p) {
+  uint64_t u;
+  memcpy(&u, p, 8);
+  return (u & 0x7ff0000000000000ull) == 0x7ff0000000000000ull;
+}
+
+int ndf__host_nonfinite(const ndf_array *a, int threads) {
+  if (a->dtype != NDF_F32 && a->dtype != NDF_F64) return 0;
+  /* as [rows][X]: the last axis in a loop the compiler vectorises where it is contiguous */
+  const int nd = a->ndim;
+  const int64_t X = a->shape[nd - 1], sx = a->strides[nd - 1], rows = ndf_array_size(a) / X;
+  const int f32 = a->dtype == NDF_F32;
+  int bad = 0;
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(| : bad)
+  for (int64_t r = 0; r < rows; r++) {
+    if (bad) continue;
+    int64_t off = 0, k = r;
+    for (int d = nd - 2; d >= 0; d--) {
+      off += k % a->shape[d] * a->strides[d];
+      k /= a->shape[d];
+    }
+    int b = 0;
+    if (f32) {
+      const float *row = (const float *)a->data + off;
+      if (sx == 1)
+        for (int64_t x = 0; x < X; x++)
+          b |= bad32(row + x);
+      else
+        for (int64_t x = 0; x < X; x++)
+          b |= bad32(row + x * sx);
+    } else {
+      const double *row = (const double *)a->data + off;
+      for (int64_t x = 0; x < X; x++)
+        b |= bad64(row + x * sx);
+    }
+    bad |= b;
+  }
+  return bad;
+}
+

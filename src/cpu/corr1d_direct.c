@@ -90,5 +90,5 @@ static ndf_status make(ndf_plan *p) {
 }
 
 const ndf__solver ndf__cpu_corr1d_direct = {
-    "cpu_direct", NDF__OP_SEPFILTER, NDF_PLACE_HOST, applicable, cost, make,
+    "cpu_direct", NDF__OP_SEPFILTER, NDF_PLACE_HOST, applicable, cost, make, NULL,
 };

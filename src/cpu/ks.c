@@ -509,5 +509,5 @@ static ndf_status make(ndf_plan *p) {
 }
 
 const ndf__solver ndf__cpu_ks = {
-    "cpu_ks", NDF__OP_KS, NDF_PLACE_HOST, applicable, cost, make,
+    "cpu_ks", NDF__OP_KS, NDF_PLACE_HOST, applicable, cost, make, NULL,
 };

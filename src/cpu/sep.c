@@ -427,5 +427,5 @@ static ndf_status make(ndf_plan *p) {
 }
 
 const ndf__solver ndf__cpu_sep = {
-    "cpu_sep", NDF__OP_SEPFILTER, NDF_PLACE_HOST, applicable, cost, make,
+    "cpu_sep", NDF__OP_SEPFILTER, NDF_PLACE_HOST, applicable, cost, make, NULL,
 };

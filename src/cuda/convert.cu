@@ -38,6 +38,30 @@ template <typename T> __global__ void from_f32(const float *src, T *dst, ndf__vi
     dst[ndf__voff(v, i, c)] = ndf__cast_out<T>(src[i]);
 }
 
+template <typename T> __global__ void nonfinite(const T *src, ndf__view4 v, int *flag) {
+  int64_t n = ndf__vsize(v), c[4];
+  int bad = 0;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x)
+    bad |= !isfinite((float)src[ndf__voff(v, i, c)]);
+  if (__syncthreads_or(bad) && threadIdx.x == 0) *flag = 1;
+}
+
+template <typename T> static int nonfinite_t(const void *src, ndf__view4 v, int *flag, void *s) {
+  int64_t n = v.shape[0] * v.shape[1] * v.shape[2] * v.shape[3];
+  nonfinite<T><<<ndf__grid(n, 256), 256, 0, (cudaStream_t)s>>>((const T *)src, v, flag);
+  return (int)cudaGetLastError();
+}
+
+extern "C" int ndf__launch_nonfinite(const void *src, int dtype, ndf__view4 v, int *flag,
+                                     void *stream) {
+  switch (dtype) {
+  case NDF_F32: return nonfinite_t<float>(src, v, flag, stream);
+  case NDF_F64: return nonfinite_t<double>(src, v, flag, stream);
+  }
+  return 0; /* integers are finite */
+}
+
 template <typename T> static int to_f32_t(const void *src, ndf__view4 v, float *dst, void *s) {
   int64_t n = v.shape[0] * v.shape[1] * v.shape[2] * v.shape[3];
   to_f32<T><<<ndf__grid(n, 256), 256, 0, (cudaStream_t)s>>>((const T *)src, v, dst);

@@ -55,5 +55,5 @@ static ndf_status make(ndf_plan *p) {
 }
 
 const ndf__solver ndf__cuda_corr1d_direct = {
-    "cuda_direct", NDF__OP_SEPFILTER, NDF_PLACE_CUDA, applicable, cost, make,
+    "cuda_direct", NDF__OP_SEPFILTER, NDF_PLACE_CUDA, applicable, cost, make, NULL,
 };

@@ -12,7 +12,19 @@ typedef struct {
   float *dw; /* the kernel, float32, on the device */
   int64_t n[4], k[4], left[4];
   int mode[4];
+  int skip_zero; /* the generic kernel, skipping zero weights (scipy's footprint) */
 } state;
+
+/* 1 if a kernel has weights the op made exactly zero (scipy leaves them out of its sum). */
+static int has_zero(const ndf__corr *c) {
+  for (int64_t j = 0; j < c->nw * c->nf; j++)
+    if (c->w[j] == 0.0) return 1;
+  return 0;
+}
+
+/* The fast kernels multiply every weight, zeros included: a NaN or Inf under a zero weight
+ * would reach outputs scipy's would not; the exact variant skips them. */
+static int finite_only(const ndf__problem *pb) { return !pb->exact && has_zero(pb->params); }
 
 static int applicable(const ndf__problem *pb, const ndf_context *ctx) {
   (void)pb;
@@ -51,7 +63,7 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
   int e = ndf__cuda_contig_begin(&g, in, (int)c->nf, out, st);
   if (e == 0)
     e = ndf__launch_corr_direct(g.src, g.dst, (int)c->nf, s->n, s->k, s->left, s->mode,
-                                (float)c->cval, s->dw, st);
+                                (float)c->cval, s->dw, s->skip_zero, st);
   e = ndf__cuda_contig_end(&g, e, out, st);
   return e == 0 ? NDF_OK : ndf__cuda_check(p->ctx, e, "cuda_direct (correlate)");
 }
@@ -72,6 +84,7 @@ static ndf_status make(ndf_plan *p) {
     s->left[d] = q < 0 ? 0 : c->left[q];
     s->mode[d] = q < 0 ? NDF_MODE_REFLECT : (int)c->mode[q];
   }
+  s->skip_zero = p->pb.exact && has_zero(c);
   const size_t nw = (size_t)(c->nw * c->nf);
   float *hw = malloc(nw * sizeof(float));
   if (!hw) return ndf__fail(p->ctx, NDF_ENOMEM, "cuda_direct: out of host memory");
@@ -87,5 +100,5 @@ static ndf_status make(ndf_plan *p) {
 }
 
 const ndf__solver ndf__cuda_corr_direct = {
-    "cuda_direct", NDF__OP_CORRELATE, NDF_PLACE_CUDA, applicable, cost, make,
+    "cuda_direct", NDF__OP_CORRELATE, NDF_PLACE_CUDA, applicable, cost, make, finite_only,
 };

@@ -22,6 +22,9 @@ constexpr int PX = 2, PY = 4;   // outputs per thread in x and y
 constexpr int TX = BX * PX, TY = BY * PY;
 constexpr int KC = 48;          // kernel chunk per axis (shared memory bound)
 
+// SKIP: zero weights are left out of the sum (scipy's footprint: a NaN or Inf under one does not
+// reach the output); a uniform branch, so the other instance keeps the plain loop.
+template <bool SKIP>
 __global__ void __launch_bounds__(BX *BY)
     corr_tile(const float *__restrict__ in, float *__restrict__ out, int64_t n0, int64_t n1,
               int64_t Y, int64_t X, int64_t k0, int64_t k1, int ky, int kx, int64_t l0,
@@ -61,6 +64,7 @@ __global__ void __launch_bounds__(BX *BY)
             for (int a = 0; a < cyn; a++)
               for (int b = 0; b < cxn; b++) {
                 const float wv = __ldg(wk + (int64_t)a * kx + b);
+                if (SKIP && wv == 0.f) continue;
                 const float *sp = s + (ty + a) * W + tx + b;
 #pragma unroll
                 for (int p = 0; p < PY; p++)
@@ -269,17 +273,18 @@ static int launch_reg(const float *in, outs_t o, int nf, const int64_t n[4], con
 
 // Correlates a contiguous [n0][n1][Y][X] float32 array with nf [k0][k1][ky][kx] kernels
 // (w_dev: float32 on the device, one after the other) into outs[0..nf-1]; l*: taps before the
-// output point, m*: modes. Odd x taps 3..17 with at most RKY y taps take the specialised path.
+// output point, m*: modes. Odd x taps 3..17 with at most RKY y taps take the specialised path,
+// unless skip_zero asks for zero weights to be left out of the sum (the generic path does it).
 extern "C" int ndf__launch_corr_direct(const float *in, float *const *outs, int nf,
                                        const int64_t n[4], const int64_t k[4],
                                        const int64_t left[4], const int mode[4], float cval,
-                                       const float *w_dev, void *stream) {
+                                       const float *w_dev, int skip_zero, void *stream) {
   const cudaStream_t st = (cudaStream_t)stream;
   const int64_t tiles_x = (n[3] + TX - 1) / TX, tiles_y = (n[2] + TY - 1) / TY;
   if (tiles_x >= (1LL << 31) || tiles_y > 65535 || k[2] >= (1LL << 31) || k[3] >= (1LL << 31))
     return (int)cudaErrorNotSupported;
   const int64_t nw = k[0] * k[1] * k[2] * k[3];
-  if (k[2] <= RKY && n[2] > 8) {
+  if (k[2] <= RKY && n[2] > 8 && !skip_zero) {
     for (int f0 = 0; f0 < nf; f0 += RMAXF) {
       outs_t o;
       const int m = nf - f0 < RMAXF ? nf - f0 : RMAXF;
@@ -303,14 +308,15 @@ extern "C" int ndf__launch_corr_direct(const float *in, float *const *outs, int 
   const int cyn = ky < KC ? ky : KC, cxn = kx < KC ? kx : KC;
   const size_t sm = (size_t)(TY + cyn - 1) * (TX + cxn - 1) * sizeof(float);
   cudaError_t e = cudaSuccess;
+  auto *tile = skip_zero ? corr_tile<true> : corr_tile<false>;
   if (sm > 48 * 1024)
-    e = cudaFuncSetAttribute(corr_tile, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm);
+    e = cudaFuncSetAttribute(tile, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm);
   if (e != cudaSuccess) return (int)e;
   const int64_t planes = n[0] * n[1];
   const dim3 grid((unsigned)tiles_x, (unsigned)tiles_y,
                   (unsigned)(planes < 65535 ? planes : 65535));
   for (int f = 0; f < nf && e == cudaSuccess; f++) {
-    corr_tile<<<grid, dim3(BX, BY), sm, st>>>(in, outs[f], n[0], n[1], n[2], n[3], k[0], k[1],
+    tile<<<grid, dim3(BX, BY), sm, st>>>(in, outs[f], n[0], n[1], n[2], n[3], k[0], k[1],
                                               ky, kx, left[0], left[1], left[2], left[3],
                                               mode[0], mode[1], mode[2], mode[3], cval,
                                               w_dev + f * nw);

@@ -291,4 +291,5 @@ static ndf_status make(ndf_plan *p) {
 
 const ndf__solver ndf__cuda_iir = {
     "cuda_iir", NDF__OP_IIR, NDF_PLACE_CUDA, applicable, cost, make,
+    ndf__always_finite_only,
 };

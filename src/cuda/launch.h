@@ -32,10 +32,14 @@ int ndf__launch_sep_cols(const float *in, float *out, int64_t P, int64_t L, int6
                          float cval, void *stream);
 /* cuda_direct (correlate): a contiguous [n0][n1][n2][n3] array correlated with nf
  * [k0][k1][k2][k3] kernels (w_dev: float32 on the device, one after the other) into the
- * contiguous outs[0..nf-1]; left: taps before the output point per axis; mode: per axis. */
+ * contiguous outs[0..nf-1]; left: taps before the output point per axis; mode: per axis;
+ * skip_zero: zero weights are left out of the sum (scipy's footprint for NaN and Inf). */
 int ndf__launch_corr_direct(const float *in, float *const *outs, int nf, const int64_t n[4],
                             const int64_t k[4], const int64_t left[4], const int mode[4],
-                            float cval, const float *w_dev, void *stream);
+                            float cval, const float *w_dev, int skip_zero, void *stream);
+/* 1 into *flag (a device int the caller zeroed) if the strided device array of dtype holds a
+ * NaN or an infinity as float32 arithmetic sees it. */
+int ndf__launch_nonfinite(const void *src, int dtype, ndf__view4 v, int *flag, void *stream);
 /* cuda_fft (correlate). The transform buffer is [L0][L1][L2][rs] floats (rs = 2 (L3/2 + 1),
  * cuFFT's in-place real layout). fft_pad fills it with src ([n0][n1][n2][n3], contiguous)
  * extended by the modes: element t (t < e per axis) is src at t - left through mode (cval

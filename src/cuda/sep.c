@@ -171,8 +171,8 @@ static ndf_status make(ndf_plan *p) { return make_state(p, 0); }
 static ndf_status make_fused(ndf_plan *p) { return make_state(p, 1); }
 
 const ndf__solver ndf__cuda_sep = {
-    "cuda_sep", NDF__OP_SEPFILTER, NDF_PLACE_CUDA, applicable, cost, make,
+    "cuda_sep", NDF__OP_SEPFILTER, NDF_PLACE_CUDA, applicable, cost, make, NULL,
 };
 const ndf__solver ndf__cuda_sep_fused = {
-    "cuda_sep_fused", NDF__OP_SEPFILTER, NDF_PLACE_CUDA, applicable, cost_fused, make_fused,
+    "cuda_sep_fused", NDF__OP_SEPFILTER, NDF_PLACE_CUDA, applicable, cost_fused, make_fused, NULL,
 };

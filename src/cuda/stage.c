@@ -1,4 +1,5 @@
 /* stage.c - CUDA devices, streams, and staging of host or non-float32 arrays for CUDA solvers. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 struct ndf__stage {
   float *h_in, *h_out;  /* pinned host, contiguous */
   float *d_in, *d_out;  /* device, contiguous */
+  int *d_flag, *h_flag; /* a plan with an exact twin: "the input holds NaN or Inf" */
   pthread_mutex_t lock; /* the buffers serve one call at a time */
 };
 
@@ -69,6 +71,8 @@ void ndf__cuda_stage_destroy(struct ndf__stage *s) {
   cudaFreeHost(s->h_out);
   cudaFree(s->d_in);
   cudaFree(s->d_out);
+  cudaFree(s->d_flag);
+  cudaFreeHost(s->h_flag);
   pthread_mutex_destroy(&s->lock);
   free(s);
 }
@@ -91,6 +95,9 @@ ndf_status ndf__cuda_stage_create(ndf_plan *p) {
     e = cudaMalloc((void **)&s->d_in, bytes = bin);
   if (e == cudaSuccess && (hout || out->dtype != NDF_F32))
     e = cudaMalloc((void **)&s->d_out, bytes = bout);
+  if (e == cudaSuccess && p->alt && !hin) e = cudaMalloc((void **)&s->d_flag, bytes = sizeof(int));
+  if (e == cudaSuccess && p->alt && !hin)
+    e = cudaMallocHost((void **)&s->h_flag, bytes = sizeof(int));
   return e == cudaSuccess ? NDF_OK : cuda_fail(p->ctx, e, what, bytes);
 }
 
@@ -112,11 +119,49 @@ static ndf_array dev_f32(const ndf_array *a, float *buf, int device) {
   return r;
 }
 
-static void pack(const ndf_array *a, float *dst, int threads) {
+/* a into dst as float32; with check, returns 1 if a value is NaN or infinite. */
+static int pack(const ndf_array *a, float *dst, int threads, int check) {
   int64_t n = ndf_array_size(a);
+  int bad = 0;
+  if (!check) {
 #pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t i = 0; i < n; i++)
-    dst[i] = (float)ndf__load(a->dtype, a->data, ndf__offset(a, i));
+    for (int64_t i = 0; i < n; i++)
+      dst[i] = (float)ndf__load(a->dtype, a->data, ndf__offset(a, i));
+    return 0;
+  }
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(| : bad)
+  for (int64_t i = 0; i < n; i++) {
+    const float v = (float)ndf__load(a->dtype, a->data, ndf__offset(a, i));
+    dst[i] = v;
+    bad |= !isfinite(v);
+  }
+  return bad;
+}
+
+/* The device check, the stage lock held. */
+static ndf_status device_nonfinite(const ndf_plan *p, const ndf_array *a, int *bad) {
+  struct ndf__stage *s = p->stage;
+  cudaStream_t st = (cudaStream_t)p->ctx->stream;
+  *bad = 0;
+  if (a->dtype != NDF_F32 && a->dtype != NDF_F64) return NDF_OK;
+  if (!s || !s->d_flag) return ndf__fail(p->ctx, NDF_EINVAL, "no buffers for a finiteness check");
+  cudaError_t e = cudaMemsetAsync(s->d_flag, 0, sizeof(int), st);
+  if (e == cudaSuccess)
+    e = (cudaError_t)ndf__launch_nonfinite(a->data, a->dtype, ndf__cuda_view4(a), s->d_flag, st);
+  if (e == cudaSuccess) e = cudaMemcpyAsync(s->h_flag, s->d_flag, sizeof(int), cudaMemcpyDeviceToHost, st);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(st);
+  if (e != cudaSuccess) return cuda_fail(p->ctx, e, "checking the input for NaN and Inf", 0);
+  *bad = *s->h_flag != 0;
+  return NDF_OK;
+}
+
+ndf_status ndf__cuda_nonfinite(const ndf_plan *p, const ndf_array *a, int *bad) {
+  cudaError_t e = cudaSetDevice(p->ctx->place.device);
+  if (e != cudaSuccess) return cuda_fail(p->ctx, e, "cudaSetDevice", 0);
+  pthread_mutex_lock(&p->stage->lock);
+  ndf_status r = device_nonfinite(p, a, bad);
+  pthread_mutex_unlock(&p->stage->lock);
+  return r;
 }
 
 static void unpack(const float *src, ndf_array *a, int threads) {
@@ -133,7 +178,6 @@ ndf_status ndf__cuda_execute(const ndf_plan *p, const ndf_array *in, ndf_array *
   const int dev = ctx->place.device, T = ctx->threads;
   const int hin = in->place.kind == NDF_PLACE_HOST, hout = out->place.kind == NDF_PLACE_HOST;
   const size_t bin = (size_t)ndf_array_size(in) * sizeof(float);
-  const int inplace_dev = same && !hin && !(p->in_place && in->dtype == NDF_F32);
   float *tmp = NULL;
   ndf_array din = *in, dout1, *dout = &dout1;
   ndf_status r = NDF_OK;
@@ -141,8 +185,15 @@ ndf_status ndf__cuda_execute(const ndf_plan *p, const ndf_array *in, ndf_array *
   cudaError_t e = cudaSetDevice(dev);
   if (e != cudaSuccess) return cuda_fail(ctx, e, "cudaSetDevice", 0);
   pthread_mutex_lock(&s->lock);
+  /* A plan with an exact twin runs the twin on inputs that hold NaN or Inf: a host input is
+   * checked while it is packed, a device one by a reduction before anything else. */
+  int bad = 0;
+  if (hin) bad = pack(in, s->h_in, T, p->alt != NULL);
+  else if (p->alt && (r = device_nonfinite(p, in, &bad)) != NDF_OK) goto done;
+  const ndf_plan *q = bad ? p->alt : p;
+  ndf__note_alt(p, bad);
+  const int inplace_dev = same && !hin && !(q->in_place && in->dtype == NDF_F32);
   if (hin) {
-    pack(in, s->h_in, T);
     e = cudaMemcpyAsync(s->d_in, s->h_in, bin, cudaMemcpyHostToDevice, st);
     din = dev_f32(in, s->d_in, dev);
   } else if (inplace_dev || in->dtype != NDF_F32) {
@@ -171,7 +222,7 @@ ndf_status ndf__cuda_execute(const ndf_plan *p, const ndf_array *in, ndf_array *
     r = cuda_fail(ctx, e, "staging the input", 0);
     goto done;
   }
-  r = p->exec(p, &din, dout);
+  r = q->exec(q, &din, dout);
   if (r != NDF_OK) goto done;
   if (hout) {
     e = cudaMemcpyAsync(s->h_out, s->d_out, (size_t)(nel * nout) * sizeof(float),

@@ -1,6 +1,7 @@
 /* correlate.c - N-dimensional correlation and convolution with a dense kernel
  * (scipy.ndimage.correlate / convolve): validation, the convolve-to-correlate
  * flip, the "direct" / "fft" method names, and plans. */
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -69,12 +70,18 @@ static ndf_status plan_corr(ndf_plan **plan, ndf_context *ctx, const ndf_array *
     c->k[d] = wshape[d];
     c->left[d] = wshape[d] / 2 + origin;
   }
-  /* Reversing every axis of a C-contiguous kernel reverses its elements. */
+  /* Reversing every axis of a C-contiguous kernel reverses its elements. scipy leaves weights
+   * of magnitude <= DBL_EPSILON out of the sum (its footprint), so they are exact zeros here,
+   * which the direct solvers skip: a NaN under one reaches no output. */
   for (int64_t f = 0; f < nf; f++)
-    for (int64_t j = 0; j < nw; j++)
-      c->w[f * nw + j] = convolve ? w[f * nw + nw - 1 - j] : w[f * nw + j];
+    for (int64_t j = 0; j < nw; j++) {
+      const double v = convolve ? w[f * nw + nw - 1 - j] : w[f * nw + j];
+      c->w[f * nw + j] = fabs(v) > DBL_EPSILON ? v : 0.0;
+    }
   ndf__problem pb = ndf__problem_make(NDF__OP_CORRELATE, what, " direct fft", in, outs, c, sz);
   pb.nout = nf;
+  for (int d = 0; d < in->ndim; d++) /* a cval that is not finite reaches the borders only */
+    pb.exact |= o.mode[d] == NDF_MODE_CONSTANT && !isfinite(o.cval);
   return ndf__plan_create(plan, ctx, &pb, o.method); /* "direct", "fft": the planner */
 }
 
