@@ -307,7 +307,7 @@ def failure_checks(tmp, rng):
     left = [f for f in os.listdir(tmp) if ".tmp" in f]
     check(not left, f"temporary files left behind: {left}")
     p = run("-v", "gauss", good, os.path.join(tmp, "verbose.npy"), "--sigma", "1")
-    check("filtered on" in p.stderr and "wrote" in p.stderr, f"-v prints no timings: {p.stderr!r}")
+    check("filtered by " in p.stderr and "planned" in p.stderr and "wrote" in p.stderr, f"-v prints no timings: {p.stderr!r}")
     p = run("info", good)
     check("8 9" in p.stdout and "f32" in p.stdout, f"info: {p.stdout!r}")
     p = run("gauss", "--help")

@@ -6,6 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "io/image.h"
 
 static const char *const names[] = {"laplace", "sobel-x", "sobel-y", "sobel-z", "quadrature"};
 /* The input ndims each name accepts (quadrature is a 3-D bank). */
@@ -23,8 +26,10 @@ int ndf_cli_kernel_is_named(const char *name) { return find(name) >= 0; }
 
 int64_t ndf_cli_kernel_size(const ndf_cli_kernel *k) {
   int64_t n = 1;
-  for (int d = 0; d < k->ndim; d++)
+  for (int d = 0; d < k->ndim; d++) {
+    if (k->shape[d] < 0 || (k->shape[d] && n > INT64_MAX / k->shape[d])) return -1;
     n *= k->shape[d];
+  }
   return n;
 }
 
@@ -183,11 +188,17 @@ static double element(const unsigned char *raw, int64_t i, char kind, int size, 
 
 ndf_status ndf_cli_kernel_read(const char *path, ndf_cli_kernel *k, char *err, size_t errlen) {
   memset(k, 0, sizeof *k);
-  FILE *f = fopen(path, "rb");
-  if (!f) return fail(err, errlen, NDF_EIO, path, strerror(errno));
+  int fd;
+  ndf_status st = ndf_io_open_regular(path, &fd, NULL, err, errlen);
+  if (st != NDF_OK) return st;
+  FILE *f = fdopen(fd, "rb");
+  if (!f) {
+    close(fd);
+    return fail(err, errlen, NDF_EIO, path, strerror(errno));
+  }
   unsigned char pre[12], *raw = NULL;
   char *h = NULL, msg[160];
-  ndf_status st = NDF_EINVAL;
+  st = NDF_EINVAL;
   size_t hlen = 0;
   if (fread(pre, 1, 10, f) != 10 || memcmp(pre, "\x93NUMPY", 6)) {
     st = fail(err, errlen, NDF_EINVAL, path, "not a .npy file (bad magic)");
@@ -226,9 +237,9 @@ ndf_status ndf_cli_kernel_read(const char *path, ndf_cli_kernel *k, char *err, s
     st = fail(err, errlen, NDF_EINVAL, path, msg);
     goto out;
   }
-  if (!strncmp(fo, "True", 4)) {
-    st = fail(err, errlen, NDF_EINVAL, path,
-              "Fortran-ordered array; save it with numpy.ascontiguousarray first");
+  const int fortran = !strncmp(fo, "True", 4);
+  if (!fortran && strncmp(fo, "False", 5)) {
+    st = fail(err, errlen, NDF_EINVAL, path, "malformed header (fortran_order)");
     goto out;
   }
   const char *p = sh + 1;
@@ -249,14 +260,17 @@ ndf_status ndf_cli_kernel_read(const char *path, ndf_cli_kernel *k, char *err, s
     p = end;
   }
   int64_t n = ndf_cli_kernel_size(k);
-  if (k->ndim == 0 || n == 0 || n > (1LL << 40)) {
+  if (k->ndim == 0 || n == 0 || n < 0 || n > (1LL << 40)) {
     st = fail(err, errlen, NDF_EINVAL, path,
               k->ndim == 0 ? "0-d kernel"
               : n          ? "kernel too large"
                            : "empty kernel");
     goto out;
   }
-  raw = malloc((size_t)(n * size));
+  /* The float64 weights (and the raw samples, at most as large) within the read limit. */
+  if ((st = ndf_io_check_alloc(path, n, 2 * sizeof(double), err, errlen)) != NDF_OK) goto out;
+  st = NDF_EINVAL;
+  raw = malloc((size_t)n * (size_t)size);
   k->w = malloc((size_t)n * sizeof *k->w);
   if (!raw || !k->w) {
     st = fail(err, errlen, NDF_ENOMEM, path, "out of memory");
@@ -266,8 +280,24 @@ ndf_status ndf_cli_kernel_read(const char *path, ndf_cli_kernel *k, char *err, s
     st = fail(err, errlen, ferror(f) ? NDF_EIO : NDF_EINVAL, path, "truncated data");
     goto out;
   }
-  for (int64_t i = 0; i < n; i++)
-    k->w[i] = element(raw, i, kind, (int)size, order == '>');
+  /* Fortran order: element i of the file is at C index sum_d c_d * stride_d, with c the file
+   * index's digits, the first axis fastest. */
+  for (int64_t i = 0; i < n; i++) {
+    int64_t at = i;
+    if (fortran) {
+      int64_t r = i, st_c[NDF_MAX_DIMS], acc = 1;
+      for (int d = k->ndim - 1; d >= 0; d--) {
+        st_c[d] = acc;
+        acc *= k->shape[d];
+      }
+      at = 0;
+      for (int d = 0; d < k->ndim; d++) {
+        at += r % k->shape[d] * st_c[d];
+        r /= k->shape[d];
+      }
+    }
+    k->w[at] = element(raw, i, kind, (int)size, order == '>');
+  }
   k->nf = 1;
   st = NDF_OK;
 out:

@@ -61,12 +61,13 @@ void ndf_cli_quadrature(double *w);
 /* Reads a .npy kernel of any integer, boolean or float dtype (either byte order) into
  * float64, nf = 1. Returns NDF_OK; NDF_EIO (cannot open or read: err names the file);
  * NDF_EINVAL (not a .npy file, an unsupported dtype, empty, 0-d or more than NDF_MAX_DIMS
- * axes, Fortran order); NDF_ENOMEM. */
+ * axes); NDF_ENOMEM (also: over the read limit, ndf_io_read_limit). C or Fortran order; a
+ * FIFO or other special file is refused without blocking. */
 ndf_status ndf_cli_kernel_read(const char *path, ndf_cli_kernel *k, char *err, size_t errlen);
 
 void ndf_cli_kernel_free(ndf_cli_kernel *k); /* NULL w is a no-op */
 
-/* Elements per kernel (the product of the shape). */
+/* Elements per kernel (the product of the shape; -1 if it overflows). */
 int64_t ndf_cli_kernel_size(const ndf_cli_kernel *k);
 
 #endif

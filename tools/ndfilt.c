@@ -1,6 +1,7 @@
 /* ndfilt.c - the ndfilt command-line tool: info, demo, and filters on .npy files. */
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +16,8 @@
 #include "kernels.h"
 
 static const char *usage_main =
-    "usage: ndfilt [--device cpu|cuda|cuda:N] [--threads N] [-v] COMMAND [ARGS]\n"
+    "usage: ndfilt [--device cpu|cuda|cuda:N] [--threads N] [--read-limit SIZE] [-v] COMMAND\n"
+    "              [ARGS]\n"
     "       ndfilt --version | --help\n"
     "\n"
     "N-dimensional image filtering on CPUs and CUDA GPUs.\n"
@@ -35,7 +37,11 @@ static const char *usage_main =
     "\n"
     "Run `ndfilt COMMAND --help` for a command's options and examples.\n"
     "The device defaults to $NDF_DEVICE, else the first usable CUDA GPU, else the CPU.\n"
-    "-v prints what was read, the time each step took, and what was written, on stderr.\n"
+    "--threads (or $NDF_THREADS) sets the CPU threads, at most 1024 and 8 per CPU.\n"
+    "--read-limit (or $NDF_READ_LIMIT) caps the memory one image read may take (4G, 512M;\n"
+    "default: half the machine's memory): a file that declares or decompresses to more is\n"
+    "refused. FIFOs, devices and directories are refused, never waited on.\n"
+    "-v prints what was read, the method that ran, each step's time and what was written.\n"
     "\n"
     "files (IN, OUT), by their names:\n"
     "  .nii .nii.gz  NIfTI-1 and -2, 1-D to 4-D; the header (affine, units, intent,\n"
@@ -44,12 +50,17 @@ static const char *usage_main =
     "  .png          PNG, 8 or 16 bits, gray or RGB(A)\n"
     "  .fits .fit    FITS primary HDU or an image extension (file.fits[1]); cards kept\n"
     "  .npy          numpy arrays, C or Fortran order\n"
-    "  other names   raw little-endian samples: give --shape Z,Y,X and --dtype\n"
+    "  .raw .bin     raw little-endian samples: give --shape Z,Y,X and --dtype (an input\n"
+    "                of another name is read raw too when --shape is given)\n"
+    "An output name with any other extension is an error (nothing is written).\n"
     "Arrays are in C order, slowest axis first, as numpy's: a NIfTI volume's (x, y, z)\n"
     "is the array's (z, y, x), and per-axis lists (--sigma 1,2,2) follow that order.\n"
     "Colour channels are filtered one by one. OUT keeps IN's sample type (integers\n"
     "rounded and clamped) unless --dtype says otherwise, and is written through a\n"
-    "temporary file in its directory, renamed on success: a failure leaves no output.\n"
+    "temporary file in its directory, renamed on success: a failure, or a signal\n"
+    "(Ctrl-C, SIGTERM, SIGHUP), leaves no output.\n"
+    "Results are scipy.ndimage's (NaN and Inf reaching the voxels scipy's would) unless a\n"
+    "method is named or gauss --tolerance allows an approximation.\n"
     "\n"
     "exit codes: 0 success, 1 the computation failed, 2 bad usage or arguments,\n"
     "            3 a file could not be read (missing, truncated, corrupt, unsupported)\n"
@@ -59,7 +70,8 @@ static const char *usage_main =
     "  ndfilt gauss t1.nii.gz t1_s2.nii.gz --sigma 2mm\n"
     "  ndfilt gauss bold.nii.gz bold_s.nii.gz --fwhm 5mm        (4-D: each volume)\n"
     "  ndfilt gauss stack.tif stack_s.tif --sigma 1,2,2 --dtype f32\n"
-    "  ndfilt gauss m31.fits m31_s.fits --sigma 3 --method iir\n";
+    "  ndfilt gauss m31.fits m31_s.fits --sigma 3 --method iir\n"
+    "  ndfilt --read-limit 16G gauss big.nii.gz big_s.nii.gz --sigma 1mm\n";
 
 static const char *usage_corr =
     "usage: ndfilt correlate1d|convolve1d IN OUT --weights W1,W2,... [options]\n"
@@ -107,7 +119,8 @@ static const char *usage_sepconv =
 static const char *usage_gauss =
     "usage: ndfilt gauss IN OUT --sigma S[,S...] | --fwhm F[,F...] [options]\n"
     "\n"
-    "Gaussian filter, exactly scipy.ndimage.gaussian_filter (except the default mode):\n"
+    "Gaussian filter, exactly scipy.ndimage.gaussian_filter (except the default mode),\n"
+    "unless --method names a recursive filter or --tolerance allows one:\n"
     "along each axis whose sigma is > 0, in increasing axis order, the sampled Gaussian\n"
     "on [-radius, radius], normalised to sum 1, or its derivative of the given order.\n"
     "A LIST holds one value for every axis, or one per axis of IN (comma-separated), in\n"
@@ -116,8 +129,10 @@ static const char *usage_gauss =
     "options:\n"
     "  --sigma LIST     standard deviation, >= 0, in voxels (2) or in mm (2mm; also um, cm)\n"
     "                   by IN's voxel size along each axis; 0 leaves an axis alone. One\n"
-    "                   length for all axes skips those that are not lengths (the time\n"
-    "                   axis of a 4-D NIfTI image), as fslmaths -s does\n"
+    "                   value for all axes, in voxels or mm, leaves the time axis of a\n"
+    "                   4-D NIfTI image alone, as fslmaths -s does (list 4 values to\n"
+    "                   smooth time). A voxel size the file states as zero, negative,\n"
+    "                   NaN or infinite is an error with mm\n"
     "  --fwhm LIST      full width at half maximum instead of sigma (2.3548 sigma), the\n"
     "                   same units (AFNI's -1blur_fwhm)\n"
     "  --order LIST     derivative order, >= 0 (default 0: smoothing)\n"
@@ -127,16 +142,19 @@ static const char *usage_gauss =
     "                   as fslmaths; scipy's default is reflect)\n"
     "  --cval V         value outside the array for --mode constant (default 0)\n"
     "  --method M       fir, or its solvers cpu_sep, cuda_sep; a recursive method (below);\n"
-    "                   or auto: fir, or iir_deriche where that is cheaper and every\n"
-    "                   filtered axis has mode nearest, order 0, sigma >= 2, no --radius\n"
-    "                   (default auto)\n"
+    "                   or auto (default): fir, scipy's result, unless --tolerance allows\n"
+    "                   iir_deriche\n"
+    "  --tolerance E    the error auto may add to scipy's result (relative L2); from 1e-3\n"
+    "                   on, auto takes iir_deriche where that is cheaper and every filtered\n"
+    "                   axis has mode nearest, order 0, sigma >= 2, no --radius; on an image\n"
+    "                   holding NaN or Inf, fir all the same (default 0)\n"
     "  --iir-order N    the recursive method's order; 0: its default (below)\n"
     "  --dtype T        output dtype u8, u16, i16, f32, f64 (default: the input's)\n"
     "  --shape LIST     IN is raw samples of this shape, of type --dtype\n"
     "\n"
     "recursive (IIR) methods approximate the untruncated Gaussian at a cost independent of\n"
     "sigma; mode nearest only (this command's default), order 0; --truncate and --radius are\n"
-    "ignored. Relative L2 error against the true Gaussian:\n"
+    "ignored; a NaN or Inf reaches every voxel. Relative L2 error against the true Gaussian:\n"
     "  iir_deriche      below 1e-3 (--iir-order 4 only); iir, cpu_iir, cuda_iir run it too\n"
     "  iir_vyv          about 1e-2, 4e-3, 1.5e-3 for --iir-order 3 (default), 4, 5;\n"
     "                   order 4 reaches sigma 100, order 5 sigma 40; worse below sigma 2\n"
@@ -169,7 +187,8 @@ static const char *usage_ks =
     "                   output voxel's sigma gathers)\n"
     "  --n-sigma N      cut-off in sigmas, > 0 (default 3)\n"
     "  --output E       same (IN's grid; default) or full (IN grown by the largest radius\n"
-    "                   on every side, nothing dropped)\n"
+    "                   on every side, nothing dropped; the file's origin moved with it, so\n"
+    "                   OUT overlays IN)\n"
     "  --normalize      each voxel's truncated kernel sums to 1 (mass-preserving)\n"
     "  --method M       auto, cpu_ks, cuda_ks_gather, cuda_ks_scatter_warpsync, ...\n"
     "                   (ndfilt info lists them; default auto)\n"
@@ -198,11 +217,13 @@ static const char *usage_conv =
     "                  is reflect)\n"
     "  --cval V        value outside the array for --mode constant (default 0)\n"
     "  --origin LIST   shift of the kernel, as scipy (default 0)\n"
-    "  --method M      auto, direct, fft, or a solver from `ndfilt info` (default auto)\n"
+    "  --method M      auto, direct, fft, or a solver from `ndfilt info` (default auto;\n"
+    "                  auto runs a direct solver on an image holding NaN or Inf, so they\n"
+    "                  reach the voxels scipy's would; fft spreads them everywhere)\n"
     "  --dtype T       output dtype u8, u16, i16, f32, f64 (default: the input's; f32 for\n"
-    "  --shape LIST    IN is raw samples of this shape, of type --dtype\n"
     "                  quadrature). Integer outputs are rounded and clamped, so signed\n"
     "                  kernels (laplace, sobel) on an integer input want --dtype f32.\n"
+    "  --shape LIST    IN is raw samples of this shape, of type --dtype\n"
     "\n"
     "named kernels, 3 (quadrature 9) long on each of IN's axes. They are convolution kernels:\n"
     "`conv` with them gives scipy's filter; `correlate` reverses them, which negates sobel and\n"
@@ -448,9 +469,20 @@ static ndf_array filtered_view(const ndf_image *img) {
   return ndf_array_contiguous(img->a.dtype, img->a.ndim - lead, img->a.shape + lead, NULL);
 }
 
-/* One library call of a command, with its arguments in `args`. */
-typedef ndf_status (*filter_fn)(ndf_context *ctx, const ndf_array *in, ndf_array *out,
-                                const void *args);
+/* A command's plan for one filter call on arrays described as in and out (data unused):
+ * out is nf outputs of in's shape one after the other (a filter bank) when nf > 1. */
+typedef ndf_status (*plan_fn)(ndf_plan **p, ndf_context *ctx, const ndf_array *in,
+                              const ndf_array *out, const void *args);
+
+/* The nf outputs in out, each of in's shape, as views. */
+static ndf_array *bank_views(const ndf_array *in, const ndf_array *out, int nf) {
+  ndf_array *outs = malloc((size_t)nf * sizeof *outs);
+  if (!outs) return NULL;
+  const size_t step = (size_t)ndf_array_size(in) * ndf_dtype_size(out->dtype);
+  for (int f = 0; f < nf; f++)
+    outs[f] = ndf_array_contiguous(out->dtype, in->ndim, in->shape, (char *)out->data + f * step);
+  return outs;
+}
 
 /* A progress bar on stderr, drawn only when stderr is a terminal and the work has taken
  * more than a second: k of n parts done. */
@@ -473,51 +505,86 @@ static void progress(const char *what, int64_t k, int64_t n, double t0) {
 
 /* Filters `in` (whose data it frees) into a new host array of dtype `dtype` (0: the
  * input's) and shape `shape` (ndim axes), and writes that atomically to out_path with the
- * input's metadata: nothing is written unless every step succeeds. With `split`, f runs on
- * each entry of axis 0 alone (a colour channel, or a volume of a 4-D image), in and out
- * sharing that axis, with a progress bar. Returns the exit code. */
+ * input's metadata, its first voxel at `origin` of the input's grid (NULL: the same grid):
+ * nothing is written unless every step succeeds. The filter is planned once (f) and run on
+ * the whole image, or with `split` on each entry of axis 0 alone (a colour channel, or a
+ * volume of a 4-D image), in and out sharing that axis, with a progress bar; nf > 1: a bank
+ * of nf kernels, whose outputs make a new leading axis. Returns the exit code. */
 static int filter_to_shape(ndf_context *ctx, ndf_image *in, int ndim, const int64_t *shape,
-                           ndf_dtype dtype, const char *out_path, int split, filter_fn f,
-                           const void *args) {
+                           const int64_t *origin, ndf_dtype dtype, const char *out_path,
+                           int split, int nf, plan_fn f, const void *args) {
   char err[1024];
   ndf_image out = *in; /* the input's metadata, borrowed */
   out.meta_free = NULL;
   out.a = ndf_array_contiguous(dtype ? dtype : in->a.dtype, ndim, shape, NULL);
   if (ndim > in->a.ndim) { /* a filter bank's leading axis */
     memmove(out.spacing + 1, in->spacing, (size_t)in->a.ndim * sizeof out.spacing[0]);
+    memmove(out.origin + 1, in->origin, (size_t)in->a.ndim * sizeof out.origin[0]);
     out.spacing[0] = 0;
+    out.origin[0] = 0;
     out.channel_axis = -1;
+    out.time_axis = in->time_axis >= 0 ? in->time_axis + 1 : -1;
   }
-  out.a.data = malloc((size_t)ndf_array_size(&out.a) * ndf_dtype_size(out.a.dtype));
+  if (origin)
+    for (int d = 0; d < ndim; d++)
+      out.origin[d] += origin[d];
+  const int64_t nbytes = (int64_t)((double)ndf_array_size(&out.a) * ndf_dtype_size(out.a.dtype));
+  out.a.data = malloc((size_t)nbytes);
   int rc = NDF_EXIT_OK;
-  double t0 = now_s();
-  if (!out.a.data) {
-    fprintf(stderr, "ndfilt: out of memory\n");
+  ndf_plan *p = NULL;
+  ndf_status st = NDF_OK;
+  /* the arrays of one call: the whole image, or one entry of axis 0 */
+  ndf_array a = in->a, b = out.a;
+  if (split) {
+    a = ndf_array_contiguous(in->a.dtype, in->a.ndim - 1, in->a.shape + 1, NULL);
+    b = ndf_array_contiguous(out.a.dtype, ndim - 1, shape + 1, NULL);
+  }
+  if (nf > 1) /* a bank's calls see in's shape; b holds the nf outputs */
+    b = ndf_array_contiguous(b.dtype, a.ndim, a.shape, NULL);
+  ndf_array *outs = NULL;
+  double t0 = now_s(), t_plan = 0;
+  if (!out.a.data || (nf > 1 && !(outs = malloc((size_t)nf * sizeof *outs)))) {
+    fprintf(stderr, "ndfilt: out of memory for the %lld-byte output\n", (long long)nbytes);
     rc = NDF_EXIT_FAIL;
   } else {
-    ndf_status st = NDF_OK;
-    if (!split) {
-      st = f(ctx, &in->a, &out.a, args);
-    } else {
-      const int64_t n = in->a.shape[0];
-      const char *what = in->channel_axis == 0 ? "channels" : "volumes";
-      ndf_array a = ndf_array_contiguous(in->a.dtype, in->a.ndim - 1, in->a.shape + 1, NULL),
-                b = ndf_array_contiguous(out.a.dtype, ndim - 1, shape + 1, NULL);
-      const size_t sa = (size_t)ndf_array_size(&a) * ndf_dtype_size(a.dtype),
-                   sb = (size_t)ndf_array_size(&b) * ndf_dtype_size(b.dtype);
-      for (int64_t k = 0; k < n && st == NDF_OK; k++) {
-        a.data = (char *)in->a.data + (size_t)k * sa;
-        b.data = (char *)out.a.data + (size_t)k * sb;
-        st = f(ctx, &a, &b, args);
-        progress(what, k + 1, n, t0);
-      }
-    }
+    st = f(&p, ctx, &a, &b, args);
+    t_plan = now_s() - t0;
     if (verbose && st == NDF_OK)
-      fprintf(stderr, "ndfilt: filtered on %s in %.1f ms\n", ndf_context_device_name(ctx),
+      fprintf(stderr, "ndfilt: planned %s on %s in %.1f ms\n", ndf_plan_solver(p),
+              ndf_context_device_name(ctx), 1e3 * t_plan);
+    const int64_t n = split ? in->a.shape[0] : 1;
+    const size_t sa = (size_t)ndf_array_size(&a) * ndf_dtype_size(a.dtype),
+                 sb = (size_t)ndf_array_size(&b) * ndf_dtype_size(b.dtype) * (size_t)(nf > 1 ? nf : 1);
+    const char *what = in->channel_axis == 0 ? "channels" : "volumes";
+    t0 = now_s();
+    int alt = 0;
+    for (int64_t k = 0; k < n && st == NDF_OK; k++) {
+      a.data = (char *)in->a.data + (size_t)k * sa;
+      b.data = (char *)out.a.data + (size_t)k * sb;
+      if (nf > 1) {
+        ndf_array *v = bank_views(&a, &b, nf);
+        if (!v) {
+          st = NDF_ENOMEM;
+          break;
+        }
+        memcpy(outs, v, (size_t)nf * sizeof *outs);
+        free(v);
+        st = ndf_execute_bank(p, &a, nf, outs);
+      } else {
+        st = ndf_execute(p, &a, &b);
+      }
+      alt |= st == NDF_OK && strcmp(ndf_plan_last_solver(p), ndf_plan_solver(p));
+      if (split) progress(what, k + 1, n, t0);
+    }
+    if (st == NDF_OK) st = ndf_context_synchronize(ctx);
+    if (verbose && st == NDF_OK) {
+      fprintf(stderr, "ndfilt: filtered by %s in %.1f ms\n", ndf_plan_last_solver(p),
               1e3 * (now_s() - t0));
+      if (alt) fprintf(stderr, "ndfilt: %s\n", ndf_context_message(ctx));
+    }
     if (st != NDF_OK) {
       fprintf(stderr, "ndfilt: %s: %s\n", ndf_status_str(st), ndf_context_message(ctx));
-      rc = st == NDF_EINVAL ? NDF_EXIT_USAGE : NDF_EXIT_FAIL;
+      rc = st == NDF_EINVAL || st == NDF_EUNSUPPORTED ? NDF_EXIT_USAGE : NDF_EXIT_FAIL;
     } else {
       t0 = now_s();
       if (ndf_image_write(out_path, &out, err, sizeof err) != NDF_OK) {
@@ -529,18 +596,22 @@ static int filter_to_shape(ndf_context *ctx, ndf_image *in, int ndim, const int6
       }
     }
   }
+  ndf_plan_destroy(p);
+  free(outs);
   ndf_image_free(in);
   free(out.a.data);
   return rc;
 }
 
-/* filter_to_shape with the input's shape, or with nf > 0 a leading axis of nf (a filter
+/* filter_to_shape with the input's shape, or with nf > 1 a leading axis of nf (a filter
  * bank's outputs, the caller checked that in has fewer than NDF_MAX_DIMS axes). */
 static int filter_to_file(ndf_context *ctx, ndf_image *in, int nf, ndf_dtype dtype,
-                          const char *out_path, int split, filter_fn f, const void *args) {
+                          const char *out_path, int split, plan_fn f, const void *args) {
   int64_t shape[NDF_MAX_DIMS] = {nf};
-  memcpy(shape + (nf > 0), in->a.shape, (size_t)in->a.ndim * sizeof shape[0]);
-  return filter_to_shape(ctx, in, in->a.ndim + (nf > 0), shape, dtype, out_path, split, f, args);
+  const int bank = nf > 1;
+  memcpy(shape + bank, in->a.shape, (size_t)in->a.ndim * sizeof shape[0]);
+  return filter_to_shape(ctx, in, in->a.ndim + bank, shape, NULL, dtype, out_path, split, nf, f,
+                         args);
 }
 
 /* ------------------------------------------------------------------ info */
@@ -622,11 +693,11 @@ typedef struct {
   ndf_correlate1d_opts o;
 } corr1d_args;
 
-static ndf_status run_corr1d(ndf_context *ctx, const ndf_array *in, ndf_array *out,
-                             const void *args) {
+static ndf_status plan_corr1d(ndf_plan **p, ndf_context *ctx, const ndf_array *in,
+                              const ndf_array *out, const void *args) {
   const corr1d_args *c = args;
-  return c->convolve ? ndf_convolve1d(ctx, in, out, c->w, c->n, c->axis, &c->o)
-                     : ndf_correlate1d(ctx, in, out, c->w, c->n, c->axis, &c->o);
+  return c->convolve ? ndf_plan_convolve1d(p, ctx, in, out, c->w, c->n, c->axis, &c->o)
+                     : ndf_plan_correlate1d(p, ctx, in, out, c->w, c->n, c->axis, &c->o);
 }
 
 static int cmd_corr1d(ndf_context *ctx, int argc, char **argv, int convolve) {
@@ -668,7 +739,7 @@ static int cmd_corr1d(ndf_context *ctx, int argc, char **argv, int convolve) {
   ndf_image in;
   rc = read_input(in_path, &co, &in);
   if (rc == NDF_EXIT_OK)
-    rc = filter_to_file(ctx, &in, 0, co.dtype, out_path, lead_axes(&in), run_corr1d, &c);
+    rc = filter_to_file(ctx, &in, 0, co.dtype, out_path, lead_axes(&in), plan_corr1d, &c);
   free(w);
   return rc;
 }
@@ -681,9 +752,10 @@ typedef struct {
   ndf_sepfilter_opts o;
 } sep_args;
 
-static ndf_status run_sep(ndf_context *ctx, const ndf_array *in, ndf_array *out, const void *args) {
+static ndf_status plan_sep(ndf_plan **p, ndf_context *ctx, const ndf_array *in,
+                           const ndf_array *out, const void *args) {
   const sep_args *s = args;
-  return ndf_sepfilter(ctx, in, out, s->w, s->n, &s->o);
+  return ndf_plan_sepfilter(p, ctx, in, out, s->w, s->n, &s->o);
 }
 
 static int cmd_sepconv(ndf_context *ctx, int argc, char **argv) {
@@ -772,7 +844,7 @@ static int cmd_sepconv(ndf_context *ctx, int argc, char **argv) {
     memmove(s.o.origin, s.o.origin + 1, (NDF_MAX_DIMS - 1) * sizeof s.o.origin[0]);
   }
   if (rc == NDF_EXIT_OK)
-    rc = filter_to_file(ctx, &img, 0, co.dtype, out_path, split, run_sep, &s);
+    rc = filter_to_file(ctx, &img, 0, co.dtype, out_path, split, plan_sep, &s);
   else
     ndf_image_free(&img);
   free(w);
@@ -781,9 +853,9 @@ static int cmd_sepconv(ndf_context *ctx, int argc, char **argv) {
 
 /* ------------------------------------------------------------------ gauss */
 
-static ndf_status run_gauss(ndf_context *ctx, const ndf_array *in, ndf_array *out,
-                            const void *args) {
-  return ndf_gaussian(ctx, in, out, args);
+static ndf_status plan_gauss(ndf_plan **p, ndf_context *ctx, const ndf_array *in,
+                             const ndf_array *out, const void *args) {
+  return ndf_plan_gaussian(p, ctx, in, out, args);
 }
 
 /* A length in voxels (mm 0), or in millimetres times mm (1 for "2mm", 1e-3 for "500um"). */
@@ -810,20 +882,32 @@ static int item_length(const char *s, int64_t k, void *dst) {
 }
 
 /* Per-axis sigmas in voxels from --sigma or --fwhm values (n of them: one for all nd axes,
- * or one each), converting lengths by the image's voxel size. A single length for all axes
- * leaves alone the axes that are not lengths (time, in a 4-D NIfTI image), as fslmaths does.
- * Returns the exit code, having said what is wrong. */
+ * or one each), converting lengths by the image's voxel size. A single value for all axes
+ * leaves alone the time axis (time_axis, or -1), as fslmaths does, and a single length the
+ * axes whose voxel size is unknown where another's is known (not lengths). A length needs a
+ * voxel size: one the file states wrongly (spacing NaN: zero, negative, NaN or infinite) is
+ * refused. Returns the exit code, having said what is wrong. */
 static int sigmas_in_voxels(const char *opt, const length *l, int64_t n, int nd,
-                            const double *spacing, double scale, const char *path, double *sigma) {
+                            const double *spacing, int time_axis, double scale, const char *path,
+                            double *sigma) {
   int any = 0;
   for (int d = 0; d < nd; d++)
-    any |= spacing[d] > 0;
+    any |= spacing[d] > 0 && d != time_axis;
   for (int d = 0; d < nd; d++) {
     const length *x = &l[n == 1 ? 0 : d];
-    if (!x->mm) {
+    if (n == 1 && d == time_axis) {
+      sigma[d] = 0;
+    } else if (!x->mm) {
       sigma[d] = x->v * scale;
+    } else if (isnan(spacing[d])) {
+      return usage_error("%s: %s states no valid voxel size along axis %d (zero, negative, NaN "
+                         "or infinite): give %s in voxels",
+                         opt, path, d, opt);
     } else if (spacing[d] > 0) {
       sigma[d] = x->v * x->mm * scale / spacing[d];
+      if (!isfinite(sigma[d]))
+        return usage_error("%s: %g%s is %g voxels along axis %d of %s: too large", opt, x->v,
+                           x->mm == 1 ? "mm" : "", sigma[d], d, path);
     } else if (n == 1 && any) {
       sigma[d] = 0;
     } else {
@@ -837,7 +921,7 @@ static int sigmas_in_voxels(const char *opt, const length *l, int64_t n, int nd,
 static int cmd_gauss(ndf_context *ctx, int argc, char **argv) {
   const char *in_path = NULL, *out_path = NULL, *sopt = NULL;
   common_opts co = {0};
-  double truncate = 4.0;
+  double truncate = 4.0, tolerance = 0;
   length slen[NDF_MAX_DIMS];
   int order[NDF_MAX_DIMS], radius[NDF_MAX_DIMS], iir_order = 0;
   ndf_mode mode[NDF_MAX_DIMS];
@@ -867,6 +951,12 @@ static int cmd_gauss(ndf_context *ctx, int argc, char **argv) {
       rc = end == v || *end || !(truncate > 0) || !isfinite(truncate)
                ? usage_error("bad --truncate '%s': expected a number > 0", v)
                : NDF_EXIT_OK;
+    } else if (!strcmp(a, "--tolerance")) {
+      char *end;
+      tolerance = strtod(v, &end);
+      rc = end == v || *end || !(tolerance >= 0) || !isfinite(tolerance)
+               ? usage_error("bad --tolerance '%s': expected a number >= 0", v)
+               : NDF_EXIT_OK;
     } else if (!strcmp(a, "--iir-order")) {
       rc = parse_int(v, &iir_order) && iir_order >= 0
                ? NDF_EXIT_OK
@@ -892,6 +982,7 @@ static int cmd_gauss(ndf_context *ctx, int argc, char **argv) {
   if (rc == NDF_EXIT_OK) /* FWHM = 2 sqrt(2 ln 2) sigma */
     rc =
         sigmas_in_voxels(sopt, slen, nsigma, nd, img.spacing + lead,
+                         img.time_axis >= lead ? img.time_axis - lead : -1,
                          strcmp(sopt, "--fwhm") ? 1.0 : 1.0 / sqrt(8.0 * log(2.0)), in_path, sigma);
   if (rc != NDF_EXIT_OK) {
     ndf_image_free(&img);
@@ -904,6 +995,7 @@ static int cmd_gauss(ndf_context *ctx, int argc, char **argv) {
   o.truncate = truncate;
   o.cval = co.cval;
   o.iir_order = iir_order;
+  o.tolerance = tolerance;
   /* A 4-D image not filtered along axis 0 goes one volume at a time, with a progress bar. */
   const int split = lead || (nd == NDF_MAX_DIMS && sigma[0] == 0 && !(norder && order[0]));
   const int skip = split && !lead; /* the list entry of the axis split off */
@@ -919,26 +1011,10 @@ static int cmd_gauss(ndf_context *ctx, int argc, char **argv) {
       fprintf(stderr, " %.4g", sigma[d]);
     fprintf(stderr, "\n");
   }
-  return filter_to_file(ctx, &img, 0, co.dtype, out_path, split, run_gauss, &o);
+  return filter_to_file(ctx, &img, 0, co.dtype, out_path, split, plan_gauss, &o);
 }
 
 /* ------------------------------------------------------------------ conv, correlate */
-
-/* A filter bank: nf kernels (w, one after the other, each of shape wshape) on in, into
- * outs[0..nf-1], by the library's one-pass bank (the input read once per tile, or
- * transformed once); *solver (if given) gets the solver's name. Synchronises. */
-ndf_status ndf_cli_run_bank(ndf_context *ctx, const ndf_array *in, int nf, ndf_array *outs,
-                            const double *w, const int64_t *wshape, const ndf_correlate_opts *o,
-                            int convolve, const char **solver) {
-  ndf_plan *p = NULL;
-  ndf_status st = convolve ? ndf_plan_convolve_bank(&p, ctx, in, nf, outs, w, wshape, o)
-                           : ndf_plan_correlate_bank(&p, ctx, in, nf, outs, w, wshape, o);
-  if (st == NDF_OK && solver) *solver = ndf_plan_solver(p);
-  if (st == NDF_OK) st = ndf_execute_bank(p, in, nf, outs);
-  if (st == NDF_OK) st = ndf_context_synchronize(ctx);
-  ndf_plan_destroy(p);
-  return st;
-}
 
 typedef struct {
   ndf_cli_kernel k;
@@ -946,20 +1022,18 @@ typedef struct {
   int convolve;
 } conv_args;
 
-static ndf_status run_conv(ndf_context *ctx, const ndf_array *in, ndf_array *out,
-                           const void *args) {
+static ndf_status plan_conv(ndf_plan **p, ndf_context *ctx, const ndf_array *in,
+                            const ndf_array *out, const void *args) {
   const conv_args *c = args;
-  if (c->k.nf == 1)
-    return c->convolve ? ndf_convolve(ctx, in, out, c->k.w, c->k.shape, &c->o)
-                       : ndf_correlate(ctx, in, out, c->k.w, c->k.shape, &c->o);
-  /* out is (nf, in's shape), C-contiguous: one view per kernel */
-  ndf_array *outs = malloc((size_t)c->k.nf * sizeof *outs);
+  const int nf = c->k.nf;
+  if (nf == 1)
+    return c->convolve ? ndf_plan_convolve(p, ctx, in, out, c->k.w, c->k.shape, &c->o)
+                       : ndf_plan_correlate(p, ctx, in, out, c->k.w, c->k.shape, &c->o);
+  ndf_array *outs = bank_views(in, out, nf); /* descriptions: data is not read */
   if (!outs) return NDF_ENOMEM;
-  const size_t step = (size_t)ndf_array_size(in) * ndf_dtype_size(out->dtype);
-  for (int f = 0; f < c->k.nf; f++)
-    outs[f] = ndf_array_contiguous(out->dtype, in->ndim, in->shape, (char *)out->data + f * step);
-  ndf_status st =
-      ndf_cli_run_bank(ctx, in, c->k.nf, outs, c->k.w, c->k.shape, &c->o, c->convolve, NULL);
+  ndf_status st = c->convolve
+                      ? ndf_plan_convolve_bank(p, ctx, in, nf, outs, c->k.w, c->k.shape, &c->o)
+                      : ndf_plan_correlate_bank(p, ctx, in, nf, outs, c->k.w, c->k.shape, &c->o);
   free(outs);
   return st;
 }
@@ -1063,7 +1137,7 @@ static int cmd_conv(ndf_context *ctx, int argc, char **argv, int convolve) {
       rc = usage_error("%s: a filter bank needs a gray image, not colour channels", in_path);
     } else {
       rc = filter_to_file(ctx, &img, bank ? c.k.nf : 0, bank && !co.dtype ? NDF_F32 : co.dtype,
-                          out_path, lead, run_conv, &c);
+                          out_path, lead, plan_conv, &c);
     }
   } else {
     ndf_image_free(&img);
@@ -1080,9 +1154,10 @@ typedef struct {
   ndf_ks_opts o;
 } ks_args;
 
-static ndf_status run_ks(ndf_context *ctx, const ndf_array *in, ndf_array *out, const void *args) {
+static ndf_status plan_ks(ndf_plan **p, ndf_context *ctx, const ndf_array *in,
+                          const ndf_array *out, const void *args) {
   const ks_args *k = args;
-  return ndf_ks(ctx, in, out, k->maps, k->nmaps, &k->o);
+  return ndf_plan_ks(p, ctx, in, out, k->maps, k->nmaps, &k->o);
 }
 
 static int cmd_ks(ndf_context *ctx, int argc, char **argv) {
@@ -1149,23 +1224,55 @@ static int cmd_ks(ndf_context *ctx, int argc, char **argv) {
       same = maps[m].shape[d] == in.shape[d];
     if (!same) rc = usage_error("%s's shape differs from %s's", map_path[m], in_path);
   }
-  int64_t shape[NDF_MAX_DIMS];
+  int64_t shape[NDF_MAX_DIMS], R = 0, origin[NDF_MAX_DIMS] = {0};
   memcpy(shape, in.shape, sizeof shape);
   if (rc == NDF_EXIT_OK && k.o.output == NDF_KS_FULL &&
-      ndf_ks_full_shape(ctx, &in, maps, nmaps, k.o.n_sigma, shape, NULL) != NDF_OK)
+      ndf_ks_full_shape(ctx, &in, maps, nmaps, k.o.n_sigma, shape, &R) != NDF_OK)
     rc = usage_error("%s", ndf_context_message(ctx));
+  for (int d = 0; d < in.ndim; d++) /* the full grid starts R voxels before the input's */
+    origin[d] = -R;
   k.maps = maps;
   k.nmaps = nmaps;
   if (rc == NDF_EXIT_OK)
-    rc = filter_to_shape(ctx, &img, in.ndim, shape, co.dtype, out_path, 0, run_ks, &k);
+    rc = filter_to_shape(ctx, &img, in.ndim, shape, origin, co.dtype, out_path, 0, 1, plan_ks,
+                         &k);
   ndf_image_free(&img); /* empty once filter_to_shape has taken it */
   for (int m = 0; m < got; m++)
     ndf_image_free(&mimg[m]);
   return rc;
 }
 
+/* A signal that ends the program while it writes an output removes the temporary file first,
+ * then ends it as the signal would have. */
+static void on_signal(int sig) {
+  ndf_io_remove_pending();
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+static void catch_signals(void) {
+  static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE};
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+    sigaddset(&sa.sa_mask, sigs[i]);
+  for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+    struct sigaction old;
+    /* a signal the caller ignores (nohup) stays ignored */
+    if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+    sigaction(sigs[i], &sa, NULL);
+  }
+  /* Past a file-size limit (ulimit -f) a write fails with EFBIG, which is reported, instead
+   * of the process being killed mid-write. */
+  signal(SIGXFSZ, SIG_IGN);
+}
+
 int main(int argc, char **argv) {
-  ndf_context_opts co = {.struct_size = sizeof co};
+  char why[512] = "";
+  ndf_context_opts co = {.struct_size = sizeof co, .message = why, .message_size = sizeof why};
+  catch_signals();
   int i = 1;
   for (; i < argc && argv[i][0] == '-'; i++) {
     const char *a = argv[i];
@@ -1181,15 +1288,24 @@ int main(int argc, char **argv) {
       verbose = 1;
       continue;
     }
-    if ((!strcmp(a, "--device") || !strcmp(a, "--threads")) && i + 1 >= argc)
+    if ((!strcmp(a, "--device") || !strcmp(a, "--threads") || !strcmp(a, "--read-limit")) &&
+        i + 1 >= argc)
       return usage_error("option %s needs a value", a);
-    if (!strcmp(a, "--device"))
+    if (!strcmp(a, "--device")) {
       co.device = argv[++i];
-    else if (!strcmp(a, "--threads")) {
+    } else if (!strcmp(a, "--threads")) {
       if (!parse_int(argv[++i], &co.threads) || co.threads < 1)
-        return usage_error("bad --threads '%s'", argv[i]);
-    } else
+        return usage_error("bad --threads '%s': expected an integer from 1 to %d", argv[i],
+                           NDF_MAX_THREADS);
+    } else if (!strcmp(a, "--read-limit")) {
+      int64_t lim;
+      if (!ndf_io_parse_size(argv[++i], &lim))
+        return usage_error("bad --read-limit '%s': expected a size such as 4G, 512M or 1000000",
+                           argv[i]);
+      ndf_io_set_read_limit(lim);
+    } else {
       return usage_error("unknown option %s", a);
+    }
   }
   if (i >= argc) {
     fputs(usage_main, stderr);
@@ -1207,13 +1323,11 @@ int main(int argc, char **argv) {
   ndf_context *ctx;
   ndf_status st = ndf_context_create(&ctx, &co);
   if (st != NDF_OK) {
-    fprintf(stderr, "ndfilt: cannot use device '%s': %s\n",
-            co.device              ? co.device
-            : getenv("NDF_DEVICE") ? getenv("NDF_DEVICE")
-                                   : "auto",
-            ndf_status_str(st));
+    fprintf(stderr, "ndfilt: cannot create a context: %s\n", why[0] ? why : ndf_status_str(st));
     return st == NDF_EINVAL ? NDF_EXIT_USAGE : NDF_EXIT_FAIL;
   }
+  if (ndf_context_message(ctx)[0]) /* a thread count clamped */
+    fprintf(stderr, "ndfilt: note: %s\n", ndf_context_message(ctx));
   int rc;
   if (!strcmp(cmd, "info"))
     rc = cmd_info(ctx, argc - i, argv + i);
