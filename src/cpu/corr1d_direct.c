@@ -75,6 +75,11 @@ static ndf_status make(ndf_plan *p) {
   if (!s) return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_direct: out of host memory");
   s->threads = p->ctx->threads;
   s->buflen = p->pb.in.shape[ax->axis] + ax->n - 1;
+  const double bytes = (double)s->buflen * s->threads * sizeof(float);
+  if (bytes > 0x1p62) {
+    free_state(s);
+    return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_direct: line buffers of %.3g bytes", bytes);
+  }
   s->w = malloc((size_t)ax->n * sizeof(float));
   s->bufs = malloc((size_t)s->buflen * (size_t)s->threads * sizeof(float));
   if (!s->w || !s->bufs) {

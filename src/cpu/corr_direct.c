@@ -146,6 +146,12 @@ static ndf_status make(ndf_plan *p) {
     s->mode[d] = q < 0 ? NDF_MODE_REFLECT : c->mode[q];
     s->e[d] = s->n[d] + s->k[d] - 1;
   }
+  double ext = 1; /* the extended copy, counted where it cannot wrap */
+  for (int d = 0; d < D; d++)
+    ext *= (double)s->e[d];
+  if (ext * sizeof(float) > 0x1p62 || (double)s->threads * s->n[3] * sizeof(float) > 0x1p62)
+    return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_direct: the extended copy needs %.3g bytes",
+                     ext * sizeof(float));
   s->w = malloc((size_t)(c->nw * c->nf) * sizeof(float));
   if (!s->w) return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_direct: out of host memory");
   for (int64_t j = 0; j < c->nw * c->nf; j++)

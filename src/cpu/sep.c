@@ -409,9 +409,13 @@ static ndf_status make(ndf_plan *p) {
   s->line_floats = (X + maxn + 15) / 16 * 16;
   s->scratch_bytes = ((size_t)(2 * s->line_floats + QB) * sizeof(float) +
                       (size_t)(maxn + 1) * sizeof(float *) + 63) / 64 * 64;
+  const size_t full = (size_t)ndf_array_size(in) * sizeof(float);
+  /* sizes past what any machine holds are out of memory, never a wrapped count */
+  if ((double)s->scratch_bytes * s->threads > 0x1p62 || (double)nw * sizeof(float) > 0x1p62)
+    return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_sep: out of host memory (%.3g bytes of scratch)",
+                     (double)s->scratch_bytes * s->threads);
   s->w = malloc((size_t)(nw ? nw : 1) * sizeof(float));
   s->scratch = malloc(s->scratch_bytes * (size_t)s->threads);
-  const size_t full = (size_t)ndf_array_size(in) * sizeof(float);
   int kind[NDF_MAX_DIMS], first[NDF_MAX_DIMS];
   const int np = passes(c, in->ndim, kind, first);
   /* Two temporaries, allocated now; their pages are touched only by the

@@ -2,6 +2,7 @@
  * the recursive Gaussian over lines extended by their end values (in long double). */
 #include "ref.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,8 +10,11 @@
 #include "../core/boundary.h"
 #include "../core/elem.h"
 
-void ndf_ref_correlate(const ndf_array *in, double *out, const double *w, const int64_t *wshape,
-                       const ndf_mode *mode, double cval, const int *origin, int convolve) {
+/* The direct sum; footprint: weights of magnitude <= DBL_EPSILON left out (scipy's correlate,
+ * so no NaN reaches through them), else every weight counts (scipy's correlate1d). */
+static void correlate(const ndf_array *in, double *out, const double *w, const int64_t *wshape,
+                      const ndf_mode *mode, double cval, const int *origin, int convolve,
+                      int footprint) {
   const int nd = in->ndim;
   int64_t total = ndf_array_size(in), wtotal = 1;
   for (int d = 0; d < nd; d++)
@@ -24,6 +28,7 @@ void ndf_ref_correlate(const ndf_array *in, double *out, const double *w, const 
     }
     double acc = 0;
     for (int64_t k = 0; k < wtotal; k++) {
+      if (footprint && fabs(w[k]) <= DBL_EPSILON) continue;
       int64_t kr = k, off = 0;
       int outside = 0;
       for (int d = nd - 1; d >= 0; d--) {
@@ -45,6 +50,11 @@ void ndf_ref_correlate(const ndf_array *in, double *out, const double *w, const 
   }
 }
 
+void ndf_ref_correlate(const ndf_array *in, double *out, const double *w, const int64_t *wshape,
+                       const ndf_mode *mode, double cval, const int *origin, int convolve) {
+  correlate(in, out, w, wshape, mode, cval, origin, convolve, 1);
+}
+
 void ndf_ref_correlate1d(const ndf_array *in, double *out, const double *w, int64_t n, int axis,
                          ndf_mode mode, double cval, int origin) {
   int64_t wshape[NDF_MAX_DIMS];
@@ -56,7 +66,7 @@ void ndf_ref_correlate1d(const ndf_array *in, double *out, const double *w, int6
   ndf_mode modes[NDF_MAX_DIMS];
   for (int d = 0; d < NDF_MAX_DIMS; d++)
     modes[d] = mode;
-  ndf_ref_correlate(in, out, w, wshape, modes, cval, orig, 0);
+  correlate(in, out, w, wshape, modes, cval, orig, 0, 0);
 }
 
 void ndf_ref_convolve1d(const ndf_array *in, double *out, const double *w, int64_t n, int axis,

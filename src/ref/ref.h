@@ -19,7 +19,8 @@ void ndf_ref_convolve1d(const ndf_array *in, double *out, const double *w, int64
 
 /* Dense N-D correlate (scipy.ndimage.correlate; convolve when `convolve`):
  * w has in->ndim axes of extent wshape[d] (C order); mode[d] and origin[d]
- * per axis (origin NULL for zeros). out: contiguous. */
+ * per axis (origin NULL for zeros). Weights of magnitude <= DBL_EPSILON are
+ * left out, as scipy's footprint does. out: contiguous. */
 void ndf_ref_correlate(const ndf_array *in, double *out, const double *w, const int64_t *wshape,
                        const ndf_mode *mode, double cval, const int *origin, int convolve);
 
