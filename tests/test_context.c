@@ -1,4 +1,6 @@
 /* test_context.c - device choice (auto, NDF_DEVICE, explicit), threads, version. */
+#include <unistd.h>
+
 #include "common.h"
 
 int main(void) {
@@ -62,6 +64,48 @@ int main(void) {
   o.struct_size = sizeof o;
   o.threads = -1;
   CHECK(ndf_context_create(&c, &o) == NDF_EINVAL, "negative threads");
+
+  /* Thread counts: a huge request is clamped with a message; a bad NDF_THREADS is an error
+   * that says why (in the caller's buffer: there is no context). */
+  char why[256];
+  o.threads = 100000;
+  o.message = why;
+  o.message_size = sizeof why;
+  CHECK(ndf_context_create(&c, &o) == NDF_OK, "100000 threads");
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  CHECK(ndf_context_threads(c) >= 1 && ndf_context_threads(c) <= NDF_MAX_THREADS &&
+            ndf_context_threads(c) <= 8 * cpus,
+        "100000 threads gave %d", ndf_context_threads(c));
+  CHECK(strstr(ndf_context_message(c), "clamped"), "no message: '%s'", ndf_context_message(c));
+  ndf_context_destroy(c);
+  o.threads = 0;
+  const char *bad[] = {"-5", "abc", "0", "1.5", ""};
+  for (int i = 0; i < 4; i++) {
+    setenv("NDF_THREADS", bad[i], 1);
+    why[0] = 0;
+    c = NULL;
+    ndf_status s2 = ndf_context_create(&c, &o);
+    CHECK(s2 == NDF_EINVAL && !c, "NDF_THREADS=%s gave %s", bad[i], ndf_status_str(s2));
+    CHECK(strstr(why, "NDF_THREADS"), "NDF_THREADS=%s: message '%s'", bad[i], why);
+  }
+  for (int i = 0; i < 2; i++) { /* past any count, even past long: clamped */
+    setenv("NDF_THREADS", i ? "99999999999999999999" : "100000", 1);
+    CHECK(ndf_context_create(&c, &o) == NDF_OK && ndf_context_threads(c) <= NDF_MAX_THREADS,
+          "NDF_THREADS=%s clamped", getenv("NDF_THREADS"));
+    ndf_context_destroy(c);
+  }
+  unsetenv("NDF_THREADS");
+  /* a device that cannot be had says which setting asked for it */
+  o.device = "cuda:99";
+  why[0] = 0;
+  CHECK(ndf_context_create(&c, &o) == NDF_ENODEV && strstr(why, "cuda:99"), "cuda:99: '%s'",
+        why);
+  o.device = NULL;
+  setenv("NDF_DEVICE", "cuda:99", 1);
+  why[0] = 0;
+  CHECK(ndf_context_create(&c, &o) == NDF_ENODEV && strstr(why, "NDF_DEVICE=cuda:99"),
+        "NDF_DEVICE=cuda:99: '%s'", why);
+  unsetenv("NDF_DEVICE");
   printf("context checks: %d failures\n", t_failures);
   return t_failures ? 1 : 0;
 }

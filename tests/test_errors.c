@@ -111,6 +111,35 @@ int main(void) {
   expect(NDF_EINVAL, &a, &b, w, 3, 0, &o, "partial overlap of in and out");
   a = in;
   b = out;
+  /* Data not aligned to its elements (an offset numpy view): refused, never loaded. */
+  a.data = (char *)inbuf + 1;
+  expect(NDF_EINVAL, &a, &out, w, 3, 0, &o, "unaligned input data");
+  a = in;
+  b.data = (char *)outbuf + 2;
+  b.shape[0] = 3;
+  a.shape[0] = 3;
+  expect(NDF_EINVAL, &a, &b, w, 3, 0, &o, "unaligned output data");
+  a = in;
+  b = out;
+  /* Shapes whose byte counts wrap int64 or size_t: refused at planning. */
+  {
+    ndf_array big = ndf_array_contiguous(NDF_F32, 3, (int64_t[]){1LL << 30, 1LL << 30, 4}, NULL);
+    ndf_plan *q = NULL;
+    ndf_status st = ndf_plan_correlate1d(&q, ctx, &big, &big, w, 3, 0, &o);
+    CHECK(st == NDF_EINVAL && !q, "shape (2^30, 2^30, 4): %s", ndf_status_str(st));
+    big = ndf_array_contiguous(NDF_F32, 2, (int64_t[]){1LL << 20, 1LL << 20}, NULL);
+    big.strides[0] = 1LL << 60;
+    st = ndf_plan_correlate1d(&q, ctx, &big, &big, w, 3, 0, &o);
+    CHECK(st == NDF_EINVAL && !q, "strides past int64 bytes: %s", ndf_status_str(st));
+    ndf_gaussian_opts g = {.struct_size = sizeof g};
+    g.sigma[0] = 1;
+    g.tolerance = -1;
+    st = ndf_plan_gaussian(&q, ctx, &in, &out, &g);
+    CHECK(st == NDF_EINVAL && !q, "negative tolerance: %s", ndf_status_str(st));
+    g.tolerance = NAN;
+    st = ndf_plan_gaussian(&q, ctx, &in, &out, &g);
+    CHECK(st == NDF_EINVAL && !q, "NaN tolerance: %s", ndf_status_str(st));
+  }
 
   ndf_mode m;
   CHECK(ndf_mode_parse("bogus", &m) == NDF_EINVAL, "mode 'bogus' parsed");
