@@ -262,6 +262,28 @@ static int usage_error(const char *fmt, ...) {
   return NDF_EXIT_USAGE;
 }
 
+/* Prints "ndfilt: <prefix><msg>" on stderr; a message quoting a corrupt file may hold any
+ * bytes: control characters and bytes that are not UTF-8 are shown as \xNN. */
+static void say(const char *prefix, const char *msg) {
+  fprintf(stderr, "ndfilt: %s", prefix);
+  for (const unsigned char *p = (const unsigned char *)msg; *p;) {
+    int n = *p < 0x80 ? 1 : (*p & 0xe0) == 0xc0 ? 2 : (*p & 0xf0) == 0xe0 ? 3
+            : (*p & 0xf8) == 0xf0 ? 4 : 0; /* a UTF-8 sequence's length */
+    for (int k = 1; k < n; k++)
+      if ((p[k] & 0xc0) != 0x80) n = 0;
+    if (n == 1 && (*p >= 0x20 || *p == '\t') && *p != 0x7f) {
+      fputc(*p, stderr);
+    } else if (n > 1) {
+      fwrite(p, 1, (size_t)n, stderr);
+    } else {
+      fprintf(stderr, "\\x%02x", *p);
+      n = 1;
+    }
+    p += n;
+  }
+  fputc('\n', stderr);
+}
+
 static int parse_int(const char *s, int *v) {
   char *end;
   errno = 0;
@@ -411,11 +433,17 @@ static int common_option(const char *a, const char *v, common_opts *c) {
 /* A positional argument: IN, then OUT; anything else is a usage error. */
 static int take_path(const char *a, const char **in_path, const char **out_path) {
   if (a[0] == '-' && a[1]) return usage_error("unknown option %s", a);
-  if (!*in_path)
+  if (!*in_path) {
     *in_path = a;
-  else if (!*out_path)
+  } else if (!*out_path) {
+    /* checked before anything is read: a mistyped extension must not cost a run, nor
+     * write headerless samples */
+    if (ndf_format_from_name(a) == NDF_FORMAT_AUTO)
+      return usage_error("%s: unknown output type (expected .nii, .nii.gz, .tif, .tiff, .png, "
+                         ".fits, .fits.gz, .fz, .npy, or .raw/.bin for headerless samples)",
+                         a);
     *out_path = a;
-  else
+  } else
     return usage_error("unexpected argument '%s'", a);
   return NDF_EXIT_OK;
 }
@@ -451,7 +479,7 @@ static int read_input(const char *path, const common_opts *co, ndf_image *img) {
   double t0 = now_s();
   ndf_status st = ndf_image_read(path, raw ? &ro : NULL, img, err, sizeof err);
   if (st != NDF_OK) {
-    fprintf(stderr, "ndfilt: %s\n", err);
+    say("", err);
     return NDF_EXIT_IO;
   }
   if (verbose)
@@ -588,7 +616,7 @@ static int filter_to_shape(ndf_context *ctx, ndf_image *in, int ndim, const int6
     } else {
       t0 = now_s();
       if (ndf_image_write(out_path, &out, err, sizeof err) != NDF_OK) {
-        fprintf(stderr, "ndfilt: %s\n", err);
+        say("", err);
         rc = NDF_EXIT_IO;
       } else if (verbose) {
         fprintf(stderr, "ndfilt: wrote %s (%s) in %.1f ms\n", out_path, ndf_dtype_name(out.a.dtype),
@@ -1054,7 +1082,7 @@ static int load_kernel(const char *spec, const ndf_array *in, const char *in_pat
     ndf_status st = ndf_cli_kernel_named(spec, in->ndim, k, err, sizeof err);
     if (st == NDF_OK) return NDF_EXIT_OK;
     if (st == NDF_EINVAL) return usage_error("--kernel: %s", err);
-    fprintf(stderr, "ndfilt: %s\n", err);
+    say("", err);
     return NDF_EXIT_FAIL;
   }
   /* A bare word naming no file is more likely a misspelt name than a missing file. */
@@ -1065,7 +1093,7 @@ static int load_kernel(const char *spec, const ndf_array *in, const char *in_pat
   }
   ndf_status st = ndf_cli_kernel_read(spec, k, err, sizeof err);
   if (st != NDF_OK) {
-    fprintf(stderr, "ndfilt: --kernel: %s\n", err);
+    say("--kernel: ", err);
     return st == NDF_EIO ? NDF_EXIT_IO : st == NDF_EINVAL ? NDF_EXIT_USAGE : NDF_EXIT_FAIL;
   }
   if (k->ndim != in->ndim)
