@@ -1317,6 +1317,8 @@ static void auto_choice(ndf_context *ctx, uint64_t *r) {
     CHECK(st == NDF_OK, "auto: %s", ndf_context_message(ctx));
     printf("auto, %d-D, %lld elements, sigma %g, mode nearest: %s\n", big[b].nd, (long long)total,
            sg, solver);
+    /* without a tolerance auto keeps scipy's definition: never the recursive filter */
+    CHECK(!is_iir_solver(solver), "auto without a tolerance chose %s", solver);
     double worst = 0, scale = 0;
     if (is_iir_solver(solver)) {
       CHECK(!strcmp(solver, iir_solver), "auto chose %s on a %s context", solver, iir_solver);
