@@ -192,6 +192,14 @@ NDF_API const char *ndf_plan_last_solver(const ndf_plan *plan);
  * sets *operation to its operation's name, or returns NULL past the end. */
 NDF_API const char *ndf_solver_name(int i, const char **operation);
 
+/* NaN and Inf. The direct and separable solvers compute scipy's sums, so a NaN or Inf in the
+ * input reaches exactly the outputs whose window holds it under a weight scipy uses (every
+ * weight in correlate1d and the separable filters; in correlate, those of magnitude above
+ * DBL_EPSILON), as NaN or Inf as scipy's would be. An FFT solver spreads it over every output,
+ * a recursive Gaussian over its lines and from there every output: method auto runs those only
+ * on inputs free of NaN and Inf (an exact twin runs on others; ndf_plan_last_solver), and a
+ * caller who names one gets that spreading. Integer outputs turn NaN into 0. */
+
 /* ------------------------------------------------------------------ correlate1d */
 
 /* Options of correlate1d / convolve1d. Zero-filled (with struct_size set)
