@@ -223,6 +223,16 @@ def bombs(tmp):
         h += b" " * (63 - (10 + len(h)) % 64) + b"\n"
         f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h)
     run("gauss", npb, out, "--sigma", "1", expect=3, preexec=mem_cap, timeout=60)
+    kb = os.path.join(tmp, "kbomb.npy")  # a kernel whose shape's product overflows int64
+    with open(kb, "wb") as f:
+        h = (b"{'descr': '<f8', 'fortran_order': False, 'shape': (1099511627776, "
+             b"1099511627776, 2, 2), }")
+        h += b" " * (63 - (10 + len(h)) % 64) + b"\n"
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h)
+    good4 = os.path.join(tmp, "good4.npy")
+    np.save(good4, np.ones((3, 4, 5, 6), np.float32))
+    p = run("conv", good4, out, "--kernel", kb, expect=2, preexec=mem_cap)
+    check(p is None or "too large" in p.stderr, f"kernel shape overflow: {p and p.stderr!r}")
     run("--read-limit", "lots", "info", expect=2)
     p = run("info", nb, expect=3, env=env_with(NDF_READ_LIMIT="abc"))
     check(p is None or "NDF_READ_LIMIT" in p.stderr, f"NDF_READ_LIMIT=abc: {p and p.stderr!r}")
