@@ -7,12 +7,17 @@ descrip; NIfTI-1 and NIfTI-2; .nii and .nii.gz; little- and big-endian; scaled i
 the real NIfTI files found on this machine (nibabel's test data, nifticlib's example).
 io_convert ($IO_CONVERT) turns each into .npy (numpy compares the voxels: our arrays are
 nibabel's transposed, x fastest) and into .nii/.nii.gz (nibabel reads back the same data,
-dtype, affines and codes, zooms, units, intent and description). Corrupt input must fail
-with a message naming the file and leave no output.
+dtype, affines and codes, zooms, units, intent and description). An output grown or
+cropped about the input's grid (test_io_nifti --grow, beside io_convert) must keep every
+voxel's world position: its affines are the input's moved by the origin. Fortran-order .npy
+files (nibabel's get_fdata saved) must read as numpy loads them. Corrupt input (a .nii.gz
+short of its gzip trailer, or with a wrong CRC, among them) must fail with a message naming
+the file and leave no output.
 
 Exit 0 on success, 1 on a mismatch, 77 (skipped) without nibabel. NDF_TEST_SEED repeats a run.
 """
 import os
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -283,6 +288,114 @@ def scaled_and_singletons(tmp):
              f"s{h['sform_code']} {type(h).__name__}")
 
 
+def translation(v):
+    t = np.eye(4)
+    t[:3, 3] = v
+    return t
+
+
+def grown(tmp):
+    """The output of a filter grown by R voxels a side (`ks --output full`; R < 0: a crop) has
+    origin -R: test_io_nifti --grow writes it, and its affines must be the input's moved by
+    that many voxels, every input voxel keeping its world position."""
+    helper = os.environ.get("NIFTI_GROW") or os.path.join(os.path.dirname(common.IO_CONVERT),
+                                                         "test_io_nifti")
+    if not os.access(helper, os.X_OK):
+        return fail("origin", f"{helper} (built with io_convert, from tests/) is missing")
+    n = 0
+    for version in (1, 2):
+        for ext in (".nii", ".nii.gz"):
+            for nd in (3, 4):
+                for R in (3, -1):
+                    n += 1
+                    shape = tuple(int(s) for s in rng.integers(3, 8, size=nd))
+                    data = random_data(np.float32, shape)
+                    zooms = rng.uniform(0.5, 2.5, size=3)
+                    qaff = np.eye(4)
+                    rot = random_rotation()
+                    if n % 2:
+                        rot[:, 2] = -rot[:, 2]  # left-handed: qfac -1
+                    qaff[:3, :3] = rot * zooms
+                    qaff[:3, 3] = rng.uniform(-100, 100, size=3)
+                    saff = qaff.copy()
+                    saff[:3, :3] += rng.uniform(-0.2, 0.2, size=(3, 3))
+                    saff[:3, 3] += rng.uniform(-5, 5, size=3)
+                    cls = nib.Nifti1Image if version == 1 else nib.Nifti2Image
+                    img = cls(data, saff, dtype=np.float32)
+                    img.header.set_qform(qaff, code=1)
+                    img.header.set_sform(saff, code=2)
+                    img.header.set_xyzt_units("mm", "sec")
+                    what = f"origin v{version}{ext} {nd}-D R={R}"
+                    src, out = os.path.join(tmp, "g_in" + ext), os.path.join(tmp, "g_out" + ext)
+                    nib.save(img, src)
+                    img = nib.load(src)
+                    r = subprocess.run([helper, "--grow", str(R), src, out], capture_output=True,
+                                       text=True)
+                    if r.returncode:
+                        fail(what, f"test_io_nifti --grow: {r.stderr.strip()}")
+                        continue
+                    back = nib.load(out)
+                    move = translation([-R, -R, -R])
+                    for name, a, b in (("affine", img.affine, back.affine),
+                                       ("qform", img.get_qform(), back.get_qform()),
+                                       ("sform", img.get_sform(), back.get_sform())):
+                        if not np.allclose(b, a @ move, rtol=0, atol=1e-4):
+                            fail(what, f"{name}\n{b}\nis not the input's moved by {-R} voxels\n"
+                                 f"{a @ move}")
+                    h, hb = img.header, back.header
+                    if (int(hb["qform_code"]), int(hb["sform_code"])) != (1, 2):
+                        fail(what, f"codes {hb['qform_code']} {hb['sform_code']}")
+                    a, b = np.asanyarray(img.dataobj), np.asanyarray(back.dataobj)
+                    want = tuple(s + 2 * R for s in shape[:3]) + shape[3:]
+                    inner = b[R:-R, R:-R, R:-R] if R > 0 else b
+                    outer = a if R > 0 else a[-R:R, -R:R, -R:R]
+                    if b.shape != want or not np.array_equal(inner, outer):
+                        fail(what, f"voxels: shape {b.shape} (want {want}) or values moved")
+                    # a voxel's world position, in and out
+                    ijk = np.array([1, 2, 1, 1.0])
+                    if R > 0 and not np.allclose(img.affine @ ijk, back.affine @ (ijk + [R, R, R, 0]),
+                                                 rtol=0, atol=1e-4):
+                        fail(what, "voxel (1, 2, 1) moved in the world")
+                    if h.get_zooms()[:3] != hb.get_zooms()[:3]:
+                        fail(what, f"zooms {hb.get_zooms()} vs {h.get_zooms()}")
+    return n
+
+
+def fortran_npy(tmp):
+    """Fortran-ordered .npy files (np.save of np.asfortranarray, as nibabel's get_fdata gives)
+    read as numpy loads them: same shape, same values."""
+    n = 0
+    for dt in (np.uint8, np.uint16, np.int16, np.float32, np.float64):
+        for nd in (1, 2, 3, 4):
+            n += 1
+            shape = tuple(int(s) for s in rng.integers(1, 9, size=nd))
+            a = np.asfortranarray(random_data(dt, shape))
+            src, out = os.path.join(tmp, "fort.npy"), os.path.join(tmp, "fort_out.npy")
+            np.save(src, a)
+            what = f"Fortran-order .npy {np.dtype(dt).name} {shape}"
+            rc, err = convert(src, out)
+            if rc:
+                fail(what, err)
+                continue
+            got, want = np.load(out), np.load(src)
+            if got.shape != want.shape or got.dtype != want.dtype or not np.array_equal(
+                    got, want, equal_nan=True):
+                fail(what, f"{got.dtype} {got.shape}: {common.differences(got, want)}")
+    # nibabel's data as a float64 array in Fortran order, through NIfTI and back
+    data = random_data(np.int16, (7, 6, 5))
+    src = os.path.join(tmp, "fdata.nii.gz")
+    nib.save(nib.Nifti1Image(data, np.eye(4)), src)
+    f = nib.load(src).get_fdata()
+    if not f.flags.f_contiguous:
+        fail("get_fdata", "not Fortran-ordered: the check checks nothing")
+    npy, back = os.path.join(tmp, "fdata.npy"), os.path.join(tmp, "fdata_back.npy")
+    np.save(npy, f)
+    rc, err = convert(npy, back)
+    if rc or not np.array_equal(np.load(back), f):
+        fail("get_fdata .npy", err or common.differences(np.load(back), f))
+    return n + 1
+
+
 def bad_files(tmp):
     data = random_data(np.float32, (8, 9, 10))
     src = os.path.join(tmp, "good.nii")
@@ -290,6 +403,13 @@ def bad_files(tmp):
     blob = open(src, "rb").read()
     cases = {"cut.nii": blob[:1000], "short.nii": blob[:100], "magic.nii": blob[:344] + b"n+9\0"
              + blob[348:], "dims.nii": blob[:40] + b"\x09\x00" + blob[42:]}
+    # a .nii.gz short of its gzip trailer (CRC32, length) or more, or with a wrong CRC
+    gz = os.path.join(tmp, "good.nii.gz")
+    nib.save(nib.Nifti1Image(data, np.eye(4)), gz)
+    zblob = open(gz, "rb").read()
+    for cut in range(1, 10):
+        cases[f"cut{cut}.nii.gz"] = zblob[:-cut]
+    cases["crc.nii.gz"] = zblob[:-8] + bytes([zblob[-8] ^ 1]) + zblob[-7:]
     for name, b in cases.items():
         path = os.path.join(tmp, name)
         with open(path, "wb") as f:
@@ -346,9 +466,12 @@ def main(run_rng):
     tmp = common.work
     n = synthetic(tmp)
     scaled_and_singletons(tmp)
+    g = grown(tmp)
+    f = fortran_npy(tmp)
     bad_files(tmp)
     real = real_files(tmp)
-    return f"{n} nibabel-written files, {real} real files: {len(common.failures)} failures"
+    return (f"{n} nibabel-written files, {g} grown or cropped, {f} Fortran-order .npy, {real} "
+            f"real files: {len(common.failures)} failures")
 
 
 if __name__ == "__main__":

@@ -2,11 +2,14 @@
  *
  * nifticlib trusts the header it reads: its reader allocates what dim[] and datatype ask
  * for, prints to stderr on errors whatever its debug level, and its data loader zeroes NaN
- * and infinite floats. So this reader reads the header bytes through the library's znzlib,
- * checks every field it uses against the file (printing nothing), and only then hands the
- * header to nifticlib (nifti_convert_n?hdr2nim) for the metadata kept for the writer. The
- * voxels are read here through znzlib and byte-swapped by nifticlib, bit for bit, NaNs
- * included. Header extensions are skipped on reading and not written.
+ * and infinite floats; its znzlib also hides how a gzip stream ended (a missing CRC trailer
+ * reads as a clean end). So this reader opens the file itself (a regular file only), reads
+ * it through stdio or, for .gz, zlib, checks every header field it uses against the file
+ * and the read limit (printing nothing), and only then hands the header to nifticlib
+ * (nifti_convert_n?hdr2nim) for the metadata kept for the writer. The voxels are read here
+ * and byte-swapped by nifticlib, bit for bit, NaNs included; a gzip stream is read to its
+ * end, so that zlib checks its CRC and length. Header extensions are skipped on reading
+ * and not written.
  *
  * The writer fills a nifti_image (the read header, or a plain one), lets nifticlib turn it
  * into a NIfTI-1 or NIfTI-2 header (nifti_convert_nim2n?hdr) and writes header, an empty
@@ -20,10 +23,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
 #include <threads.h>
+#include <unistd.h>
 
 #include <nifti2_io.h>
+#include <zlib.h>
 
 #include "convert.h"
 #include "core/elem.h"
@@ -145,10 +149,91 @@ typedef union header {
   unsigned char b[sizeof(nifti_2_header)];
 } header;
 
-/* znzread, with a gzip decoding error as -1 (znzread returns it cast to size_t). */
-static int64_t read_some(znzFile f, void *buf, size_t n) {
-  size_t r = n ? znzread(buf, 1, n, f) : 0;
-  return r > n ? -1 : (int64_t)r;
+/* The file being read, over the descriptor ndf_io_open_regular gave: stdio for .nii, zlib
+ * for .nii.gz (which passes plain bytes through). */
+typedef struct src {
+  FILE *f;
+  gzFile z;
+} src;
+
+static ndf_status src_open(const char *path, int gz, src *s, int64_t *size, char *err,
+                           size_t errlen) {
+  memset(s, 0, sizeof *s);
+  int fd;
+  ndf_status st = ndf_io_open_regular(path, &fd, size, err, errlen);
+  if (st != NDF_OK) return st;
+  if (gz) {
+    s->z = gzdopen(fd, "rb");
+    if (s->z) gzbuffer(s->z, 1 << 17);
+  } else {
+    s->f = fdopen(fd, "rb");
+  }
+  if (s->z || s->f) return NDF_OK;
+  int e = errno;
+  close(fd);
+  return ndf_io_error(err, errlen, NDF_ENOMEM, path, "cannot read it: %s",
+                      e ? strerror(e) : "out of memory");
+}
+
+static void src_close(src *s) {
+  if (s->z) gzclose_r(s->z);
+  if (s->f) fclose(s->f);
+}
+
+/* Up to n bytes into buf: how many were read (fewer at the end of the data), or -1 on an
+ * error, which src_error describes. */
+static int64_t src_read(src *s, void *buf, int64_t n) {
+  if (s->f) {
+    size_t got = n > 0 ? fread(buf, 1, (size_t)n, s->f) : 0;
+    return ferror(s->f) ? -1 : (int64_t)got;
+  }
+  int64_t done = 0;
+  while (done < n) { /* gzread takes an unsigned int */
+    unsigned want = n - done < (1 << 30) ? (unsigned)(n - done) : 1u << 30;
+    int got = gzread(s->z, (char *)buf + done, want);
+    if (got < 0) return -1;
+    if (got == 0) break;
+    done += got;
+  }
+  return done;
+}
+
+/* Why the data stopped where they did: NDF_OK where the file simply ends there, else an
+ * error naming path. zlib reports a gzip stream cut short (its CRC and length trailer
+ * missing, or the deflate data before it) only here, as Z_BUF_ERROR; a wrong CRC or length
+ * as Z_DATA_ERROR. */
+static ndf_status src_error(src *s, const char *path, char *err, size_t errlen) {
+  if (s->f)
+    return ferror(s->f) ? ndf_io_error(err, errlen, NDF_EIO, path, "read failed: %s",
+                                       errno ? strerror(errno) : "unknown error")
+                        : NDF_OK;
+  int code;
+  const char *msg = gzerror(s->z, &code);
+  switch (code) {
+  case Z_OK:
+  case Z_STREAM_END: return NDF_OK;
+  case Z_BUF_ERROR:
+    return ndf_io_error(err, errlen, NDF_EINVAL, path,
+                        "truncated: the gzip stream ends before its end marker and CRC");
+  case Z_ERRNO: return ndf_io_error(err, errlen, NDF_EIO, path, "read failed: %s", strerror(errno));
+  case Z_MEM_ERROR: return ndf_io_error(err, errlen, NDF_ENOMEM, path, "out of memory");
+  }
+  const char *colon = strrchr(msg, ':'); /* after zlib's "<fd:N>: " */
+  msg = colon && colon[1] == ' ' ? colon + 2 : msg;
+  const char *what = !strcmp(msg, "incorrect data check")     ? "wrong CRC: "
+                     : !strcmp(msg, "incorrect length check") ? "wrong length (ISIZE): "
+                                                              : "";
+  return ndf_io_error(err, errlen, NDF_EINVAL, path, "corrupt gzip data (%s%s)", what, msg);
+}
+
+/* Up to n bytes into buf, *got of them: NDF_OK where they all came or the file simply ends
+ * before (the caller says what is missing), else the error that stopped the read. */
+static ndf_status src_fill(src *s, void *buf, int64_t n, int64_t *got, const char *path, char *err,
+                           size_t errlen) {
+  *got = src_read(s, buf, n);
+  if (*got == n) return NDF_OK;
+  if (*got < 0) *got = 0;
+  return src_error(s, path, err, errlen);
 }
 
 /* A magic field for a message: printable characters as they are, others as \xNN. */
@@ -189,12 +274,12 @@ static void get_fields(const header *h, int version, fields *f) {
 
 /* Reads and checks the header: its version and byte order, and the raw (unswapped) bytes,
  * which nifticlib's converters want. Leaves f positioned after the header. */
-static ndf_status read_header(znzFile f, const char *path, header *raw, int *version, int *swap,
+static ndf_status read_header(src *f, const char *path, header *raw, int *version, int *swap,
                               char *err, size_t errlen) {
   memset(raw, 0, sizeof *raw);
-  int64_t got = read_some(f, raw->b, 4);
-  if (got < 0)
-    return ndf_io_error(err, errlen, NDF_EINVAL, path, "corrupt gzip data (not a .nii.gz?)");
+  int64_t got;
+  ndf_status st = src_fill(f, raw->b, 4, &got, path, err, errlen);
+  if (st != NDF_OK) return st;
   if (got == 0) return ndf_io_error(err, errlen, NDF_EINVAL, path, "empty file");
   if (got < 4)
     return ndf_io_error(err, errlen, NDF_EINVAL, path, "not a NIfTI file (only %lld bytes)",
@@ -217,9 +302,8 @@ static ndf_status read_header(znzFile f, const char *path, header *raw, int *ver
                         "NIfTI-1 has 348, NIfTI-2 540)",
                         native);
   }
-  got = read_some(f, raw->b + 4, (size_t)size - 4);
-  if (got < 0)
-    return ndf_io_error(err, errlen, NDF_EINVAL, path, "corrupt gzip data in the header");
+  st = src_fill(f, raw->b + 4, size - 4, &got, path, err, errlen);
+  if (st != NDF_OK) return st;
   if (got < size - 4)
     return ndf_io_error(err, errlen, NDF_EINVAL, path, "truncated: %lld of %d header bytes",
                         (long long)got + 4, size);
@@ -322,6 +406,11 @@ static ndf_status check_fields(const fields *h, const char *path, int version, i
                         "truncated: %lld compressed bytes cannot hold the %lld data bytes "
                         "the header declares",
                         (long long)file_size, (long long)bytes);
+  /* the samples as stored, and as the array holds them (widened or scaled) */
+  ndf_status st = ndf_io_check_alloc(path, count, (size_t)nbyper, err, errlen);
+  if (st == NDF_OK && ndf_dtype_size(t) > (size_t)nbyper)
+    st = ndf_io_check_alloc(path, count, ndf_dtype_size(t), err, errlen);
+  if (st != NDF_OK) return st;
   *nd = n;
   *made = t;
   *offset = off;
@@ -333,28 +422,27 @@ ndf_status ndf__nifti_read(const char *path, const ndf_read_opts *o, ndf_image *
                            size_t errlen) {
   (void)o;
   quiet();
-  struct stat sb;
-  if (stat(path, &sb) != 0) return ndf_io_error(err, errlen, NDF_EIO, path, "%s", strerror(errno));
-  if (!S_ISREG(sb.st_mode)) return ndf_io_error(err, errlen, NDF_EIO, path, "not a regular file");
   const int gz = is_gz(path);
-  znzFile f = znzopen(path, "rb", gz);
-  if (znz_isnull(f)) return ndf_io_error(err, errlen, NDF_EIO, path, "%s", strerror(errno));
+  src f;
+  int64_t file_size;
+  ndf_status st = src_open(path, gz, &f, &file_size, err, errlen);
+  if (st != NDF_OK) return st;
 
   header raw;
   fields h;
   int version = 0, swap = 0, nd = 0, scaled = 0, nbyper = 0, swapsize = 0;
   ndf_dtype made = 0;
-  int64_t off = 0, nvox = 0;
+  int64_t off = 0, nvox = 0, got = 0;
   void *data = NULL, *out = NULL;
   nifti_meta *meta = NULL;
-  ndf_status st = read_header(f, path, &raw, &version, &swap, err, errlen);
+  st = read_header(&f, path, &raw, &version, &swap, err, errlen);
   if (st == NDF_OK) {
     header sw = raw;
     if (swap && version == 1) nifti_swap_as_nifti1(&sw.h1);
     if (swap && version == 2) nifti_swap_as_nifti2(&sw.h2);
     get_fields(&sw, version, &h);
-    st = check_fields(&h, path, version, gz, (int64_t)sb.st_size, &nd, &made, &scaled, &off, &nvox,
-                      err, errlen);
+    st = check_fields(&h, path, version, gz, file_size, &nd, &made, &scaled, &off, &nvox, err,
+                      errlen);
   }
   if (st == NDF_OK) {
     nifti_datatype_sizes(h.datatype, &nbyper, &swapsize);
@@ -365,16 +453,14 @@ ndf_status ndf__nifti_read(const char *path, const ndf_read_opts *o, ndf_image *
   if (st == NDF_OK) { /* to the voxels: past the extensions, which are not read */
     int64_t at = version == 1 ? 348 : 540;
     if (!gz) {
-      if (znzseek(f, (znz_off_t)off, SEEK_SET) < 0)
+      if (fseeko(f.f, (off_t)off, SEEK_SET) != 0)
         st = ndf_io_error(err, errlen, NDF_EIO, path, "seek failed: %s", strerror(errno));
     } else {
       char skip[4096];
       while (st == NDF_OK && at < off) {
         int64_t want = off - at < (int64_t)sizeof skip ? off - at : (int64_t)sizeof skip;
-        int64_t got = read_some(f, skip, (size_t)want);
-        if (got < 0)
-          st = ndf_io_error(err, errlen, NDF_EINVAL, path, "corrupt gzip data");
-        else if (got < want)
+        st = src_fill(&f, skip, want, &got, path, err, errlen);
+        if (st == NDF_OK && got < want)
           st = ndf_io_error(err, errlen, NDF_EINVAL, path,
                             "truncated: the voxels should start at byte %lld, but the data "
                             "end at %lld",
@@ -384,23 +470,20 @@ ndf_status ndf__nifti_read(const char *path, const ndf_read_opts *o, ndf_image *
     }
   }
   if (st == NDF_OK) {
-    int64_t bytes = nvox * nbyper, got = read_some(f, data, (size_t)bytes);
-    if (got < 0)
-      st = ndf_io_error(err, errlen, NDF_EINVAL, path, "corrupt gzip data in the voxels");
-    else if (got < bytes)
+    const int64_t bytes = nvox * nbyper;
+    st = src_fill(&f, data, bytes, &got, path, err, errlen);
+    if (st == NDF_OK && got < bytes)
       st = ndf_io_error(err, errlen, NDF_EINVAL, path, "truncated: %lld of %lld data bytes",
                         (long long)got, (long long)bytes);
   }
-  /* gzip checks its CRC at the end of the stream: read on to it, past a little trailing
-   * data at most (the bytes there are not used) */
-  for (int64_t left = 1 << 16; st == NDF_OK && gz && left > 0;) {
-    char tail[4096];
-    int64_t got = read_some(f, tail, sizeof tail);
-    if (got < 0) st = ndf_io_error(err, errlen, NDF_EINVAL, path, "corrupt gzip data (bad CRC)");
+  /* gzip checks its CRC and length at the end of the stream: read on to it (any bytes after
+   * the voxels are not used) */
+  while (st == NDF_OK && gz) {
+    char tail[1 << 14];
+    st = src_fill(&f, tail, sizeof tail, &got, path, err, errlen);
     if (got < (int64_t)sizeof tail) break;
-    left -= got;
   }
-  znzclose(f);
+  src_close(&f);
   if (st == NDF_OK && swap && swapsize > 1) nifti_swap_Nbytes(nvox, swapsize, data);
 
   /* The samples as the array's dtype: the file's own, widened exactly, or scaled. */
@@ -458,11 +541,14 @@ ndf_status ndf__nifti_read(const char *path, const ndf_read_opts *o, ndf_image *
   img->a = ndf_array_contiguous(made, nd, shape, data);
   img->format = NDF_FORMAT_NIFTI;
   img->channel_axis = -1;
+  img->time_axis = nd == 4 ? 0 : -1; /* the 4th NIfTI axis */
+  /* pixdim[1..3] in mm; one that is not a length (zero, negative, NaN or infinite) is NaN,
+   * the time axis 0 */
   const double unit = mm_per_unit(h.xyz_units);
   for (int k = 0; k < nd; k++) {
-    int i = nd - k; /* the NIfTI axis; the 4th is time, not a length */
-    double p = fabs(h.pixdim[i]);
-    img->spacing[k] = i <= 3 && isfinite(p) && p > 0 ? p * unit : 0;
+    int i = nd - k; /* the NIfTI axis */
+    double p = h.pixdim[i];
+    img->spacing[k] = i > 3 ? 0 : isfinite(p) && p > 0 ? p * unit : NAN;
   }
   img->meta = meta;
   img->meta_free = free;
@@ -557,8 +643,33 @@ ndf_status ndf__nifti_write(const char *path, const ndf_image *img, char *err, s
     nim.dim[i] = i <= nd ? a->shape[nd - i] : 1;
   nim.nvox = ndf_array_size(a);
 
-  /* The voxel size from the spacing where known (in the file's unit), the header's pixdim
-   * elsewhere, 1 on axes the header did not have. A changed size rescales the sform. */
+  /* The array's first voxel is voxel `origin` of the grid the header describes: the sform's
+   * translation and the qform's offset move to its place in the world, so that every voxel
+   * keeps its own (before any change of voxel size below, which scales about voxel 0). */
+  double o[3] = {0, 0, 0}; /* i, j, k */
+  for (int n = 0; n < 3 && n < nd; n++)
+    o[n] = (double)img->origin[nd - 1 - n];
+  if (m && (o[0] != 0 || o[1] != 0 || o[2] != 0)) {
+    if (nim.sform_code > 0)
+      for (int r = 0; r < 3; r++)
+        nim.sto_xyz.m[r][3] +=
+            nim.sto_xyz.m[r][0] * o[0] + nim.sto_xyz.m[r][1] * o[1] + nim.sto_xyz.m[r][2] * o[2];
+    if (nim.qform_code > 0) {
+      nifti_dmat44 q = nifti_quatern_to_dmat44(
+          nim.quatern_b, nim.quatern_c, nim.quatern_d, nim.qoffset_x, nim.qoffset_y, nim.qoffset_z,
+          nim.pixdim[1], nim.pixdim[2], nim.pixdim[3], nim.qfac);
+      double *qo[3] = {&nim.qoffset_x, &nim.qoffset_y, &nim.qoffset_z};
+      for (int r = 0; r < 3; r++)
+        *qo[r] = q.m[r][0] * o[0] + q.m[r][1] * o[1] + q.m[r][2] * o[2] + q.m[r][3];
+      nim.qto_xyz = nifti_quatern_to_dmat44(nim.quatern_b, nim.quatern_c, nim.quatern_d,
+                                            nim.qoffset_x, nim.qoffset_y, nim.qoffset_z,
+                                            nim.pixdim[1], nim.pixdim[2], nim.pixdim[3], nim.qfac);
+    }
+  }
+
+  /* The voxel size from the spacing where it is one (positive and finite; in the file's
+   * unit), the header's pixdim elsewhere (unknown, 0, or not a size, NaN), 1 on axes the
+   * header did not have. A changed size rescales the sform. */
   const double unit = mm_per_unit(nim.xyz_units);
   for (int i = 1; i <= nd; i++) {
     double old = fabs(nim.pixdim[i]), p = i > old_nd ? 1 : old, s = img->spacing[nd - i];

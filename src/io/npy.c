@@ -1,4 +1,4 @@
-/* npy.c - numpy .npy reader and atomic writer. */
+/* npy.c - numpy .npy reader (C or Fortran order) and atomic writer. */
 #include "npy.h"
 
 #include <errno.h>
@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/elem.h"
@@ -32,13 +31,59 @@ static const char *dict_value(const char *h, const char *key) {
   return p;
 }
 
+/* The n elements of es bytes at src, a Fortran-order array of shape (nd axes, the first
+ * fastest in src), into their places in dst, the C-order array of that shape; pos[] is the
+ * index of src's first element, and moves on past the last. */
+static void scatter(char *dst, const char *src, int64_t n, size_t es, int nd, const int64_t *shape,
+                    int64_t *pos) {
+  int64_t cs[NDF_MAX_DIMS], at = 0, s = 1; /* C-order strides, and pos's offset in dst */
+  for (int d = nd - 1; d >= 0; d--) {
+    cs[d] = s;
+    s *= shape[d];
+  }
+  for (int d = 0; d < nd; d++)
+    at += pos[d] * cs[d];
+  for (int64_t i = 0; i < n;) {
+    /* along axis 0 (src's fastest, dst's slowest) to the end of its row or of src */
+    int64_t run = shape[0] - pos[0] < n - i ? shape[0] - pos[0] : n - i;
+    switch (es) {
+#define RUN(T)                                                                                     \
+  for (int64_t k = 0; k < run; k++)                                                                \
+    memcpy(dst + (size_t)(at + k * cs[0]) * sizeof(T), src + (size_t)(i + k) * sizeof(T),          \
+           sizeof(T));                                                                             \
+  break;
+    case 1: RUN(uint8_t)
+    case 2: RUN(uint16_t)
+    case 4: RUN(uint32_t)
+    default: RUN(uint64_t)
+#undef RUN
+    }
+    i += run;
+    pos[0] += run;
+    at += run * cs[0];
+    for (int d = 0; d + 1 < nd && pos[d] == shape[d]; d++) { /* carry */
+      at += cs[d + 1] - pos[d] * cs[d];
+      pos[d] = 0;
+      pos[d + 1]++;
+    }
+  }
+}
+
 ndf_status ndf_npy_read(const char *path, ndf_array *a, char *err, size_t errlen) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return ndf_io_error(err, errlen, NDF_EIO, path, "%s", strerror(errno));
+  int fd;
+  int64_t size;
+  ndf_status st = ndf_io_open_regular(path, &fd, &size, err, errlen);
+  if (st != NDF_OK) return st;
+  FILE *f = fdopen(fd, "rb");
+  if (!f) {
+    int e = errno;
+    close(fd);
+    return ndf_io_error(err, errlen, NDF_ENOMEM, path, "cannot read it: %s", strerror(e));
+  }
   unsigned char pre[12];
-  char *h = NULL;
-  ndf_status st = NDF_EINVAL;
+  char *h = NULL, *chunk = NULL;
   void *data = NULL;
+  st = NDF_EINVAL;
   if (fread(pre, 1, 10, f) != 10 || memcmp(pre, "\x93NUMPY", 6)) {
     st = ndf_io_error(err, errlen, NDF_EINVAL, path, "not a .npy file (bad magic)");
     goto out;
@@ -68,9 +113,11 @@ ndf_status ndf_npy_read(const char *path, ndf_array *a, char *err, size_t errlen
     goto out;
   }
   h[hlen] = 0;
+  const int64_t here = (pre[6] == 1 ? 10 : 12) + (int64_t)hlen;
   const char *d = dict_value(h, "descr"), *fo = dict_value(h, "fortran_order"),
              *sh = dict_value(h, "shape");
-  if (!d || !fo || !sh || *d != '\'' || *sh != '(') {
+  if (!d || !fo || !sh || *d != '\'' || *sh != '(' ||
+      (strncmp(fo, "True", 4) && strncmp(fo, "False", 5))) {
     st = ndf_io_error(err, errlen, NDF_EINVAL, path, "malformed header");
     goto out;
   }
@@ -84,12 +131,8 @@ ndf_status ndf_npy_read(const char *path, ndf_array *a, char *err, size_t errlen
                       q ? (int)(q - d - 1) : 8, d + 1);
     goto out;
   }
-  if (!strncmp(fo, "True", 4)) {
-    st = ndf_io_error(err, errlen, NDF_EUNSUPPORTED, path,
-                      "Fortran-ordered array; save it with numpy.ascontiguousarray first");
-    goto out;
-  }
-  int64_t shape[NDF_MAX_DIMS + 1];
+  const int fortran = !strncmp(fo, "True", 4);
+  int64_t shape[NDF_MAX_DIMS + 1], n = 1;
   int nd = 0;
   const char *p = sh + 1;
   for (;;) {
@@ -97,55 +140,77 @@ ndf_status ndf_npy_read(const char *path, ndf_array *a, char *err, size_t errlen
       p++;
     if (*p == ')') break;
     char *end;
+    errno = 0;
     long long v = strtoll(p, &end, 10);
-    if (end == p || v <= 0 || nd > NDF_MAX_DIMS) {
-      st = ndf_io_error(err, errlen, NDF_EUNSUPPORTED, path,
+    if (end == p || v <= 0 || nd == NDF_MAX_DIMS) {
+      st = ndf_io_error(err, errlen, NDF_EUNSUPPORTED, path, "%s",
                         end == p ? "malformed shape"
                         : v <= 0 ? "empty arrays are not supported"
                                  : "more than 4 dimensions");
       goto out;
     }
+    if (errno == ERANGE || v > INT64_MAX / n) {
+      st = ndf_io_error(err, errlen, NDF_EINVAL, path,
+                        "the header's shape has more elements than can be (a corrupt header?)");
+      goto out;
+    }
     shape[nd++] = v;
-    p = end;
+    n *= v;
+    p = end + (*end == 'L'); /* Python 2's long integers: (3L, 4L) */
   }
-  if (nd == 0 || nd > NDF_MAX_DIMS) {
-    st = ndf_io_error(err, errlen, NDF_EUNSUPPORTED, path, "%s",
-                      nd ? "more than 4 dimensions" : "0-d array");
-    goto out;
-  }
-  ndf_array r = ndf_array_contiguous(t, nd, shape, NULL);
-  int64_t n = ndf_array_size(&r);
-  if (!n) {
-    st = ndf_io_error(err, errlen, NDF_EINVAL, path, "element count overflows");
+  if (nd == 0) {
+    st = ndf_io_error(err, errlen, NDF_EUNSUPPORTED, path, "0-d array");
     goto out;
   }
   const size_t es = ndf_dtype_size(t);
-  const long here = ftell(f);
-  struct stat sb;
-  if ((uint64_t)n > SIZE_MAX / es || here < 0 || fstat(fileno(f), &sb) != 0 ||
-      (uint64_t)n * es > (uint64_t)(sb.st_size - here)) {
-    st = ndf_io_error(
-        err, errlen, NDF_EINVAL, path,
-        "truncated data: the header's shape needs %.0f bytes, the file has %lld after it",
-        (double)n * (double)es, here < 0 ? 0LL : (long long)(sb.st_size - here));
+  if ((uint64_t)n > (uint64_t)INT64_MAX / es) {
+    st = ndf_io_error(err, errlen, NDF_EINVAL, path,
+                      "the header's shape has more bytes than can be (a corrupt header?)");
     goto out;
   }
-  size_t bytes = (size_t)n * es;
-  data = malloc(bytes);
+  const int64_t bytes = n * (int64_t)es;
+  if (bytes > size - here) {
+    st = ndf_io_error(err, errlen, NDF_EINVAL, path,
+                      "truncated data: the header's shape needs %lld bytes, the file has %lld "
+                      "after it",
+                      (long long)bytes, (long long)(size - here));
+    goto out;
+  }
+  st = ndf_io_check_alloc(path, n, es, err, errlen);
+  if (st != NDF_OK) goto out;
+  data = malloc((size_t)bytes);
   if (!data) {
     st = ndf_io_error(err, errlen, NDF_ENOMEM, path, "out of memory");
     goto out;
   }
-  if (fread(data, 1, bytes, f) != bytes) {
-    st = ndf_io_error(err, errlen, NDF_EINVAL, path, "truncated data");
-    goto out;
+  if (!fortran || nd == 1) {
+    if (fread(data, 1, (size_t)bytes, f) != (size_t)bytes) {
+      st = ndf_io_error(err, errlen, NDF_EIO, path, "read failed");
+      goto out;
+    }
+  } else { /* Fortran order: read a chunk at a time into C order */
+    enum { CHUNK = 1 << 20 };
+    chunk = malloc(CHUNK);
+    int64_t pos[NDF_MAX_DIMS] = {0}, per = CHUNK / (int64_t)es;
+    for (int64_t i = 0; chunk && i < n; i += per) {
+      int64_t m = n - i < per ? n - i : per;
+      if (fread(chunk, es, (size_t)m, f) != (size_t)m) {
+        st = ndf_io_error(err, errlen, NDF_EIO, path, "read failed");
+        goto out;
+      }
+      scatter(data, chunk, m, es, nd, shape, pos);
+    }
+    if (!chunk) {
+      st = ndf_io_error(err, errlen, NDF_ENOMEM, path, "out of memory");
+      goto out;
+    }
   }
-  r.data = data;
+  *a = ndf_array_contiguous(t, nd, shape, data);
   data = NULL;
-  *a = r;
   st = NDF_OK;
 out:
   free(h);
+  free(chunk);
   free(data);
   fclose(f);
   return st;

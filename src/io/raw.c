@@ -1,8 +1,10 @@
 /* raw.c - raw little-endian samples, C order, with the shape and dtype given by the caller. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "formats.h"
 
@@ -11,27 +13,32 @@ ndf_status ndf__raw_read(const char *path, const ndf_read_opts *o, ndf_image *im
   if (!o || o->ndim < 1 || o->ndim > NDF_MAX_DIMS || !ndf_dtype_size(o->dtype) || o->offset < 0)
     return ndf_io_error(err, errlen, NDF_EINVAL, path, "a raw file needs a shape and a dtype");
   ndf_array a = ndf_array_contiguous(o->dtype, o->ndim, o->shape, NULL);
-  int64_t n = ndf_array_size(&a);
+  const int64_t n = ndf_array_size(&a);
+  const size_t es = ndf_dtype_size(o->dtype);
   if (n <= 0) return ndf_io_error(err, errlen, NDF_EINVAL, path, "bad --shape");
-  FILE *f = fopen(path, "rb");
-  if (!f) return ndf_io_error(err, errlen, NDF_EIO, path, "%s", strerror(errno));
-  size_t es = ndf_dtype_size(o->dtype), bytes = (size_t)n * es;
-  ndf_status st = NDF_OK;
-  if (fseeko(f, 0, SEEK_END) != 0) {
-    st = ndf_io_error(err, errlen, NDF_EIO, path, "%s", strerror(errno));
-  } else {
-    long long size = (long long)ftello(f);
-    if (size != o->offset + (long long)bytes)
-      st = ndf_io_error(err, errlen, NDF_EINVAL, path,
-                        "holds %lld bytes, but offset %lld + the shape and dtype make %lld", size,
-                        (long long)o->offset, (long long)o->offset + (long long)bytes);
-  }
-  void *data = st == NDF_OK ? malloc(bytes) : NULL;
+  if ((uint64_t)n > (uint64_t)(INT64_MAX - o->offset) / es)
+    return ndf_io_error(err, errlen, NDF_EINVAL, path, "--shape makes more bytes than can be");
+  const int64_t bytes = n * (int64_t)es;
+  int fd;
+  int64_t size;
+  ndf_status st = ndf_io_open_regular(path, &fd, &size, err, errlen);
+  if (st != NDF_OK) return st;
+  if (size != o->offset + bytes)
+    st = ndf_io_error(err, errlen, NDF_EINVAL, path,
+                      "holds %lld bytes, but offset %lld + the shape and dtype make %lld",
+                      (long long)size, (long long)o->offset, (long long)(o->offset + bytes));
+  if (st == NDF_OK) st = ndf_io_check_alloc(path, n, es, err, errlen);
+  FILE *f = st == NDF_OK ? fdopen(fd, "rb") : NULL;
+  if (st == NDF_OK && !f) st = ndf_io_error(err, errlen, NDF_EIO, path, "%s", strerror(errno));
+  void *data = st == NDF_OK ? malloc((size_t)bytes) : NULL;
   if (st == NDF_OK && !data) st = ndf_io_error(err, errlen, NDF_ENOMEM, path, "out of memory");
-  if (st == NDF_OK &&
-      (fseeko(f, (off_t)o->offset, SEEK_SET) != 0 || fread(data, 1, bytes, f) != bytes))
+  if (st == NDF_OK && (fseeko(f, (off_t)o->offset, SEEK_SET) != 0 ||
+                       fread(data, 1, (size_t)bytes, f) != (size_t)bytes))
     st = ndf_io_error(err, errlen, NDF_EIO, path, "read failed");
-  fclose(f);
+  if (f)
+    fclose(f);
+  else
+    close(fd);
   if (st != NDF_OK) {
     free(data);
     return st;
