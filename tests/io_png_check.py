@@ -3,11 +3,13 @@
 (numpy, zlib, struct), through io_convert.
 
 The encoder below writes random images of every colour type and bit depth (palettes, 1/2/4-bit
-gray, transparency by tRNS, Adam7 interlacing, every row filter) with pHYs, tEXt, zTXt, iTXt,
-gAMA and sRGB chunks. io_convert turns each into .npy, compared with the expansion src/io promises
+gray, transparency by tRNS, Adam7 interlacing, every row filter) with pHYs, oFFs, tEXt, zTXt,
+iTXt, gAMA and sRGB chunks. io_convert turns each into .npy, compared with the expansion src/io promises
 (palettes and tRNS to RGB(A), small depths scaled to 8 bits), and into .png, which the decoder
-below must read back with the same samples and chunks. The real PNG files this machine has
-(scikit-image's data) go through the same, against Pillow where it is installed. Exit 0 on pass,
+below must read back with the same samples and chunks. Files whose image data is cut short, has
+more than the image or bytes after its end, or whose checksum or a chunk's CRC is wrong must be
+refused. The real PNG files this machine has (scikit-image's data) go through the same, against
+Pillow where it is installed. Exit 0 on pass,
 1 on failure; 77 only if numpy is missing.
 
 Environment: IO_CONVERT (the io_convert tool), NDF_TEST_SEED (repeat a run)."""
@@ -288,7 +290,7 @@ def check(path, label, want, chunks_in):
     if ctype != {1: 0, 2: 4, 3: 2, 4: 6}[1 if want.ndim == 2 else want.shape[0]] or (
             depth != 8 * want.itemsize):
         fail(f"{label}: the copy has colour type {ctype}, depth {depth}")
-    for kind in (b"pHYs", b"gAMA", b"sRGB", b"cHRM", b"iCCP"):
+    for kind in (b"pHYs", b"oFFs", b"gAMA", b"sRGB", b"cHRM", b"iCCP"):
         if chunks.get(kind) != chunks_in.get(kind):
             fail(f"{label}: the copy's {kind} is {chunks.get(kind)}, the file's {chunks_in.get(kind)}")
     tin = sorted(text_value(k, d) + (k,) for k, d in text_chunks(chunks_in))
@@ -325,6 +327,9 @@ def synthetic(rng):
                 extra.append((b"pHYs", struct.pack(">IIB", int(rng.integers(1, 10**5)),
                                                    int(rng.integers(1, 10**5)),
                                                    int(rng.integers(0, 2)))))
+            if rng.integers(0, 2):
+                extra.append((b"oFFs", struct.pack(">iiB", *(int(v) for v in rng.integers(
+                    -10**6, 10**6, 2)), int(rng.integers(0, 2)))))
             extra.append((b"tEXt", b"Title\0random " + str(common.seed).encode()))
             if rng.integers(0, 2):
                 extra.append((b"zTXt", b"Comment\0\0" + zlib.compress(b"zipped " * 20)))
@@ -353,6 +358,36 @@ def synthetic(rng):
             check(path, label, want, chunks_in)
             n += 1
     return n
+
+
+def corrupt(rng):
+    """Image data cut short (in its checksum, or in its deflate data), with two rows too many,
+    with bytes after the stream, with its checksum wrong, and a tEXt chunk whose CRC is wrong,
+    each in a file otherwise whole: io_convert must refuse each (exit 3), writing nothing."""
+    h, w = (int(v) for v in rng.integers(8, 24, 2))
+    rows = [bytes([0]) + rng.integers(0, 256, w, dtype=np.uint8).tobytes() for _ in range(h + 2)]
+    raw = b"".join(rows[:h])
+    z = zlib.compress(raw, 9)
+    head = SIG + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0))
+    bad_text = chunk(b"tEXt", b"Title\0t")
+    bad_text = bad_text[:-1] + bytes([bad_text[-1] ^ 1])
+    cases = {"whole": (b"", z), "cut_checksum": (b"", z[:-2]), "cut_data": (b"", z[:-6]),
+             "cut_half": (b"", z[:len(z) // 2]), "long": (b"", zlib.compress(b"".join(rows))),
+             "junk": (b"", z + b"junk"), "checksum": (b"", z[:-1] + bytes([z[-1] ^ 1])),
+             "text_crc": (bad_text, z)}
+    for name, (pre, data) in cases.items():
+        path = os.path.join(common.work, f"corrupt_{name}.png")
+        with open(path, "wb") as f:
+            f.write(head + pre + chunk(b"IDAT", data) + chunk(b"IEND", b""))
+        out = os.path.join(common.work, f"corrupt_{name}.npy")
+        r = common.run(path, out)
+        if name == "whole":
+            if r.returncode != 0:
+                fail(f"corrupt_whole: io_convert: {r.stderr.strip()}")
+        elif r.returncode != 3 or os.path.exists(out) or path not in r.stderr:
+            fail(f"corrupt_{name}: io_convert exit {r.returncode} ({r.stderr.strip()}), "
+                 f"expected 3 with a message naming the file")
+    return len(cases) - 1
 
 
 def cross_format(rng):
@@ -414,11 +449,12 @@ def real_files():
 
 def main(rng):
     n = synthetic(rng)
+    k = corrupt(rng)
     cross_format(rng)
     m = real_files()
     if m == 0:
         print("note: no real PNG files found on this machine")
-    return (f"{n} PNG files written here, {m} real files"
+    return (f"{n} PNG files written here, {k} corrupt ones, {m} real files"
             f"{'' if Image else ' (no Pillow: checked with this decoder only)'}: "
             f"{len(common.failures)} failures")
 

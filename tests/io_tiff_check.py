@@ -5,12 +5,16 @@ tifffile writes files (random data of every sample type it has, gray and RGB(A),
 stacks, strips and tiles, contiguous and planar samples, both byte orders, uncompressed, deflate
 with and without a predictor, and LZMA, with resolution and a description). io_convert turns each
 into .npy, compared with the data tifffile wrote, and into .tif, which tifffile must read back
-with the same data, sample type, resolution, description and (deflate, none) compression. The real
-TIFF files this machine has (scikit-image's data, Python's test images) go through the same. Exit
-0 on pass, 1 on failure, 77 when tifffile is missing.
+with the same data, shape, sample layout (planar or not), sample type, resolution, description and
+(deflate, none) compression. ImageJ hyperstacks (z-stacks, time series, channels) must come back
+as the same hyperstack with the same ImageJ metadata. The real TIFF files this machine has
+(scikit-image's data, Python's test images) go through the same. Where the ndfilt tool sits beside
+io_convert's directory, a filter run on a planar stack must keep it planar. Exit 0 on pass, 1 on
+failure, 77 when tifffile is missing.
 
 Environment: IO_CONVERT (the io_convert tool), NDF_TEST_SEED (repeat a run)."""
 import os
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -27,13 +31,16 @@ HELD = {"uint8": "uint8", "uint16": "uint16", "int16": "int16", "float32": "floa
 
 
 def canonical(path):
-    """The file's data as src/io lays it out: samples (colour) first, then pages, rows, columns."""
+    """The file's data as src/io lays it out: samples (colour) or ImageJ's channels first, then
+    pages (ImageJ's frames, then slices), rows, columns."""
     with tifffile.TiffFile(path) as t:
         s = t.series[0]
         a = s.asarray()
         axes = s.axes
-    if "S" in axes and a.shape[axes.index("S")] > 1:
-        a = np.moveaxis(a, axes.index("S"), 0)
+    for c in "SC":
+        if c in axes and a.shape[axes.index(c)] > 1:
+            a = np.moveaxis(a, axes.index(c), 0)
+            break
     return a
 
 
@@ -54,7 +61,21 @@ def tags(path):
                 "predictor": int(p.predictor), "bits": p.bitspersample,
                 "format": int(p.sampleformat), "pages": len(t.pages),
                 "samples": 3 if int(p.photometric) == 3 else p.samplesperpixel,
+                # tifffile's shape in a second description (libtiff keeps the first) makes 'Q's
+                "axes": t.series[0].axes.replace("Q", "I"), "shape": t.series[0].shape,
+                "imagej": imagej_description(t),
                 "separate": int(p.planarconfig) == 2 and p.samplesperpixel > 1}
+
+
+# ImageJ's metadata from its private tags (display ranges, LUTs, labels, ROIs), not kept
+IJ_TAGS = ("Info", "Labels", "Ranges", "LUTs", "Plot", "ROI", "Overlays", "Properties")
+
+
+def imagej_description(t):
+    """ImageJ's metadata from the description (tifffile's imagej_metadata less its tags'), or
+    None."""
+    md = t.imagej_metadata
+    return None if md is None else {k: v for k, v in md.items() if k not in IJ_TAGS}
 
 
 def spacing_of(tg):
@@ -88,7 +109,8 @@ def check_file(path, label, expect=None, back_compression=None, imagej_z=None):
             fail(f"{label}: spacing {sp}, expected y {sy} x {sx} from {tg['res']} unit {tg['unit']}")
         if imagej_z is not None and not np.isclose(sp[-3], imagej_z[0], rtol=1e-6):
             fail(f"{label}: page spacing {sp[-3]}, expected {imagej_z[0]} (ImageJ)")
-        if int(inf["channel_axis"][0]) != (0 if tg["samples"] > 1 else -1):
+        colour = tg["samples"] > 1 or ("C" in tg["axes"] and want.ndim > 2)
+        if int(inf["channel_axis"][0]) != (0 if colour else -1):
             fail(f"{label}: channel_axis {inf['channel_axis']}")
     if not convert(path, tmp + "_back.tif"):
         return
@@ -97,12 +119,8 @@ def check_file(path, label, expect=None, back_compression=None, imagej_z=None):
         fail(f"{label}: tifffile reads the copy as {back.dtype} {back.shape}, wrote {want.dtype} "
              f"{want.shape}, or the data differ")
     tb = tags(tmp + "_back.tif")
-    # a description spelling out the layout (ImageJ, tifffile's shape) goes with planar samples,
-    # which the copy interleaves
-    layout = (tg["description"] or "").startswith(("ImageJ=", '{"shape":', "shape=("))
-    if layout and tg["separate"]:
-        tg["description"] = ""
-    for k in ("unit", "description", "bits", "format", "pages"):
+    for k in ("unit", "description", "bits", "format", "pages", "separate", "axes", "shape",
+              "imagej"):
         if tb[k] != tg[k]:
             fail(f"{label}: the copy's {k} is {tb[k]!r}, the file's {tg[k]!r}")
     # libtiff holds a resolution as a float: the copy's rational is within float precision
@@ -194,12 +212,54 @@ def synthetic(rng):
 
 
 def imagej(rng):
-    """An ImageJ hyperstack header: micron units, z spacing, written back as it was."""
-    data = random_data(rng, "uint16", (6, 20, 24))
-    path = os.path.join(common.work, "imagej.tif")
-    tifffile.imwrite(path, data, imagej=True, resolution=(1 / 0.25, 1 / 0.5),
-                     metadata={"spacing": 1.5, "unit": "um"})
-    check_file(path, "imagej", expect=data, imagej_z=(1.5e-3, 0.5e-3, 0.25e-3))
+    """ImageJ hyperstacks: a z-stack in microns (z spacing from spacing=, x and y from the
+    resolution), a time series of z-stacks, channels of z-stacks, channels alone; each read with
+    its axes (channels first: src/io's colour axis) and written back as the same hyperstack, its
+    ImageJ metadata unchanged (check_file compares tifffile's imagej_metadata and series)."""
+    cases = [("ZYX", (6, 20, 24), {"spacing": 2.0, "unit": "um"}, (2e-3, 0.5e-3, 0.25e-3)),
+             ("TZYX", (2, 3, 10, 12), {"spacing": 0.5, "unit": "mm", "finterval": 2.0},
+              (0.5, 0.5, 0.25)),
+             ("ZCYX", (2, 3, 10, 12), {"spacing": 3.0, "unit": "um"}, (3e-3, 0.5e-3, 0.25e-3)),
+             ("CYX", (4, 10, 12), {"unit": "um"}, None),
+             ("TYX", (5, 10, 12), {"unit": "um"}, None)]
+    for axes, shape, meta, sizes in cases:
+        data = random_data(rng, "uint16", shape)
+        path = os.path.join(common.work, f"imagej_{axes}.tif")
+        unit = 1e-3 if meta["unit"] == "um" else 1.0
+        ry, rx = (sizes[1], sizes[2]) if sizes else (0.5 * unit, 0.25 * unit)
+        tifffile.imwrite(path, data, imagej=True, resolution=(unit / rx, unit / ry),
+                         metadata={**meta, "axes": axes})
+        want = np.moveaxis(data, axes.index("C"), 0) if "C" in axes else data
+        check_file(path, f"imagej_{axes}", expect=want, imagej_z=sizes or (0.0, ry, rx))
+        inf = info(path)
+        if inf and [int(v) for v in inf["shape"]] != list(want.shape):
+            fail(f"imagej_{axes}: shape {inf['shape']}, expected {want.shape}")
+        if inf and "T" in axes and float(inf["spacing"][1 if "C" in axes else 0]) != 0:
+            fail(f"imagej_{axes}: the frames axis has a spacing: {inf['spacing']}")
+
+
+def planar(rng):
+    """An RGB stack of planar samples stays planar, with the shape tifffile reads: io_convert's
+    copy, and (where the tool is built beside io_convert) ndfilt gauss's output."""
+    data = random_data(rng, "uint8", (2, 3, 10, 10))
+    path = os.path.join(common.work, "planar_rgb.tif")
+    tifffile.imwrite(path, data, photometric="rgb", planarconfig="separate")
+    check_file(path, "planar_rgb", expect=np.moveaxis(data, 1, 0))
+    ndfilt = os.path.join(os.path.dirname(os.path.abspath(common.IO_CONVERT)), "..", "ndfilt")
+    if not os.access(ndfilt, os.X_OK):
+        print(f"note: no ndfilt at {ndfilt}: the filtered planar stack is not checked")
+        return
+    out = os.path.join(common.work, "planar_rgb_gauss.tif")
+    r = subprocess.run([ndfilt, "gauss", path, out, "--sigma", "1"], capture_output=True,
+                              text=True)
+    if r.returncode != 0:
+        fail(f"ndfilt gauss {path}: exit {r.returncode}: {r.stderr.strip()}")
+        return
+    with tifffile.TiffFile(out) as t:
+        got, sep = t.series[0].asarray(), int(t.pages[0].planarconfig) == 2
+    if got.shape != data.shape or not sep or got.dtype != data.dtype:
+        fail(f"ndfilt gauss of a planar RGB stack: tifffile reads {got.dtype} {got.shape}, "
+             f"planar {sep}; the input is {data.dtype} {data.shape}, planar")
 
 
 def real_files():
@@ -229,10 +289,12 @@ def real_files():
 def main(rng):
     n = synthetic(rng)
     imagej(rng)
+    planar(rng)
     m = real_files()
     if m == 0:
         print("note: no real TIFF files found on this machine")
-    return f"{n} tifffile files, 1 ImageJ stack, {m} real files: {len(common.failures)} failures"
+    return (f"{n} tifffile files, 5 ImageJ hyperstacks, 1 planar stack, {m} real files: "
+            f"{len(common.failures)} failures")
 
 
 if __name__ == "__main__":

@@ -1,14 +1,18 @@
 /* test_io_tiffpng.c - TIFF and PNG through src/io: round trips of every type and layout, files
  * made by libtiff and libpng themselves (strips, tiles, codecs, bit depths, palettes,
- * transparency, interlacing, byte orders), metadata kept by same-format writes, writes from
- * other formats, and clear errors on broken files and refused writes, with nothing left behind.
+ * transparency, interlacing, byte orders), metadata kept by same-format writes (sample layout,
+ * ImageJ hyperstacks, positions moved by the image's origin), writes from other formats, the
+ * read limit, and clear errors on broken files (cut or corrupt compressed data), special files
+ * and refused writes, with nothing left behind.
  *
  *   test_io_tiffpng tiff|png IO_CONVERT */
+#include <errno.h>
 #include <png.h>
 #include <setjmp.h>
 #include <tiffio.h>
 #include <zlib.h>
 
+#include "io/formats.h"
 #include "io_test.h"
 
 /* A random image: integers over their whole range, floats in [-1000, 1000]; never all zeros. */
@@ -395,6 +399,12 @@ static void tiff_files(uint64_t *r) {
             want_comp);
       if (s->photometric == MW)
         CHECK(tiff_field16(out, TIFFTAG_PHOTOMETRIC) == MW, "%s: MinIsWhite lost", s->name);
+      if (s->photometric != PAL)
+        CHECK(tiff_field16(out, TIFFTAG_PLANARCONFIG) == s->planar &&
+                  tiff_field16(out, TIFFTAG_SAMPLESPERPIXEL) == s->spp,
+              "%s: written back with PlanarConfiguration %u, %u samples; read %u, %u", s->name,
+              tiff_field16(out, TIFFTAG_PLANARCONFIG), tiff_field16(out, TIFFTAG_SAMPLESPERPIXEL),
+              s->planar, s->spp);
       if (s->spp > 1 && s->extra) CHECK(back.channel_axis == 0, "%s: channel axis lost", s->name);
       ndf_image_free(&back);
       ndf_image_free(&img);
@@ -731,7 +741,9 @@ static void tiff_errors(uint64_t *r) {
         put32(e + 8, 60000);
       }
       io_write_file(path, b, n);
+      ndf_io_set_read_limit((int64_t)1 << 40); /* within the limit: the codec's bound refuses it */
       io_read_fails(path, NDF_EINVAL, "more than the codec can pack");
+      ndf_io_set_read_limit(0);
     }
     free(b);
   }
@@ -794,6 +806,482 @@ static void tiff_errors(uint64_t *r) {
   ndf_image_free(&four);
   ndf_image_free(&one);
   ndf_image_free(&img);
+}
+
+/* A stack of n u16 pages of h x w written by libtiff (page k: px + k h w), with desc on page 1
+ * (NULL: none), a resolution where unit is not 0, and a position where pos is not NULL. */
+static void tiff_stack(const char *path, const char *desc, int n, int h, int w, const uint16_t *px,
+                       float xres, float yres, uint16_t unit, const float *pos) {
+  TIFF *tif = TIFFOpen(path, "w");
+  if (!tif) abort();
+  for (int p = 0; p < n; p++) {
+    TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, w);
+    TIFFSetField(tif, TIFFTAG_IMAGELENGTH, h);
+    TIFFSetField(tif, TIFFTAG_BITSPERSAMPLE, 16);
+    TIFFSetField(tif, TIFFTAG_SAMPLESPERPIXEL, 1);
+    TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_MINISBLACK);
+    if (unit) {
+      TIFFSetField(tif, TIFFTAG_XRESOLUTION, (double)xres);
+      TIFFSetField(tif, TIFFTAG_YRESOLUTION, (double)yres);
+      TIFFSetField(tif, TIFFTAG_RESOLUTIONUNIT, unit);
+    }
+    if (pos) {
+      TIFFSetField(tif, TIFFTAG_XPOSITION, (double)pos[0]);
+      TIFFSetField(tif, TIFFTAG_YPOSITION, (double)pos[1]);
+    }
+    if (!p && desc) TIFFSetField(tif, TIFFTAG_IMAGEDESCRIPTION, desc);
+    TIFFWriteEncodedStrip(tif, 0, (void *)(px + (size_t)p * h * w), (tmsize_t)h * w * 2);
+    TIFFWriteDirectory(tif);
+  }
+  TIFFClose(tif);
+}
+
+/* The description of a file's first page (malloc'd), or NULL. */
+static char *tiff_description(const char *path) {
+  TIFF *tif = TIFFOpen(path, "r");
+  char *s = NULL, *d = NULL;
+  if (tif && TIFFGetField(tif, TIFFTAG_IMAGEDESCRIPTION, &s) && s) d = strdup(s);
+  if (tif) TIFFClose(tif);
+  return d;
+}
+
+/* An image over img's metadata (borrowed) with a new array of shape (random samples). */
+static ndf_image with_shape(uint64_t *r, const ndf_image *img, int nd, const int64_t *shape) {
+  ndf_image v = make(r, img->a.dtype, nd, shape, img->channel_axis);
+  v.format = img->format;
+  v.meta = img->meta;
+  v.time_axis = img->time_axis;
+  memcpy(v.spacing, img->spacing, sizeof v.spacing);
+  return v;
+}
+
+/* ImageJ hyperstacks made by libtiff: their counts give the array's axes (channels first, as
+ * colour; frames the time axis; slices with spacing= in unit=), their pages placed by ImageJ's
+ * order (channels fastest, then slices, then frames); a copy keeps the description byte for byte,
+ * and one of another shape gets ImageJ's counts, spacing and origin updated. */
+static void tiff_imagej(uint64_t *r) {
+  enum { H = 5, W = 6 };
+  static const struct {
+    const char *name, *desc;
+    int64_t c, t, z; /* the axes the reader must make of the pages (flat: c = t = 1, z = pages) */
+    double sz;       /* the slices' spacing in mm */
+  } cases[] = {
+      {"ij_zyx", "ImageJ=1.53t\nimages=4\nslices=4\nunit=micron\nspacing=2.5\nloop=false\n", 1, 1,
+       4, 2.5e-3},
+      {"ij_tzyx",
+       "ImageJ=1.53t\nimages=6\nslices=3\nframes=2\nhyperstack=true\nunit=micron\n"
+       "spacing=2.5\nfinterval=0.5\nloop=false\n",
+       1, 2, 3, 2.5e-3},
+      {"ij_zcyx",
+       "ImageJ=1.53t\nimages=6\nchannels=3\nslices=2\nhyperstack=true\nmode=composite\n"
+       "unit=micron\nspacing=2.5\nloop=false\n",
+       3, 1, 2, 2.5e-3},
+      {"ij_tcyx", "ImageJ=1.11a\nimages=6\nchannels=2\nframes=3\nhyperstack=true\nunit=um", 2, 3, 1,
+       0},
+      {"ij_tyx_nounit", "ImageJ=1.11a\nimages=4\nframes=4\nloop=false\n", 1, 4, 1, 0},
+      /* channels, slices and frames: more axes than an array has, so one axis of pages */
+      {"ij_czt", "ImageJ=1.53t\nimages=8\nchannels=2\nslices=2\nframes=2\nunit=micron\n", 1, 1, 8,
+       0},
+      /* counts that do not multiply to the pages: a plain stack, as ImageJ opens it */
+      {"ij_mismatch", "ImageJ=1.53t\nimages=5\nchannels=2\nslices=2\nunit=micron\nspacing=2.5\n", 1,
+       1, 5, 2.5e-3},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const int64_t C = cases[i].c, T = cases[i].t, Z = cases[i].z, P = C * T * Z;
+    uint16_t *px = malloc(sizeof *px * (size_t)(P * H * W));
+    for (int64_t k = 0; k < P * H * W; k++)
+      px[k] = (uint16_t)t_randint(r, 0, 65535);
+    char path[IO_PATH], out[IO_PATH], name[64], err[512];
+    snprintf(name, sizeof name, "%s.tif", cases[i].name);
+    tiff_stack(io_path(path, name), cases[i].desc, (int)P, H, W, px, 2, 4, RESUNIT_NONE, NULL);
+    ndf_image img, back;
+    if (ndf_image_read(path, NULL, &img, err, sizeof err) != NDF_OK) {
+      CHECK(0, "%s: %s", cases[i].name, err);
+      free(px);
+      continue;
+    }
+    /* the array the pages make: (C, T, Z, H, W) less the axes of 1, page (t Z + z) C + c */
+    int64_t shape[4];
+    int nd = 0, ta = -1, ca = C > 1 ? 0 : -1;
+    if (C > 1) shape[nd++] = C;
+    if (T > 1) {
+      ta = nd;
+      shape[nd++] = T;
+    }
+    if (Z > 1) shape[nd++] = Z;
+    shape[nd++] = H;
+    shape[nd++] = W;
+    ndf_array want =
+        ndf_array_contiguous(NDF_U16, nd, shape, malloc(sizeof *px * (size_t)P * H * W));
+    for (int64_t c = 0; c < C; c++)
+      for (int64_t q = 0; q < T * Z; q++)
+        memcpy((uint16_t *)want.data + (c * T * Z + q) * H * W, px + (q * C + c) * H * W,
+               sizeof *px * H * W);
+    char d1[96], d2[96];
+    describe(&img.a, d1, sizeof d1);
+    describe(&want, d2, sizeof d2);
+    CHECK(same(&img.a, &want), "%s: read %s, expected %s, or the pages are misplaced",
+          cases[i].name, d1, d2);
+    CHECK(img.channel_axis == ca && img.time_axis == ta, "%s: channel axis %d, time axis %d",
+          cases[i].name, img.channel_axis, img.time_axis);
+    double sp[4] = {0, 0, 0, 0}, um = strstr(cases[i].desc, "unit=") ? 1e-3 : 0;
+    sp[nd - 1] = um / 2; /* 2 pixels a micron */
+    sp[nd - 2] = um / 4;
+    if (Z > 1) sp[nd - 3] = cases[i].sz;
+    for (int k = 0; k < nd; k++)
+      CHECK(close_rel(img.spacing[k], sp[k], 1e-6), "%s: spacing %d is %g, expected %g",
+            cases[i].name, k, img.spacing[k], sp[k]);
+    snprintf(name, sizeof name, "%s_back.tif", cases[i].name);
+    if (write_read(io_path(out, name), &img, &back)) {
+      char *d = tiff_description(out);
+      CHECK(d && !strcmp(d, cases[i].desc), "%s: the copy's description is '%s'", cases[i].name,
+            d ? d : "(none)");
+      free(d);
+      CHECK(same(&back.a, &img.a) && back.channel_axis == ca && back.time_axis == ta,
+            "%s: the copy reads differently", cases[i].name);
+      for (int k = 0; k < nd; k++)
+        CHECK(back.spacing[k] == img.spacing[k], "%s: the copy's spacing %d", cases[i].name, k);
+      CHECK(tiff_field16(out, TIFFTAG_RESOLUTIONUNIT) == RESUNIT_NONE, "%s: unit", cases[i].name);
+      ndf_image_free(&back);
+    }
+    /* another shape (grown by a border, ks --output full), slices twice as far apart */
+    if (i == 1 || i == 2) {
+      int64_t s2[4];
+      memcpy(s2, img.a.shape, sizeof s2);
+      s2[nd - 3] += 2;
+      s2[nd - 2] += 2;
+      s2[nd - 1] += 4;
+      ndf_image g = with_shape(r, &img, nd, s2);
+      g.spacing[nd - 3] *= 2;
+      g.origin[nd - 3] = -1;
+      g.origin[nd - 2] = -1;
+      g.origin[nd - 1] = -2;
+      snprintf(name, sizeof name, "%s_grown.tif", cases[i].name);
+      if (write_read(io_path(out, name), &g, &back)) {
+        char *d = tiff_description(out), want_d[256];
+        if (i == 1)
+          snprintf(want_d, sizeof want_d,
+                   "ImageJ=1.53t\nimages=10\nslices=5\nframes=2\nhyperstack=true\nunit=micron\n"
+                   "spacing=5.0\nfinterval=0.5\nloop=false\nxorigin=2.0\nyorigin=1.0\n"
+                   "zorigin=1.0\n");
+        else
+          snprintf(want_d, sizeof want_d,
+                   "ImageJ=1.53t\nimages=12\nchannels=3\nslices=4\nhyperstack=true\n"
+                   "mode=composite\nunit=micron\nspacing=5.0\nloop=false\nxorigin=2.0\n"
+                   "yorigin=1.0\nzorigin=1.0\n");
+        CHECK(d && !strcmp(d, want_d), "%s grown: the description is '%s', expected '%s'",
+              cases[i].name, d ? d : "(none)", want_d);
+        free(d);
+        CHECK(same(&back.a, &g.a) && back.channel_axis == ca && back.time_axis == ta,
+              "%s grown: reads differently", cases[i].name);
+        for (int k = 0; k < nd; k++)
+          CHECK(close_rel(back.spacing[k], g.spacing[k], 1e-6), "%s grown: spacing %d is %g",
+                cases[i].name, k, back.spacing[k]);
+        ndf_image_free(&back);
+      }
+      g.meta = NULL;
+      ndf_image_free(&g);
+    }
+    free(want.data);
+    free(px);
+    ndf_image_free(&img);
+  }
+}
+
+/* XPosition and YPosition of a written file's first page: 1 where both are there. */
+static int tiff_position(const char *path, float *x, float *y) {
+  TIFF *tif = TIFFOpen(path, "r");
+  int ok =
+      tif && TIFFGetField(tif, TIFFTAG_XPOSITION, x) && TIFFGetField(tif, TIFFTAG_YPOSITION, y);
+  if (tif) TIFFClose(tif);
+  return ok;
+}
+
+/* A copy keeps the file's position; one whose first pixel lies elsewhere in the file's grid (the
+ * image's origin) is moved by as many pixels, so that it overlays the file: added where the file
+ * had none, and left out where TIFF cannot hold it (negative). A resolution of 0 pixels a
+ * centimetre is no size (NaN), and a copy keeps it as it was. */
+static void tiff_origin(uint64_t *r) {
+  enum { H = 8, W = 10 };
+  uint16_t px[H * W];
+  for (int k = 0; k < H * W; k++)
+    px[k] = (uint16_t)t_randint(r, 0, 65535);
+  static const struct {
+    const char *name;
+    int has_pos;
+    int64_t oy, ox;
+    int want_pos; /* the copy has a position */
+    float x, y;   /* and this one */
+  } cases[] = {
+      {"pos_same", 1, 0, 0, 1, 2.0f, 3.0f},      {"pos_grown", 1, -2, -3, 1, 1.97f, 2.98f},
+      {"pos_cropped", 1, 4, 5, 1, 2.05f, 3.04f}, {"pos_negative", 1, -1000, 0, 0, 0, 0},
+      {"nopos_same", 0, 0, 0, 0, 0, 0},          {"nopos_cropped", 0, 4, 5, 1, 0.05f, 0.04f},
+      {"nopos_grown", 0, -4, -5, 0, 0, 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char path[IO_PATH], out[IO_PATH], name[64], err[512];
+    const float pos[2] = {2.0f, 3.0f};
+    snprintf(name, sizeof name, "%s.tif", cases[i].name);
+    tiff_stack(io_path(path, name), "a description", 1, H, W, px, 100, 100, RESUNIT_CENTIMETER,
+               cases[i].has_pos ? pos : NULL);
+    ndf_image img, back;
+    if (ndf_image_read(path, NULL, &img, err, sizeof err) != NDF_OK) {
+      CHECK(0, "%s: %s", cases[i].name, err);
+      continue;
+    }
+    ndf_image v = img;
+    v.meta_free = NULL;
+    v.origin[0] = cases[i].oy;
+    v.origin[1] = cases[i].ox;
+    snprintf(name, sizeof name, "%s_back.tif", cases[i].name);
+    if (write_read(io_path(out, name), &v, &back)) {
+      float x = -1, y = -1;
+      int has = tiff_position(out, &x, &y);
+      CHECK(has == cases[i].want_pos &&
+                (!has || (close_rel(x, cases[i].x, 1e-6) && close_rel(y, cases[i].y, 1e-6))),
+            "%s: the copy's position is %s %g %g, expected %s %g %g", cases[i].name,
+            has ? "at" : "none", x, y, cases[i].want_pos ? "at" : "none", cases[i].x, cases[i].y);
+      if (!cases[i].oy && !cases[i].ox) { /* a copy of the copy: the same bytes */
+        size_t n1 = 0, n2 = 0;
+        unsigned char *b1 = io_read_file(out, &n1), *b2 = NULL;
+        ndf_image again;
+        if (write_read(out, &back, &again)) {
+          b2 = io_read_file(out, &n2);
+          ndf_image_free(&again);
+        }
+        CHECK(b1 && b2 && n1 == n2 && !memcmp(b1, b2, n1), "%s: a copy of the copy differs",
+              cases[i].name);
+        free(b1);
+        free(b2);
+      }
+      ndf_image_free(&back);
+    }
+    ndf_image_free(&img);
+  }
+  /* a resolution of 0: no size; the copy keeps the tags */
+  char path[IO_PATH], out[IO_PATH], err[512];
+  tiff_stack(io_path(path, "res0.tif"), NULL, 1, H, W, px, 0, 4, RESUNIT_CENTIMETER, NULL);
+  ndf_image img, back;
+  if (ndf_image_read(path, NULL, &img, err, sizeof err) != NDF_OK) {
+    CHECK(0, "res0: %s", err);
+    return;
+  }
+  CHECK(isnan(img.spacing[1]) && close_rel(img.spacing[0], 2.5, 1e-6),
+        "res0: spacing %g %g, expected 2.5 and NaN", img.spacing[0], img.spacing[1]);
+  if (write_read(io_path(out, "res0_back.tif"), &img, &back)) {
+    TIFF *tif = TIFFOpen(out, "r");
+    float xr = -1, yr = -1;
+    CHECK(tif && TIFFGetField(tif, TIFFTAG_XRESOLUTION, &xr) &&
+              TIFFGetField(tif, TIFFTAG_YRESOLUTION, &yr) && xr == 0 && yr == 4,
+          "res0: the copy's resolution is %g %g", xr, yr);
+    if (tif) TIFFClose(tif);
+    ndf_image_free(&back);
+  }
+  ndf_image_free(&img);
+}
+
+/* The read limit: a file whose samples need more is refused before they are allocated, through
+ * NDF_READ_LIMIT or ndf_io_set_read_limit; one within it reads. */
+static void limits(uint64_t *r, const char *ext, ndf_dtype t, int64_t side) {
+  char path[IO_PATH], name[32], err[512];
+  int64_t shape[2] = {side, side}, small[2] = {side / 2, side / 2};
+  ndf_image big = make(r, t, 2, shape, -1), half = make(r, t, 2, small, -1), back;
+  snprintf(name, sizeof name, "big%s", ext);
+  if (!write_read(io_path(path, name), &big, &back)) return;
+  ndf_image_free(&back);
+  setenv("NDF_READ_LIMIT", "1M", 1);
+  io_read_fails(path, NDF_ENOMEM, "over the read limit of 1 MiB");
+  setenv("NDF_READ_LIMIT", "lots", 1);
+  io_read_fails(path, NDF_EINVAL, "NDF_READ_LIMIT");
+  unsetenv("NDF_READ_LIMIT");
+  ndf_io_set_read_limit(1 << 20);
+  io_read_fails(path, NDF_ENOMEM, "read limit");
+  snprintf(name, sizeof name, "half%s", ext);
+  if (write_read(io_path(path, name), &half, &back)) { /* a quarter of the size: within it */
+    CHECK(same(&back.a, &half.a), "%s: within the read limit, read differently", name);
+    ndf_image_free(&back);
+  }
+  ndf_io_set_read_limit(0);
+  ndf_image_free(&big);
+  ndf_image_free(&half);
+  (void)err;
+}
+
+/* A small file declaring a huge image (ImageWidth and ImageLength patched): refused by the read
+ * limit before anything of its size is allocated. */
+static void tiff_huge_declared(void) {
+  char path[IO_PATH];
+  static const uint32_t sides[] = {100000, 3000000};
+  for (int k = 0; k < 2; k++) {
+    TIFF *tif = TIFFOpen(io_path(path, "declared.tif"), "w");
+    unsigned char px[256] = {0};
+    TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, 16);
+    TIFFSetField(tif, TIFFTAG_IMAGELENGTH, 16);
+    TIFFSetField(tif, TIFFTAG_BITSPERSAMPLE, 8);
+    TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_MINISBLACK);
+    TIFFSetField(tif, TIFFTAG_COMPRESSION, COMPRESSION_ADOBE_DEFLATE);
+    TIFFSetField(tif, TIFFTAG_ROWSPERSTRIP, 0xffffffffu);
+    TIFFWriteEncodedStrip(tif, 0, px, sizeof px);
+    TIFFClose(tif);
+    size_t n;
+    unsigned char *b = io_read_file(path, &n);
+    size_t w = ifd_entry(b, TIFFTAG_IMAGEWIDTH), h = ifd_entry(b, TIFFTAG_IMAGELENGTH);
+    CHECK(w && h, "declared.tif: no ImageWidth or ImageLength");
+    for (int j = 0; w && h && j < 2; j++) {
+      unsigned char *e = b + (j ? h : w);
+      e[2] = 4; /* LONG */
+      put32(e + 4, 1);
+      put32(e + 8, sides[k]);
+    }
+    io_write_file(path, b, n);
+    free(b);
+    ndf_io_set_read_limit(1 << 20);
+    io_read_fails(path, NDF_ENOMEM, "over the read limit");
+    ndf_io_set_read_limit(0);
+  }
+}
+
+/* Value i of the IFD entry at e (SHORT or LONG, 4 or more of them, out of line), and setting it. */
+static uint32_t entry_value(const unsigned char *b, size_t e, int i) {
+  size_t at = b[e + 8] | b[e + 9] << 8 | b[e + 10] << 16 | (size_t)b[e + 11] << 24;
+  if (b[e + 2] == 3) return b[at + 2 * i] | b[at + 2 * i + 1] << 8;
+  at += 4 * (size_t)i;
+  return b[at] | b[at + 1] << 8 | b[at + 2] << 16 | (uint32_t)b[at + 3] << 24;
+}
+
+static void entry_set(unsigned char *b, size_t e, int i, uint32_t v) {
+  size_t at = b[e + 8] | b[e + 9] << 8 | b[e + 10] << 16 | (size_t)b[e + 11] << 24;
+  if (b[e + 2] == 3) {
+    b[at + 2 * i] = (unsigned char)v;
+    b[at + 2 * i + 1] = (unsigned char)(v >> 8);
+  } else {
+    put32(b + at + 4 * (size_t)i, v);
+  }
+}
+
+/* A strip or tile of compressed data cut short (its byte count less 1 to 16) or with a byte
+ * changed: an error, never other samples. A deflate stream is checked to its end and checksum;
+ * LZW has no checksum and libtiff stops at the samples' end, so an LZW strip cut in its end code
+ * alone reads whole, with its samples exact. A strile whose bytes go on past its stream (its
+ * byte count 1 or 2 more) reads whole. */
+static void tiff_cut_data(uint64_t *r) {
+  enum { S = 64 };
+  static uint16_t px[S * S];
+  for (int k = 0; k < S * S; k++)
+    px[k] = (uint16_t)t_randint(r, 0, 40); /* compressible */
+  static const struct {
+    const char *name;
+    uint16_t compression, predictor;
+    int tiled;
+  } cases[] = {{"cut_deflate", COMPRESSION_ADOBE_DEFLATE, PREDICTOR_NONE, 0},
+               {"cut_deflate_tiles", COMPRESSION_ADOBE_DEFLATE, PREDICTOR_HORIZONTAL, 1},
+               {"cut_lzw", COMPRESSION_LZW, PREDICTOR_NONE, 0}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char path[IO_PATH], name[64];
+    snprintf(name, sizeof name, "%s.tif", cases[i].name);
+    TIFF *tif = TIFFOpen(io_path(path, name), "w");
+    TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, S);
+    TIFFSetField(tif, TIFFTAG_IMAGELENGTH, S);
+    TIFFSetField(tif, TIFFTAG_BITSPERSAMPLE, 16);
+    TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_MINISBLACK);
+    TIFFSetField(tif, TIFFTAG_COMPRESSION, cases[i].compression);
+    TIFFSetField(tif, TIFFTAG_PREDICTOR, cases[i].predictor);
+    if (cases[i].tiled) {
+      TIFFSetField(tif, TIFFTAG_TILEWIDTH, S / 2);
+      TIFFSetField(tif, TIFFTAG_TILELENGTH, S / 2);
+      uint16_t tile[S / 2 * S / 2];
+      for (int t = 0; t < 4; t++) {
+        for (int y = 0; y < S / 2; y++)
+          memcpy(tile + y * S / 2, px + (t / 2 * S / 2 + y) * S + t % 2 * S / 2, S);
+        TIFFWriteEncodedTile(tif, (uint32_t)t, tile, sizeof tile);
+      }
+    } else {
+      TIFFSetField(tif, TIFFTAG_ROWSPERSTRIP, S / 4);
+      for (int t = 0; t < 4; t++)
+        TIFFWriteEncodedStrip(tif, (uint32_t)t, px + t * S * S / 4, S * S / 2);
+    }
+    TIFFClose(tif);
+    size_t n;
+    unsigned char *b = io_read_file(path, &n), *c = malloc(n);
+    ndf_image img;
+    char err[512];
+    if (ndf_image_read(path, NULL, &img, err, sizeof err) != NDF_OK) {
+      CHECK(0, "%s: %s", cases[i].name, err);
+    } else {
+      CHECK(img.a.dtype == NDF_U16 && ndf_array_size(&img.a) == S * S &&
+                !memcmp(img.a.data, px, sizeof px),
+            "%s: the whole file reads differently", cases[i].name);
+      ndf_image_free(&img);
+    }
+    size_t e = ifd_entry(b, cases[i].tiled ? TIFFTAG_TILEBYTECOUNTS : TIFFTAG_STRIPBYTECOUNTS);
+    size_t eo = ifd_entry(b, cases[i].tiled ? TIFFTAG_TILEOFFSETS : TIFFTAG_STRIPOFFSETS);
+    CHECK(e && eo, "%s: no byte counts or offsets", cases[i].name);
+    if (!e || !eo) {
+      free(b);
+      free(c);
+      continue;
+    }
+    uint32_t count = entry_value(b, e, 1), off = entry_value(b, eo, 1);
+    for (int k = -2; k <= 16; k++) { /* strile 1 less k bytes; k 0: one byte changed */
+      memcpy(c, b, n);
+      if (k)
+        entry_set(c, e, 1, (uint32_t)((int)count - k));
+      else if (cases[i].compression == COMPRESSION_LZW)
+        continue; /* LZW has no check of its samples */
+      else
+        c[off + count / 2] ^= 0x10;
+      snprintf(name, sizeof name, "%s_%d.tif", cases[i].name, k);
+      io_write_file(io_path(path, name), c, n);
+      ndf_status st = ndf_image_read(path, NULL, &img, err, sizeof err);
+      if (st == NDF_OK) {
+        CHECK((k < 0 || cases[i].compression == COMPRESSION_LZW) &&
+                  !memcmp(img.a.data, px, sizeof px),
+              "%s: a strile %s read without error", cases[i].name,
+              k < 0 ? "with bytes after its stream read differently, or"
+              : k   ? "cut short"
+                    : "with a byte changed");
+        ndf_image_free(&img);
+      } else {
+        CHECK(k >= 0 && st == NDF_EINVAL && strstr(err, path), "%s cut by %d: %s (%s)",
+              cases[i].name, k, ndf_status_str(st), err);
+      }
+    }
+    free(b);
+    free(c);
+  }
+}
+
+static void on_alarm(int sig) {
+  (void)sig;
+  static const char msg[] = "FAIL a reader blocked on a FIFO\n";
+  if (write(2, msg, sizeof msg - 1) < 0) _exit(1);
+  _exit(1);
+}
+
+/* A FIFO and a device given to the format's reader itself (ndf_image_read checks the name
+ * before): refused on the descriptor it opens, without blocking or reading. */
+static void special_files(const char *ext, ndf_status (*read)(const char *, const ndf_read_opts *,
+                                                              ndf_image *, char *, size_t)) {
+  char path[IO_PATH], name[32], err[512];
+  snprintf(name, sizeof name, "fifo%s", ext);
+  if (mkfifo(io_path(path, name), 0600) != 0) {
+    CHECK(0, "mkfifo %s: %s", path, strerror(errno));
+    return;
+  }
+  ndf_image img;
+  ndf_image_init(&img);
+  void (*prev)(int) = signal(SIGALRM, on_alarm);
+  alarm(10);
+  ndf_status st = read(path, NULL, &img, err, sizeof err);
+  CHECK(st == NDF_EIO && strstr(err, path) && strstr(err, "FIFO"), "%s: %s (%s)", path,
+        ndf_status_str(st), err);
+  st = read("/dev/zero", NULL, &img, err, sizeof err);
+  CHECK(st == NDF_EIO && strstr(err, "/dev/zero") && strstr(err, "device"), "/dev/zero: %s (%s)",
+        ndf_status_str(st), err);
+  alarm(0);
+  signal(SIGALRM, prev);
+  if (st == NDF_OK) ndf_image_free(&img);
+  unlink(path);
 }
 
 /* From .npy (no metadata) to TIFF and back. */
@@ -1182,6 +1670,177 @@ static void fix_crc(unsigned char *chunk) {
   p[2] = (unsigned char)(crc >> 8), p[3] = (unsigned char)crc;
 }
 
+/* Appends a chunk (its length, type, data and CRC, the CRC wrong where bad) at p: its end. */
+static unsigned char *put_chunk(unsigned char *p, const char *type, const void *data, uint32_t n,
+                                int bad) {
+  const unsigned char len[4] = {(unsigned char)(n >> 24), (unsigned char)(n >> 16),
+                                (unsigned char)(n >> 8), (unsigned char)n};
+  memcpy(p, len, 4);
+  memcpy(p + 4, type, 4);
+  if (n) memcpy(p + 8, data, n);
+  uLong crc = crc32(0, p + 4, 4 + n) ^ (bad ? 1 : 0);
+  p += 8 + n;
+  for (int k = 0; k < 4; k++)
+    *p++ = (unsigned char)(crc >> (24 - 8 * k));
+  return p;
+}
+
+/* A gray 8-bit PNG of w x h pixels (at most 64 x 64) whose image data is the zlib stream z (n
+ * bytes), with the chunks pre (each written as given) before it: its size in out. */
+static size_t png_file(unsigned char *out, uint32_t w, uint32_t h, const unsigned char *pre,
+                       size_t npre, const unsigned char *z, size_t n) {
+  const unsigned char ihdr[13] = {0, 0, 0, (unsigned char)w, 0, 0, 0, (unsigned char)h, 8, 0};
+  unsigned char *p = out;
+  memcpy(p, "\x89PNG\r\n\x1a\n", 8);
+  p = put_chunk(p + 8, "IHDR", ihdr, 13, 0);
+  if (npre) memcpy(p, pre, npre);
+  p = put_chunk(p + npre, "IDAT", z, (uint32_t)n, 0);
+  p = put_chunk(p, "IEND", NULL, 0, 0);
+  return (size_t)(p - out);
+}
+
+/* Image data cut short, with more than the image in it, with bytes after its stream, or with
+ * its checksum wrong (each in chunks whose CRCs are right), and an ancillary chunk whose CRC is
+ * wrong: each an error, never an image. */
+static void png_streams(uint64_t *r) {
+  enum { W = 40, H = 30 };
+  unsigned char raw[H * (W + 1) + 64], z[8192], file[16384], pre[64];
+  for (int y = 0; y < H; y++) {
+    raw[y * (W + 1)] = 0;
+    for (int x = 0; x < W; x++)
+      raw[y * (W + 1) + 1 + x] = (unsigned char)t_randint(r, 0, 255);
+  }
+  uLongf zn = sizeof z;
+  if (compress(z, &zn, raw, sizeof raw - 64) != Z_OK) abort();
+  char path[IO_PATH];
+  ndf_image img;
+  char err[512];
+  size_t n = png_file(file, W, H, NULL, 0, z, zn);
+  io_write_file(io_path(path, "stream.png"), file, n);
+  CHECK(ndf_image_read(path, NULL, &img, err, sizeof err) == NDF_OK, "stream.png: %s", err);
+  if (img.a.data) ndf_image_free(&img);
+  for (int cut = 1; cut <= 8; cut++) { /* the checksum, then the data's last bytes */
+    n = png_file(file, W, H, NULL, 0, z, zn - (uLongf)cut);
+    io_write_file(io_path(path, "stream_cut.png"), file, n);
+    io_read_fails(path, NDF_EINVAL, "corrupt");
+  }
+  n = png_file(file, W, H, NULL, 0, z, zn / 2);
+  io_write_file(io_path(path, "stream_half.png"), file, n);
+  io_read_fails(path, NDF_EINVAL, "Not enough image data");
+  z[zn - 1] ^= 1;
+  n = png_file(file, W, H, NULL, 0, z, zn);
+  io_write_file(io_path(path, "stream_adler.png"), file, n);
+  io_read_fails(path, NDF_EINVAL, "incorrect data check");
+  z[zn - 1] ^= 1;
+  memcpy(z + zn, "junk", 4);
+  n = png_file(file, W, H, NULL, 0, z, zn + 4);
+  io_write_file(io_path(path, "stream_junk.png"), file, n);
+  io_read_fails(path, NDF_EINVAL, "Extra compressed data");
+  uLongf zn2 = sizeof z;
+  if (compress(z, &zn2, raw, sizeof raw) != Z_OK) abort(); /* two rows too many */
+  n = png_file(file, W, H, NULL, 0, z, zn2);
+  io_write_file(io_path(path, "stream_long.png"), file, n);
+  io_read_fails(path, NDF_EINVAL, "Too much image data");
+  zn = sizeof z;
+  if (compress(z, &zn, raw, sizeof raw - 64) != Z_OK) abort();
+  size_t np = (size_t)(put_chunk(pre, "tEXt", "Title\0a title", 13, 1) - pre);
+  n = png_file(file, W, H, pre, np, z, zn);
+  io_write_file(io_path(path, "text_crc.png"), file, n);
+  io_read_fails(path, NDF_EINVAL, "CRC");
+}
+
+/* oFFs and pHYs chunk data. */
+static size_t offs_phys(unsigned char *pre, int32_t x, int32_t y, int unit, uint32_t ppm) {
+  unsigned char o[9], ph[9];
+  for (int k = 0; k < 4; k++) {
+    o[k] = (unsigned char)((uint32_t)x >> (24 - 8 * k));
+    o[4 + k] = (unsigned char)((uint32_t)y >> (24 - 8 * k));
+    ph[k] = ph[4 + k] = (unsigned char)(ppm >> (24 - 8 * k));
+  }
+  o[8] = (unsigned char)unit;
+  ph[8] = 1; /* metres */
+  unsigned char *p = put_chunk(pre, "oFFs", o, 9, 0);
+  if (ppm != 1) p = put_chunk(p, "pHYs", ph, 9, 0);
+  return (size_t)(p - pre);
+}
+
+/* A copy keeps the file's oFFs; one whose first pixel lies elsewhere in the file's grid (the
+ * image's origin) moves it by as many pixels (micrometres through pHYs); without pHYs a
+ * micrometre offset cannot move and is left out. pHYs of 0 pixels a metre is no size (NaN). */
+static void png_offsets(uint64_t *r) {
+  enum { W = 12, H = 9 };
+  unsigned char raw[H * (W + 1)], z[2048], file[4096], pre[64];
+  for (int i = 0; i < H * (W + 1); i++)
+    raw[i] = i % (W + 1) ? (unsigned char)t_randint(r, 0, 255) : 0;
+  uLongf zn = sizeof z;
+  if (compress(z, &zn, raw, sizeof raw) != Z_OK) abort();
+  static const struct {
+    const char *name;
+    int unit;
+    uint32_t ppm; /* 1: no pHYs */
+    int64_t oy, ox;
+    int want; /* the copy has oFFs */
+    int32_t x, y;
+  } cases[] = {
+      {"offs_px", PNG_OFFSET_PIXEL, 1, 0, 0, 1, 100, -50},
+      {"offs_px_grown", PNG_OFFSET_PIXEL, 1, -2, -3, 1, 97, -52},
+      {"offs_um", PNG_OFFSET_MICROMETER, 2000, 0, 0, 1, 100, -50},
+      {"offs_um_grown", PNG_OFFSET_MICROMETER, 2000, -2, -3, 1, 100 - 1500, -50 - 1000},
+      {"offs_um_nophys", PNG_OFFSET_MICROMETER, 1, -2, -3, 0, 0, 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char path[IO_PATH], out[IO_PATH], name[64], err[512];
+    size_t np = offs_phys(pre, 100, -50, cases[i].unit, cases[i].ppm);
+    size_t n = png_file(file, W, H, pre, np, z, zn);
+    snprintf(name, sizeof name, "%s.png", cases[i].name);
+    io_write_file(io_path(path, name), file, n);
+    ndf_image img, back;
+    if (ndf_image_read(path, NULL, &img, err, sizeof err) != NDF_OK) {
+      CHECK(0, "%s: %s", cases[i].name, err);
+      continue;
+    }
+    ndf_image v = img;
+    v.meta_free = NULL;
+    v.origin[0] = cases[i].oy;
+    v.origin[1] = cases[i].ox;
+    snprintf(name, sizeof name, "%s_back.png", cases[i].name);
+    if (write_read(io_path(out, name), &v, &back)) {
+      CHECK(same(&back.a, &img.a), "%s: the copy's samples", cases[i].name);
+      FILE *f = fopen(out, "rb");
+      png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, NULL, test_png_error, NULL);
+      png_infop info = png_create_info_struct(png);
+      png_int_32 x = 0, y = 0;
+      int unit = -1, has = -1;
+      if (f && !setjmp(png_jmp)) {
+        png_init_io(png, f);
+        png_read_info(png, info);
+        has = png_get_oFFs(png, info, &x, &y, &unit) != 0;
+      }
+      png_destroy_read_struct(&png, &info, NULL);
+      if (f) fclose(f);
+      CHECK(has == cases[i].want &&
+                (!has || (x == cases[i].x && y == cases[i].y && unit == cases[i].unit)),
+            "%s: the copy's oFFs is %s %d %d (%d), expected %s %d %d", cases[i].name,
+            has ? "at" : "none", x, y, unit, cases[i].want ? "at" : "none", cases[i].x, cases[i].y);
+      ndf_image_free(&back);
+    }
+    ndf_image_free(&img);
+  }
+  /* pHYs of 0 pixels a metre */
+  char path[IO_PATH], err[512];
+  size_t np = offs_phys(pre, 0, 0, 0, 0);
+  size_t n = png_file(file, W, H, pre, np, z, zn);
+  io_write_file(io_path(path, "phys0.png"), file, n);
+  ndf_image img;
+  if (ndf_image_read(path, NULL, &img, err, sizeof err) != NDF_OK) {
+    CHECK(0, "phys0: %s", err);
+    return;
+  }
+  CHECK(isnan(img.spacing[0]) && isnan(img.spacing[1]), "phys0: spacing %g %g, expected NaN",
+        img.spacing[0], img.spacing[1]);
+  ndf_image_free(&img);
+}
+
 static void png_errors(uint64_t *r) {
   char path[IO_PATH];
   int64_t shape[3] = {3, 20, 24};
@@ -1209,6 +1868,7 @@ static void png_errors(uint64_t *r) {
       {"rgb_depth4.png", 24, 4, 1, "corrupt"},    {"ctype7.png", 25, 7, 1, "corrupt"},
       {"huge.png", 16, 100000, 4, "more than a"},
   };
+  ndf_io_set_read_limit((int64_t)1 << 40); /* within the limit: the file's size refuses huge.png */
   for (size_t i = 0; i < sizeof patches / sizeof patches[0]; i++) {
     memcpy(c, b, n);
     for (int k = 0; k < patches[i].bytes; k++)
@@ -1220,6 +1880,9 @@ static void png_errors(uint64_t *r) {
     io_write_file(io_path(path, patches[i].name), c, n);
     io_read_fails(path, NDF_EINVAL, patches[i].needle);
   }
+  ndf_io_set_read_limit(1 << 20); /* over it: refused by the limit before anything else */
+  io_read_fails(io_path(path, "huge.png"), NDF_ENOMEM, "over the read limit");
+  ndf_io_set_read_limit(0);
   { /* a text chunk claiming 2 GB in a small file: refused without allocating it (fuzz find) */
     static const unsigned char big[12] = {0x7f, 0xff, 0, 0, 't', 'E', 'X', 't', 'k', 0, 'v', 'v'};
     memcpy(c, b, 33);
@@ -1279,6 +1942,12 @@ int main(int argc, char **argv) {
       cross_format(&r, ".tiff", t, 4, s4, 0);
     }
     tiff_errors(&r);
+    tiff_imagej(&r);
+    tiff_origin(&r);
+    limits(&r, ".tif", NDF_U16, 1024);
+    tiff_huge_declared();
+    tiff_cut_data(&r);
+    special_files(".tif", ndf__tiff_read);
   } else {
     png_round_trips(&r);
     png_wide();
@@ -1291,6 +1960,10 @@ int main(int argc, char **argv) {
       cross_format(&r, ".png", t, 3, s3, 0);
     }
     png_errors(&r);
+    png_streams(&r);
+    png_offsets(&r);
+    limits(&r, ".png", NDF_U8, 1500);
+    special_files(".png", ndf__png_read);
   }
   return io_finish(argv[1], 1);
 }

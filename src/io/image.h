@@ -37,10 +37,12 @@ typedef struct ndf_image {
   ndf_array a; /* host, C-contiguous, data from malloc */
   ndf_format format;
   /* -1, or the axis whose entries are independent images to be filtered one by one:
-   * the colour channels of a PNG or TIFF (axis 0, planar). Filters never mix along it. */
+   * the colour channels of a PNG or TIFF, or an ImageJ hyperstack's channels (axis 0,
+   * planar). Filters never mix along it. */
   int channel_axis;
-  /* -1, or the axis that is time (the 4th axis of a NIfTI image): a length given for all
-   * axes (a sigma in mm, or a single unitless sigma) leaves it alone, as fslmaths does. */
+  /* -1, or the axis that is time (the 4th axis of a NIfTI image, an ImageJ hyperstack's
+   * frames): a value given for all axes (a sigma in mm, or a single unitless sigma) leaves
+   * it alone, as fslmaths does. */
   int time_axis;
   /* The voxel size along each axis of a in millimetres; 0 where unknown or where the
    * axis is not a length (time, channels); NaN where the file states a size that is not

@@ -1,11 +1,12 @@
 /* png.c - PNG over libpng: gray as (h, w), colour as planar channels (c, h, w). */
 #include <errno.h>
+#include <math.h>
 #include <png.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <unistd.h>
 
 #include "formats.h"
 
@@ -35,6 +36,8 @@ typedef struct png_meta {
   int channels;              /* the array's */
   int has_phys, phys_unit;
   png_uint_32 xppm, yppm;
+  int has_offs, offs_unit; /* oFFs: the image's place on a page, in pixels or micrometres */
+  png_int_32 xoff, yoff;
   int nraw;
   png_raw *raw; /* the colour chunks */
   int ntext;
@@ -75,6 +78,12 @@ static void on_error(png_structp png, png_const_charp msg) {
 }
 
 static void on_warning(png_structp png, png_const_charp msg) { (void)png, (void)msg; }
+
+/* A reader's warnings. libpng only warns of an image data stream with more in it than the
+ * image, or data after its end: a corrupt file, refused like one that has too little. */
+static void on_read_warning(png_structp png, png_const_charp msg) {
+  if (!strncmp(msg, "IDAT", 4)) png_error(png, msg);
+}
 
 static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
 
@@ -129,6 +138,7 @@ static ndf_status keep_meta(prd *r, int depth, int ctype, int channels) {
   png_structp png = r->png;
   png_infop info = r->info;
   m->has_phys = png_get_pHYs(png, info, &m->xppm, &m->yppm, &m->phys_unit) != 0;
+  m->has_offs = png_get_oFFs(png, info, &m->xoff, &m->yoff, &m->offs_unit) != 0;
   png_unknown_chunkp u;
   int nu = png_get_unknown_chunks(png, info, &u);
   if (nu > 0) {
@@ -161,6 +171,13 @@ static ndf_status keep_meta(prd *r, int depth, int ctype, int channels) {
   return NDF_OK;
 }
 
+/* w x h pixels of c channels of es bytes, against the read limit. */
+static ndf_status check_alloc(const prd *r, png_uint_32 w, png_uint_32 h, int c, size_t es,
+                              char *err, size_t errlen) {
+  int64_t n = (int64_t)w * h, cap = INT64_MAX / (int64_t)es;
+  return ndf_io_check_alloc(r->path, n > cap / c ? cap : n * c, es, err, errlen);
+}
+
 /* The decoding; libpng's errors come back to its setjmp. Everything it changes lives in *r (not
  * in locals of this function), so nothing is lost on the way back. */
 static ndf_status decode(prd *r, ndf_image *img, char *err, size_t errlen) {
@@ -176,6 +193,8 @@ static ndf_status decode(prd *r, ndf_image *img, char *err, size_t errlen) {
   png_set_sig_bytes(png, 8);
   png_set_user_limits(png, PNG_MAX_SIDE, PNG_MAX_SIDE); /* our own ceiling below */
   png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_ALWAYS, colour_chunks, NCOLOUR);
+  /* a chunk whose CRC is wrong is an error, an ancillary one too (libpng would skip it) */
+  png_set_crc_action(png, PNG_CRC_DEFAULT, PNG_CRC_ERROR_QUIT);
   png_read_info(png, info);
   png_uint_32 w, h;
   int depth, ctype, interlace;
@@ -184,6 +203,14 @@ static ndf_status decode(prd *r, ndf_image *img, char *err, size_t errlen) {
                       : ctype == PNG_COLOR_TYPE_RGB      ? 3
                       : ctype == PNG_COLOR_TYPE_RGBA     ? 4
                                                          : 1;
+  /* The array's size, palettes and transparency expanded (png_set_expand below), within the
+   * read limit before anything of that size is allocated. */
+  int trns = png_get_valid(png, info, PNG_INFO_tRNS) != 0;
+  int channels = ctype == PNG_COLOR_TYPE_PALETTE            ? 3 + trns
+                 : file_channels == 1 || file_channels == 3 ? file_channels + trns
+                                                            : file_channels;
+  ndf_status st = check_alloc(r, w, h, channels, depth == 16 ? 2 : 1, err, errlen);
+  if (st != NDF_OK) return st;
   /* Deflate packs at most 1032 bytes into one: a larger image than that is a lie. */
   uint64_t raw = (uint64_t)h * (1 + ((uint64_t)w * file_channels * depth + 7) / 8);
   if ((double)raw > 1032.0 * (double)r->fsize + 4096)
@@ -201,6 +228,7 @@ static ndf_status decode(prd *r, ndf_image *img, char *err, size_t errlen) {
   size_t es = bd == 16 ? 2 : 1, rowbytes = png_get_rowbytes(png, info);
   if ((bd != 8 && bd != 16) || C < 1 || C > 4 || rowbytes != (size_t)w * C * es)
     return ndf_io_error(err, errlen, NDF_EINVAL, r->path, "corrupt: unexpected layout");
+  if ((st = check_alloc(r, w, h, C, es, err, errlen)) != NDF_OK) return st;
   if ((uint64_t)w * h * C > MAX_SAMPLES)
     return ndf_io_error(err, errlen, NDF_EUNSUPPORTED, r->path,
                         "%ux%u pixels with %d channels is more than 2^31 samples", w, h, C);
@@ -234,9 +262,9 @@ static ndf_status decode(prd *r, ndf_image *img, char *err, size_t errlen) {
   img->format = NDF_FORMAT_PNG;
   img->channel_axis = C > 1 ? 0 : -1;
   png_meta *m = r->meta;
-  if (m->has_phys && m->phys_unit == PNG_RESOLUTION_METER && m->xppm && m->yppm) {
-    img->spacing[nd - 1] = 1000.0 / m->xppm;
-    img->spacing[nd - 2] = 1000.0 / m->yppm;
+  if (m->has_phys && m->phys_unit == PNG_RESOLUTION_METER) { /* 0 pixels a metre: no size */
+    img->spacing[nd - 1] = m->xppm ? 1000.0 / m->xppm : NAN;
+    img->spacing[nd - 2] = m->yppm ? 1000.0 / m->yppm : NAN;
   }
   img->meta = m;
   img->meta_free = meta_free;
@@ -250,14 +278,19 @@ ndf_status ndf__png_read(const char *path, const ndf_read_opts *o, ndf_image *im
   prd r;
   memset(&r, 0, sizeof r);
   r.path = path;
-  struct stat sb;
-  if (stat(path, &sb) != 0 || !(r.f = fopen(path, "rb")))
-    return ndf_io_error(err, errlen, NDF_EIO, path, "%s", strerror(errno));
-  r.fsize = (uint64_t)sb.st_size;
+  int fd;
+  int64_t size;
+  ndf_status st = ndf_io_open_regular(path, &fd, &size, err, errlen);
+  if (st != NDF_OK) return st;
+  if (!(r.f = fdopen(fd, "rb"))) {
+    int e = errno;
+    close(fd);
+    return ndf_io_error(err, errlen, NDF_EIO, path, "%s", strerror(e));
+  }
+  r.fsize = (uint64_t)size;
   unsigned char sig[8];
   size_t got = fread(sig, 1, 8, r.f);
   r.pos = got;
-  ndf_status st;
   if (got >= 4 && png_sig_cmp(sig, 0, got < 8 ? got : 8)) {
     st = ndf_io_error(err, errlen, NDF_EINVAL, path, "not a PNG file (bad signature)");
   } else if (got < 8) {
@@ -265,7 +298,7 @@ ndf_status ndf__png_read(const char *path, const ndf_read_opts *o, ndf_image *im
                       "truncated: %zu bytes, less than a PNG signature", got);
   } else {
     r.alloc_max = CHUNK_MAX;
-    r.png = png_create_read_struct_2(PNG_LIBPNG_VER_STRING, &r.b, on_error, on_warning, &r,
+    r.png = png_create_read_struct_2(PNG_LIBPNG_VER_STRING, &r.b, on_error, on_read_warning, &r,
                                      bounded_malloc, plain_free);
     r.info = r.png ? png_create_info_struct(r.png) : NULL;
     st = r.info ? decode(&r, img, err, errlen)
@@ -290,6 +323,8 @@ typedef struct pwr {
   int C, depth, ctype;
   int has_phys, phys_unit;
   png_uint_32 xppm, yppm;
+  int has_offs, offs_unit;
+  png_int_32 xoff, yoff;
   FILE *f;
   png_structp png;
   png_infop info;
@@ -303,6 +338,7 @@ static void set_meta(pwr *w) {
   png_structp png = w->png;
   png_infop info = w->info;
   if (w->has_phys) png_set_pHYs(png, info, w->xppm, w->yppm, w->phys_unit);
+  if (w->has_offs) png_set_oFFs(png, info, w->xoff, w->yoff, w->offs_unit);
   if (!m) return;
   if (m->nraw > 0) {
     png_unknown_chunkp u = w->raw = calloc((size_t)m->nraw, sizeof *u);
@@ -402,6 +438,33 @@ static ndf_status write_tmp(const char *tmp, void *ctx, char *err, size_t errlen
   return st;
 }
 
+/* The file's oFFs moved by the image's origin (the index of its first pixel in the file's grid),
+ * so that the copy lies where the pixels it holds did: in micrometres through the file's pixel
+ * size (pHYs), without which, or out of oFFs's range, it is left out. */
+static void offset_out(pwr *w) {
+  const png_meta *m = w->m;
+  const ndf_image *img = w->img;
+  const int nd = img->a.ndim;
+  const double ox = (double)img->origin[nd - 1], oy = (double)img->origin[nd - 2];
+  if (!m || !m->has_offs) return;
+  double x = m->xoff, y = m->yoff;
+  if (ox || oy) {
+    if (m->offs_unit == PNG_OFFSET_MICROMETER) {
+      if (!m->has_phys || m->phys_unit != PNG_RESOLUTION_METER || !m->xppm || !m->yppm) return;
+      x += nearbyint(ox * 1e6 / m->xppm);
+      y += nearbyint(oy * 1e6 / m->yppm);
+    } else {
+      x += ox;
+      y += oy;
+    }
+  }
+  if (fabs(x) > 0x7fffffff || fabs(y) > 0x7fffffff) return;
+  w->has_offs = 1;
+  w->offs_unit = m->offs_unit;
+  w->xoff = (png_int_32)x;
+  w->yoff = (png_int_32)y;
+}
+
 ndf_status ndf__png_write(const char *path, const ndf_image *img, char *err, size_t errlen) {
   const ndf_array *a = &img->a;
   pwr w;
@@ -450,5 +513,6 @@ ndf_status ndf__png_write(const char *path, const ndf_image *img, char *err, siz
     w.xppm = w.m->xppm;
     w.yppm = w.m->yppm;
   }
+  offset_out(&w);
   return ndf_io_write_via_temp(path, write_tmp, &w, err, errlen);
 }

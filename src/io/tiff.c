@@ -1,5 +1,7 @@
-/* tiff.c - TIFF over libtiff: a file's pages as one stack, colour as planar channels. */
+/* tiff.c - TIFF over libtiff: a file's pages as one stack (an ImageJ hyperstack's as its
+ * channels, frames and slices), colour as planar channels. */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -7,9 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <tiffio.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "convert.h"
 #include "core/elem.h"
@@ -28,12 +30,19 @@ typedef struct tiff_meta {
   uint16_t photometric, spp, nextra; /* as written back: a palette image becomes RGB */
   uint16_t extra[MAX_EXTRA];
   uint16_t compression, predictor;
+  int separate; /* the samples were in planes (PlanarConfiguration 2) */
   int has_res;
   float xres, yres;
   uint16_t unit;
-  double imagej_mm; /* ImageJ's unit= in mm (resolution in pixels per unit), 0 if none */
-  int separate;     /* the samples were in planes */
-  int ndim;         /* the array's shape as read */
+  int has_pos; /* XPosition and YPosition, in the resolution's unit */
+  float xpos, ypos;
+  double imagej_mm; /* ImageJ's unit= in mm, 0 if none or not a length */
+  /* ij: the description's ImageJ counts (channels, frames, slices) gave the array's axes, and
+   * ij_chan: its channel axis holds ImageJ's channels, a page each, not samples. */
+  int ij, ij_chan;
+  double z_mm; /* the slices' spacing as read, 0 if none */
+  int64_t pages;
+  int ndim; /* the array's shape as read */
   int64_t shape[NDF_MAX_DIMS];
   char *text[NTEXT];
 } tiff_meta;
@@ -85,7 +94,10 @@ static void silence(void) {
   TIFFSetWarningHandlerExt(NULL);
 }
 
-static TIFF *open_tiff(const char *path, const char *mode, tlog *log) {
+/* Opens path for writing (fd -1), or reads the file open at fd, named path, whose descriptor
+ * libtiff then owns (TIFFClose closes it; on failure it is still the caller's). A reader's
+ * single allocations are bounded by the read limit: no part of a file that fits may need more. */
+static TIFF *open_tiff(const char *path, int fd, const char *mode, tlog *log) {
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   pthread_once(&once, silence);
   log_reset(log);
@@ -93,7 +105,11 @@ static TIFF *open_tiff(const char *path, const char *mode, tlog *log) {
   if (!o) return NULL;
   TIFFOpenOptionsSetErrorHandlerExtR(o, on_error, log);
   TIFFOpenOptionsSetWarningHandlerExtR(o, on_warning, log);
-  TIFF *tif = TIFFOpenExt(path, mode, o);
+  if (fd >= 0) {
+    int64_t lim = ndf_io_read_limit();
+    TIFFOpenOptionsSetMaxSingleMemAlloc(o, lim < INT64_MAX / 2 ? (tmsize_t)lim : 0);
+  }
+  TIFF *tif = fd >= 0 ? TIFFFdOpenExt(fd, path, mode, o) : TIFFOpenExt(path, mode, o);
   TIFFOpenOptionsFree(o);
   return tif;
 }
@@ -465,6 +481,93 @@ static int palette_lut(TIFF *tif, unsigned bits, uint8_t lut[3][256]) {
   return 1;
 }
 
+/* The bytes a deflate stream held for n bytes that libtiff decoded (rows of rb bytes, ns samples
+ * a pixel), in place: the horizontal predictor's differences taken again, in the file's byte
+ * order. 0 where that is not done here (another predictor, another sample size). */
+static int stream_bytes(TIFF *tif, const page *pg, int ns, unsigned char *t, size_t n, size_t rb) {
+  const unsigned b = pg->bits;
+  if ((pg->predictor != PREDICTOR_NONE && pg->predictor != PREDICTOR_HORIZONTAL) ||
+      (b > 8 && b != 16 && b != 32 && b != 64) || (pg->predictor != PREDICTOR_NONE && b < 8))
+    return 0;
+#define DIFF(T)                                                                                    \
+  do {                                                                                             \
+    for (size_t r = 0; r + rb <= n; r += rb) {                                                     \
+      T *v = (T *)(void *)(t + r);                                                                 \
+      for (size_t j = rb / sizeof(T); j-- > (size_t)ns;)                                           \
+        v[j] = (T)(v[j] - v[j - ns]);                                                              \
+    }                                                                                              \
+  } while (0)
+  /* each sample less the one ns before it in its row, right to left (rows of whole samples) */
+  if (pg->predictor == PREDICTOR_HORIZONTAL) {
+    switch (b) {
+    case 8: DIFF(uint8_t); break;
+    case 16: DIFF(uint16_t); break;
+    case 32: DIFF(uint32_t); break;
+    default: DIFF(uint64_t); break;
+    }
+  }
+#undef DIFF
+  if (TIFFIsByteSwapped(tif) && b == 16) TIFFSwabArrayOfShort((uint16_t *)(void *)t, n / 2);
+  if (TIFFIsByteSwapped(tif) && b == 32) TIFFSwabArrayOfLong((uint32_t *)(void *)t, n / 4);
+  if (TIFFIsByteSwapped(tif) && b == 64) TIFFSwabArrayOfLong8((uint64_t *)(void *)t, n / 8);
+  return 1;
+}
+
+/* Whether strile i's deflate stream ends, with its checksum, within its bytes. libtiff stops
+ * once it has a strile's samples, and takes a stream cut short (or wrong in its last bytes) for
+ * a whole one where its decoder fills the output from what is left. The check: the stream's last
+ * 4 bytes are the checksum of what libtiff decoded (dec, n bytes, tmp as large, rows of rb bytes,
+ * ns samples a pixel), else the stream is read again from the file, through zlib, to its end (it
+ * may be followed by padding, or decoded by a predictor not undone here). 0 with why set where it
+ * does not end. */
+static int deflate_ends(TIFF *tif, const page *pg, uint32_t i, const unsigned char *dec,
+                        unsigned char *tmp, size_t n, size_t rb, int ns, char *why, size_t wn) {
+  uint64_t off = TIFFGetStrileOffset(tif, i), left = TIFFGetStrileByteCount(tif, i);
+  uint16_t fill = FILLORDER_MSB2LSB;
+  unsigned char tail[4];
+  TIFFGetFieldDefaulted(tif, TIFFTAG_FILLORDER, &fill);
+  memcpy(tmp, dec, n);
+  if (fill != FILLORDER_LSB2MSB && left >= 6 && n <= UINT_MAX &&
+      pread(TIFFFileno(tif), tail, 4, (off_t)(off + left - 4)) == 4 &&
+      stream_bytes(tif, pg, ns, tmp, n, rb)) {
+    uLong sum = adler32(adler32(0, NULL, 0), tmp, (uInt)n);
+    if (sum == ((uLong)tail[0] << 24 | (uLong)tail[1] << 16 | (uLong)tail[2] << 8 | tail[3]))
+      return 1;
+  }
+  TIFFGetFieldDefaulted(tif, TIFFTAG_FILLORDER, &fill);
+  unsigned char in[16384], out[32768];
+  z_stream z;
+  memset(&z, 0, sizeof z);
+  if (inflateInit(&z) != Z_OK) {
+    snprintf(why, wn, "out of memory");
+    return 0;
+  }
+  int ret = Z_OK;
+  while (ret == Z_OK && left) {
+    size_t k = left < sizeof in ? (size_t)left : sizeof in;
+    ssize_t got = pread(TIFFFileno(tif), in, k, (off_t)off);
+    if (got <= 0) break;
+    if (fill == FILLORDER_LSB2MSB) TIFFReverseBits(in, (tmsize_t)got);
+    off += (uint64_t)got;
+    left -= (uint64_t)got;
+    z.next_in = in;
+    z.avail_in = (uInt)got;
+    do {
+      z.next_out = out;
+      z.avail_out = sizeof out;
+      ret = inflate(&z, Z_NO_FLUSH);
+    } while (ret == Z_OK && (z.avail_in || !z.avail_out)); /* no output left pending */
+    if (ret == Z_BUF_ERROR && z.avail_in == 0) ret = Z_OK; /* wants more input */
+  }
+  if (ret != Z_STREAM_END)
+    snprintf(why, wn, "%s",
+             ret == Z_OK || ret == Z_BUF_ERROR ? "its deflate stream is cut short"
+             : z.msg                           ? z.msg
+                                               : "its deflate stream is corrupt");
+  inflateEnd(&z);
+  return ret == Z_STREAM_END;
+}
+
 /* Decodes the current page into the array: channel c of the page at out[c * cstride + at]. */
 static ndf_status read_page(TIFF *tif, const page *pg, int64_t pageno, void *out, int64_t at,
                             int64_t cstride, tlog *log, char *why, size_t n) {
@@ -475,14 +578,18 @@ static ndf_status read_page(TIFF *tif, const page *pg, int64_t pageno, void *out
   }
   int separate = pg->planar == PLANARCONFIG_SEPARATE && pg->spp > 1;
   int planes = separate ? pg->spp : 1, ns = separate ? 1 : pg->spp;
+  int deflate =
+      pg->compression == COMPRESSION_ADOBE_DEFLATE || pg->compression == COMPRESSION_DEFLATE;
   tmsize_t size = pg->tw ? TIFFTileSize(tif) : TIFFStripSize(tif);
   tmsize_t row = pg->tw ? TIFFTileRowSize(tif) : TIFFScanlineSize(tif);
   if (size <= 0 || row <= 0) {
     snprintf(why, n, "page %lld: %s", (long long)pageno, log_msg(log));
     return NDF_EINVAL;
   }
-  unsigned char *buf = malloc((size_t)size);
-  if (!buf) {
+  unsigned char *buf = malloc((size_t)size), *tmp = deflate ? malloc((size_t)size) : NULL;
+  if (!buf || (deflate && !tmp)) {
+    free(buf);
+    free(tmp);
     snprintf(why, n, "out of memory");
     return NDF_ENOMEM;
   }
@@ -499,15 +606,18 @@ static ndf_status read_page(TIFF *tif, const page *pg, int64_t pageno, void *out
         uint32_t y0 = by * bh, x0 = bx * bw, rows = pg->h - y0 < bh ? pg->h - y0 : bh;
         uint32_t cols = pg->w - x0 < bw ? pg->w - x0 : bw;
         tmsize_t want = pg->tw ? size : (tmsize_t)rows * row, got;
+        uint32_t i =
+            pg->tw ? TIFFComputeTile(tif, x0, y0, 0, (uint16_t)pl) : (uint32_t)pl * down + by;
+        char bad[128];
         log_reset(log);
-        if (pg->tw)
-          got = TIFFReadEncodedTile(tif, TIFFComputeTile(tif, x0, y0, 0, (uint16_t)pl), buf, want);
-        else
-          got = TIFFReadEncodedStrip(tif, (uint32_t)pl * down + by, buf, want);
-        if (got != want) {
+        got = pg->tw ? TIFFReadEncodedTile(tif, i, buf, want)
+                     : TIFFReadEncodedStrip(tif, i, buf, want);
+        if (got != want || (deflate && !deflate_ends(tif, pg, i, buf, tmp, (size_t)want,
+                                                     (size_t)row, ns, bad, sizeof bad))) {
           snprintf(why, n, "page %lld, %s at row %u column %u: %s", (long long)pageno,
                    pg->tw ? "tile" : "strip", y0, x0,
-                   got < 0 || log->errors ? log_msg(log) : "decoded too few bytes");
+                   got != want ? (got < 0 || log->errors ? log_msg(log) : "decoded too few bytes")
+                               : bad);
           st = NDF_EINVAL;
           break;
         }
@@ -517,6 +627,7 @@ static ndf_status read_page(TIFF *tif, const page *pg, int64_t pageno, void *out
                  at + pl * cstride + (int64_t)(y0 + r) * pg->w + x0, cstride);
       }
   free(buf);
+  free(tmp);
   return st;
 }
 
@@ -526,6 +637,17 @@ static const char *imagej_value(const char *d, const char *key) {
   for (const char *p = d; (p = strchr(p, '\n')); p++)
     if (!strncmp(p + 1, key, k) && p[1 + k] == '=') return p + 2 + k;
   return NULL;
+}
+
+/* ImageJ's count for key: def where the line is missing, -1 where it is no count. */
+static int64_t imagej_count(const char *d, const char *key, int64_t def) {
+  const char *v = imagej_value(d, key);
+  if (!v) return def;
+  char *end;
+  errno = 0;
+  long long k = strtoll(v, &end, 10);
+  if (end == v || errno || k < 1 || (*end && *end != '\n' && *end != '\r')) return -1;
+  return k;
 }
 
 /* An ImageJ length unit in mm, 0 if none or not a length. */
@@ -545,17 +667,60 @@ static double unit_mm(const char *u) {
 
 static int is_imagej(const char *d) { return d && !strncmp(d, "ImageJ=", 7); }
 
+/* tifffile's JSON description, which gives the array's shape. */
+static int is_shaped(const char *d) { return d && !strncmp(d, "{\"shape\":", 9); }
+
 /* A description that spells out the file's layout (ImageJ's header, tifffile's shape), which
- * readers trust over the pages: it stays true only for the same shape, samples interleaved. */
+ * readers trust over the pages. */
 static int layout_bound(const char *d) {
-  return is_imagej(d) || (d && (!strncmp(d, "{\"shape\":", 9) || !strncmp(d, "shape=(", 7)));
+  return is_imagej(d) || is_shaped(d) || (d && !strncmp(d, "shape=(", 7));
 }
 
-/* A resolution (pixels per unit) as a pixel's size in mm, 0 where unknown. */
-static double res_mm(float res, uint16_t unit, double imagej_mm) {
-  if (!(res > 0) || !isfinite(res)) return 0;
-  double per = unit == RESUNIT_INCH ? 25.4 : unit == RESUNIT_CENTIMETER ? 10 : imagej_mm;
-  return per / res;
+/* The unit of the resolution and of ImageJ's spacing, in mm: ImageJ's unit= where it is a length
+ * (ImageJ reads the resolution in it, whatever ResolutionUnit says), else ResolutionUnit's; 0
+ * where neither is a length. */
+static double length_mm(const tiff_meta *m) {
+  if (m->imagej_mm > 0) return m->imagej_mm;
+  return m->unit == RESUNIT_INCH ? 25.4 : m->unit == RESUNIT_CENTIMETER ? 10 : 0;
+}
+
+/* A voxel size in mm from a resolution (pixels per unit, inverse) or a spacing (units per pixel)
+ * in a unit of per mm: 0 where the unit is no length, NaN where the value is no size. */
+static double size_mm(double v, double per, int inverse) {
+  if (!(per > 0)) return 0;
+  if (!(v > 0) || !isfinite(v)) return NAN;
+  return inverse ? per / v : per * v;
+}
+
+/* The axes of a stack of P pages of C samples each. ImageJ's counts, where its description has
+ * them and they multiply to P, give channels (pages of one sample), frames and slices, the file's
+ * pages in the order channels fastest, then slices, then frames (without counts, its pages are
+ * slices); else the pages are one axis of slices, as ImageJ opens such a stack. Returns 1 for
+ * counts a writer can follow, 0 otherwise; *zspace says whether the pages' axis of slices is one
+ * (ImageJ's spacing applies to it): not where colour samples and channel pages would need more
+ * axes than an array has. */
+static int imagej_axes(const char *d, int64_t P, int64_t C, int64_t *c, int64_t *t, int64_t *z,
+                       int *zspace) {
+  *c = *t = 1;
+  *z = P;
+  *zspace = is_imagej(d);
+  if (!is_imagej(d)) return 0;
+  int64_t ch = imagej_count(d, "channels", 0), fr = imagej_count(d, "frames", 0),
+          sl = imagej_count(d, "slices", 0);
+  if (ch < 0 || fr < 0 || sl < 0) return 0;
+  if (!ch && !fr && !sl) sl = P;
+  ch += !ch;
+  fr += !fr;
+  sl += !sl;
+  if ((double)ch * (double)fr * (double)sl != (double)P) return 0;
+  if ((C > 1 && ch > 1) || 2 + (C > 1 || ch > 1) + (fr > 1) + (sl > 1) > NDF_MAX_DIMS) {
+    *zspace = 0;
+    return 0;
+  }
+  *c = ch;
+  *t = fr;
+  *z = sl;
+  return 1;
 }
 
 typedef struct rd {
@@ -590,6 +755,8 @@ static ndf_status keep_meta(rd *r, const page *pg) {
   m->has_res = TIFFGetField(r->tif, TIFFTAG_XRESOLUTION, &m->xres) &&
                TIFFGetField(r->tif, TIFFTAG_YRESOLUTION, &m->yres);
   TIFFGetFieldDefaulted(r->tif, TIFFTAG_RESOLUTIONUNIT, &m->unit);
+  m->has_pos = TIFFGetField(r->tif, TIFFTAG_XPOSITION, &m->xpos) &&
+               TIFFGetField(r->tif, TIFFTAG_YPOSITION, &m->ypos);
   for (int i = 0; i < NTEXT; i++) {
     char *s = NULL;
     if (TIFFGetField(r->tif, text_tags[i], &s) && s && !(m->text[i] = strdup(s))) return NDF_ENOMEM;
@@ -599,37 +766,51 @@ static ndf_status keep_meta(rd *r, const page *pg) {
   return NDF_OK;
 }
 
+/* a * b, or cap where that is more. */
+static int64_t mul_capped(int64_t a, int64_t b, int64_t cap) {
+  return a && b > cap / a ? cap : a * b > cap ? cap : a * b;
+}
+
 static ndf_status read_all(rd *r, const ndf_read_opts *o, ndf_image *img, char *err,
                            size_t errlen) {
   (void)o;
   char why[320];
-  struct stat sb;
-  if (stat(r->path, &sb) != 0)
-    return ndf_io_error(err, errlen, NDF_EIO, r->path, "%s", strerror(errno));
-  uint64_t fsize = (uint64_t)sb.st_size;
-  FILE *f = fopen(r->path, "rb");
-  if (!f) return ndf_io_error(err, errlen, NDF_EIO, r->path, "%s", strerror(errno));
+  int fd;
+  int64_t size;
+  ndf_status st = ndf_io_open_regular(r->path, &fd, &size, err, errlen);
+  if (st != NDF_OK) return st;
+  uint64_t fsize = (uint64_t)size;
   unsigned char magic[8];
-  size_t got = fread(magic, 1, 8, f);
-  fclose(f);
+  ssize_t got = pread(fd, magic, 8, 0);
+  if (got < 0) {
+    int e = errno;
+    close(fd);
+    return ndf_io_error(err, errlen, NDF_EIO, r->path, "%s", strerror(e));
+  }
   if (got >= 4 &&
       !((!memcmp(magic, "II", 2) && magic[3] == 0 && (magic[2] == 42 || magic[2] == 43)) ||
-        (!memcmp(magic, "MM", 2) && magic[2] == 0 && (magic[3] == 42 || magic[3] == 43))))
+        (!memcmp(magic, "MM", 2) && magic[2] == 0 && (magic[3] == 42 || magic[3] == 43)))) {
+    close(fd);
     return ndf_io_error(err, errlen, NDF_EINVAL, r->path,
                         "not a TIFF file (bad magic: it starts neither II*. nor MM.*)");
-  if (got < 8)
+  }
+  if (got < 8) {
+    close(fd);
     return ndf_io_error(err, errlen, NDF_EINVAL, r->path,
-                        "truncated: %zu bytes, less than a TIFF header", got);
-  r->tif = open_tiff(r->path, "r", &r->log);
-  if (!r->tif)
+                        "truncated: %zd bytes, less than a TIFF header", got);
+  }
+  r->tif = open_tiff(r->path, fd, "r", &r->log);
+  if (!r->tif) {
+    close(fd);
     return ndf_io_error(err, errlen, NDF_EINVAL, r->path, "corrupt or truncated: %s",
                         log_msg(&r->log));
+  }
 
-  /* Pass 1: every page's layout, checked against the first before anything is allocated. */
+  /* Pass 1: every page's layout, checked against the first and the read limit before anything
+   * is allocated. */
   page first, pg;
   memset(&first, 0, sizeof first);
   int64_t pages = 0;
-  ndf_status st;
   for (;;) {
     if (r->ndirs == r->cap) {
       size_t cap = r->cap ? 2 * r->cap : 16;
@@ -657,6 +838,11 @@ static ndf_status read_all(rd *r, const ndf_read_opts *o, ndf_image *img, char *
                           (long long)pages + 1, pg.w, pg.h, pg.channels, pg.bits, first.w, first.h,
                           first.channels, first.bits);
     if (use) {
+      size_t es = ndf_dtype_size(kind_dtype[pg.k]);
+      int64_t cap = INT64_MAX / (int64_t)es, n = mul_capped(pages + 1, pg.h, cap);
+      n = mul_capped(mul_capped(n, pg.w, cap), pg.channels, cap);
+      st = ndf_io_check_alloc(r->path, n, es, err, errlen);
+      if (st != NDF_OK) return st;
       if (!pages) {
         first = pg;
         if (keep_meta(r, &pg) != NDF_OK)
@@ -675,14 +861,15 @@ static ndf_status read_all(rd *r, const ndf_read_opts *o, ndf_image *img, char *
                           log_msg(&r->log));
   }
 
-  int64_t C = first.channels, P = pages, H = first.h, W = first.w;
+  /* The pages' axes: ImageJ's channels, frames and slices, or one axis of pages. */
+  tiff_meta *m = r->meta;
+  int64_t C = first.channels, P = pages, H = first.h, W = first.w, ic, it, iz;
+  int zspace;
+  m->ij = imagej_axes(m->text[0], P, C, &ic, &it, &iz, &zspace);
+  m->ij_chan = ic > 1;
+  m->pages = P;
   ndf_dtype dt = kind_dtype[first.k];
-  double bytes = (double)C * (double)P * (double)H * (double)W * (double)ndf_dtype_size(dt);
-  if (bytes > 0x1p46 || bytes > (double)SIZE_MAX / 2)
-    return ndf_io_error(err, errlen, NDF_EUNSUPPORTED, r->path,
-                        "%lld pages of %lldx%lld with %lld channels is too large to hold",
-                        (long long)P, (long long)W, (long long)H, (long long)C);
-  r->data = malloc((size_t)bytes);
+  r->data = malloc((size_t)(C * P * H * W) * ndf_dtype_size(dt));
   if (!r->data) return ndf_io_error(err, errlen, NDF_ENOMEM, r->path, "out of memory");
 
   /* Pass 2: the samples, page by page. */
@@ -698,18 +885,24 @@ static ndf_status read_all(rd *r, const ndf_read_opts *o, ndf_image *img, char *
                             log_msg(&r->log));
     }
     if (!r->use[d]) continue;
+    /* page p's place: ImageJ's channel c of page p is the array's (c, p / ic) */
+    int64_t at = (ic > 1 ? p % ic * (P / ic) + p / ic : p) * H * W;
     st = describe(r->tif, &pg, why, sizeof why); /* again: it sets the JPEG colour mode */
     if (st == NDF_OK)
-      st = read_page(r->tif, &pg, p + 1, r->data, p * H * W, P * H * W, &r->log, why, sizeof why);
+      st = read_page(r->tif, &pg, p + 1, r->data, at, P * H * W, &r->log, why, sizeof why);
     if (st != NDF_OK) return fail(r, st, why, err, errlen);
     p++;
   }
 
-  tiff_meta *m = r->meta;
   int64_t shape[NDF_MAX_DIMS];
   int nd = 0;
-  if (C > 1) shape[nd++] = C;
-  if (P > 1) shape[nd++] = P;
+  img->channel_axis = C > 1 || ic > 1 ? 0 : -1;
+  if (C > 1 || ic > 1) shape[nd++] = ic > 1 ? ic : C;
+  if (it > 1) {
+    img->time_axis = nd;
+    shape[nd++] = it;
+  }
+  if (iz > 1) shape[nd++] = iz;
   shape[nd++] = H;
   shape[nd++] = W;
   m->ndim = nd;
@@ -717,15 +910,17 @@ static ndf_status read_all(rd *r, const ndf_read_opts *o, ndf_image *img, char *
   img->a = ndf_array_contiguous(dt, nd, shape, r->data);
   r->data = NULL;
   img->format = NDF_FORMAT_TIFF;
-  img->channel_axis = C > 1 ? 0 : -1;
+  double per = length_mm(m);
   if (m->has_res) {
-    img->spacing[nd - 1] = res_mm(m->xres, m->unit, m->imagej_mm);
-    img->spacing[nd - 2] = res_mm(m->yres, m->unit, m->imagej_mm);
+    img->spacing[nd - 1] = size_mm(m->xres, per, 1);
+    img->spacing[nd - 2] = size_mm(m->yres, per, 1);
   }
-  if (P > 1 && is_imagej(m->text[0]) && m->imagej_mm > 0) {
-    const char *s = imagej_value(m->text[0], "spacing");
-    double z = s ? strtod(s, NULL) : 0;
-    if (z > 0 && isfinite(z)) img->spacing[nd - 3] = z * m->imagej_mm;
+  const char *z = iz > 1 && zspace ? imagej_value(m->text[0], "spacing") : NULL;
+  if (z) {
+    char *end;
+    double v = strtod(z, &end);
+    m->z_mm = size_mm(end == z ? NAN : v, per, 0);
+    img->spacing[nd - 3] = m->z_mm;
   }
   img->meta = m;
   img->meta_free = meta_free;
@@ -751,30 +946,35 @@ ndf_status ndf__tiff_read(const char *path, const ndf_read_opts *o, ndf_image *i
 typedef struct wr {
   const char *path; /* the target, for messages */
   const ndf_image *img;
-  const tiff_meta *m; /* NULL unless the image was read from a TIFF */
-  int64_t C, P, H, W;
+  const tiff_meta *m;       /* NULL unless the image was read from a TIFF */
+  int64_t C, T, Z, P, H, W; /* channels, frames, slices; pages */
+  int chan_pages;           /* the channels are pages (ImageJ's), not samples */
+  uint16_t spp, planar;
   uint16_t format, bits, photometric, nextra, compression, predictor;
   uint16_t extra[MAX_EXTRA];
-  int has_res;
-  float xres, yres;
+  int has_res, has_pos;
+  float xres, yres, xpos, ypos;
   uint16_t unit;
-  int layout_ok; /* a layout-bound description still describes the array */
+  char *desc; /* the ImageDescription, NULL for none */
 } wr;
 
 static int close_to(double a, double b) { return fabs(a - b) <= 1e-9 * fmax(fabs(a), fabs(b)); }
 
-/* One row of page p: the planar array's samples interleaved, in the file's type. */
-static void pack(const wr *w, int64_t p, int64_t y, unsigned char *row) {
+/* The same voxel size (NaN, a size that is none, is the same as NaN). */
+static int same_size(double a, double b) { return (isnan(a) && isnan(b)) || close_to(a, b); }
+
+/* One row of ns samples a pixel in the file's type: sample c of pixel x from the array's
+ * element at + c * cs + x. */
+static void pack(const wr *w, int64_t at, int64_t cs, int ns, unsigned char *row) {
   const ndf_array *a = &w->img->a;
-  int64_t cs = w->P * w->H * w->W, at = (p * w->H + y) * w->W, C = w->C;
   const void *src = a->data;
   if (w->bits < 8) {
     unsigned mask = (1u << w->bits) - 1;
-    memset(row, 0, (size_t)((w->W * C * w->bits + 7) / 8));
+    memset(row, 0, (size_t)((w->W * ns * w->bits + 7) / 8));
     for (int64_t x = 0; x < w->W; x++)
-      for (int64_t c = 0; c < C; c++) {
-        unsigned v = ((const uint8_t *)src)[c * cs + at + x];
-        uint64_t bit = (uint64_t)(x * C + c) * w->bits;
+      for (int c = 0; c < ns; c++) {
+        unsigned v = ((const uint8_t *)src)[at + c * cs + x];
+        uint64_t bit = (uint64_t)(x * ns + c) * w->bits;
         row[bit >> 3] |= (unsigned char)((v > mask ? mask : v) << (8 - w->bits - (bit & 7)));
       }
     return;
@@ -782,9 +982,9 @@ static void pack(const wr *w, int64_t p, int64_t y, unsigned char *row) {
 #define PACK(TS, TD, CONV)                                                                         \
   do {                                                                                             \
     for (int64_t x = 0; x < w->W; x++)                                                             \
-      for (int64_t c = 0; c < C; c++) {                                                            \
-        TD v = CONV(((const TS *)src)[c * cs + at + x]);                                           \
-        memcpy(row + (size_t)(x * C + c) * sizeof v, &v, sizeof v);                                \
+      for (int c = 0; c < ns; c++) {                                                               \
+        TD v = CONV(((const TS *)src)[at + c * cs + x]);                                           \
+        memcpy(row + (size_t)(x * ns + c) * sizeof v, &v, sizeof v);                               \
       }                                                                                            \
     return;                                                                                        \
   } while (0)
@@ -807,28 +1007,34 @@ static void pack(const wr *w, int64_t p, int64_t y, unsigned char *row) {
                   : w->format == SAMPLEFORMAT_UINT ? NDF_IO_U32
                                                    : NDF_IO_I32;
   for (int64_t x = 0; x < w->W; x++)
-    for (int64_t c = 0; c < C; c++)
-      ndf_io_store(t, row, x * C + c, ndf__load(a->dtype, src, c * cs + at + x));
+    for (int c = 0; c < ns; c++)
+      ndf_io_store(t, row, x * ns + c, ndf__load(a->dtype, src, at + c * cs + x));
 }
 
 static ndf_status write_tmp(const char *tmp, void *ctx, char *err, size_t errlen) {
   const wr *w = ctx;
   const tiff_meta *m = w->m;
-  double bytes = (double)w->C * w->P * w->H * w->W * w->bits / 8;
+  double bytes = (double)w->spp * w->P * w->H * w->W * w->bits / 8;
   tlog log;
-  TIFF *tif = open_tiff(tmp, bytes > 3.5 * 0x1p30 ? "w8" : "w", &log);
+  TIFF *tif = open_tiff(tmp, -1, bytes > 3.5 * 0x1p30 ? "w8" : "w", &log);
   if (!tif) return ndf_io_error(err, errlen, NDF_EIO, w->path, "cannot create: %s", log_msg(&log));
-  size_t rowbytes = (size_t)((w->W * w->C * w->bits + 7) / 8);
+  const int planes = w->planar == PLANARCONFIG_SEPARATE ? w->spp : 1, ns = w->spp / planes;
+  const int64_t plane = w->H * w->W;
+  size_t rowbytes = (size_t)((w->W * ns * w->bits + 7) / 8);
   unsigned char *row = malloc(rowbytes);
   ndf_status st = row ? NDF_OK : NDF_ENOMEM;
   for (int64_t p = 0; p < w->P && st == NDF_OK; p++) {
+    /* page p's first sample in the array, its next ones cs further (ImageJ's channel c of page p
+     * is the array's (c, p / C)) */
+    int64_t cs = w->P * plane;
+    int64_t at = (w->chan_pages ? p % w->C * (w->P / w->C) + p / w->C : p) * plane;
     TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, (uint32_t)w->W);
     TIFFSetField(tif, TIFFTAG_IMAGELENGTH, (uint32_t)w->H);
-    TIFFSetField(tif, TIFFTAG_SAMPLESPERPIXEL, (uint16_t)w->C);
+    TIFFSetField(tif, TIFFTAG_SAMPLESPERPIXEL, w->spp);
     TIFFSetField(tif, TIFFTAG_BITSPERSAMPLE, w->bits);
     TIFFSetField(tif, TIFFTAG_SAMPLEFORMAT, w->format);
     TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, w->photometric);
-    TIFFSetField(tif, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG);
+    TIFFSetField(tif, TIFFTAG_PLANARCONFIG, w->planar);
     if (w->nextra) TIFFSetField(tif, TIFFTAG_EXTRASAMPLES, w->nextra, w->extra);
     TIFFSetField(tif, TIFFTAG_COMPRESSION, w->compression);
     if (w->predictor != PREDICTOR_NONE) TIFFSetField(tif, TIFFTAG_PREDICTOR, w->predictor);
@@ -838,21 +1044,26 @@ static ndf_status write_tmp(const char *tmp, void *ctx, char *err, size_t errlen
       TIFFSetField(tif, TIFFTAG_YRESOLUTION, (double)w->yres);
       TIFFSetField(tif, TIFFTAG_RESOLUTIONUNIT, w->unit);
     }
+    if (w->has_pos) {
+      TIFFSetField(tif, TIFFTAG_XPOSITION, (double)w->xpos);
+      TIFFSetField(tif, TIFFTAG_YPOSITION, (double)w->ypos);
+    }
+    if (!p && w->desc) TIFFSetField(tif, TIFFTAG_IMAGEDESCRIPTION, w->desc);
     if (!p && m)
-      for (int i = 0; i < NTEXT; i++)
-        if (m->text[i] && (i || !layout_bound(m->text[0]) || w->layout_ok))
-          TIFFSetField(tif, text_tags[i], m->text[i]);
+      for (int i = 1; i < NTEXT; i++)
+        if (m->text[i]) TIFFSetField(tif, text_tags[i], m->text[i]);
     if ((size_t)TIFFScanlineSize64(tif) != rowbytes) {
       st = ndf_io_error(err, errlen, NDF_EIO, w->path, "libtiff: %s", log_msg(&log));
       break;
     }
-    for (int64_t y = 0; y < w->H; y++) {
-      pack(w, p, y, row);
-      if (TIFFWriteScanline(tif, row, (uint32_t)y, 0) < 0) {
-        st = ndf_io_error(err, errlen, NDF_EIO, w->path, "write failed: %s", log_msg(&log));
-        break;
+    for (int s = 0; s < planes && st == NDF_OK; s++) /* planar: all of sample 0, then 1, ... */
+      for (int64_t y = 0; y < w->H; y++) {
+        pack(w, at + s * cs + y * w->W, cs, ns, row);
+        if (TIFFWriteScanline(tif, row, (uint32_t)y, (uint16_t)s) < 0) {
+          st = ndf_io_error(err, errlen, NDF_EIO, w->path, "write failed: %s", log_msg(&log));
+          break;
+        }
       }
-    }
     if (st == NDF_OK && !TIFFWriteDirectory(tif))
       st = ndf_io_error(err, errlen, NDF_EIO, w->path, "write failed: %s", log_msg(&log));
   }
@@ -864,6 +1075,171 @@ static ndf_status write_tmp(const char *tmp, void *ctx, char *err, size_t errlen
   return st;
 }
 
+/* A number as ImageJ and tifffile read it back: a float keeps its point ("2.0"). */
+static int put_number(char *out, double v, int integer) {
+  if (integer) return sprintf(out, "%lld", (long long)v);
+  int n = sprintf(out, "%.15g", v);
+  if (!strpbrk(out, ".eEni")) n += sprintf(out + n, ".0");
+  return n;
+}
+
+/* One line of ImageJ's description to set: key=v, or with delta key=(its value less v). */
+typedef struct ij_line {
+  const char *key;
+  double v;
+  int set, integer, delta, add; /* add: write it where the description lacks it */
+} ij_line;
+
+/* ImageJ's description d with the lines set: a line whose value stays keeps its text (so an image
+ * written as read gets its description back byte for byte), one missing is added at the end.
+ * NULL where out of memory. */
+static char *imagej_update(const char *d, ij_line *ln, int n) {
+  size_t len = strlen(d);
+  char *out = malloc(len + 64 * (size_t)(n + 1)), *o = out;
+  if (!out) return NULL;
+  int seen[16] = {0};
+  for (const char *p = d; *p;) {
+    const char *eol = strchr(p, '\n'), *end = eol ? eol : p + strlen(p);
+    int k = -1;
+    for (int i = 0; i < n; i++) {
+      size_t kl = strlen(ln[i].key);
+      if (ln[i].set && !seen[i] && (size_t)(end - p) > kl && !strncmp(p, ln[i].key, kl) &&
+          p[kl] == '=')
+        k = i;
+    }
+    double old = k >= 0 ? strtod(p + strlen(ln[k].key) + 1, NULL) : 0;
+    double v = k >= 0 ? (ln[k].delta ? old - ln[k].v : ln[k].v) : 0;
+    if (k >= 0 && (old != v || !isfinite(old))) {
+      o += sprintf(o, "%s=", ln[k].key);
+      o += put_number(o, v, ln[k].integer);
+    } else {
+      memcpy(o, p, (size_t)(end - p));
+      o += end - p;
+    }
+    if (k >= 0) seen[k] = 1;
+    if (eol) *o++ = '\n';
+    p = eol ? eol + 1 : end;
+  }
+  for (int i = 0; i < n; i++)
+    if (ln[i].set && ln[i].add && !seen[i]) {
+      if (o > out && o[-1] != '\n') *o++ = '\n';
+      o += sprintf(o, "%s=", ln[i].key);
+      o += put_number(o, ln[i].delta ? -ln[i].v : ln[i].v, ln[i].integer);
+    }
+  if (len && d[len - 1] == '\n' && o[-1] != '\n') *o++ = '\n';
+  *o = 0;
+  return out;
+}
+
+/* The file's order of a page's samples, rows and columns: (s, h, w) planar, (h, w, s)
+ * interleaved, (h, w) for one sample. Their number. */
+static int page_dims(int64_t s, int64_t h, int64_t w, int planar, int64_t *out) {
+  int n = 0;
+  if (s > 1 && planar) out[n++] = s;
+  out[n++] = h;
+  out[n++] = w;
+  if (s > 1 && !planar) out[n++] = s;
+  return n;
+}
+
+/* tifffile's description {"shape": [...], ...} with the written shape: its pages' axes as they
+ * were where their count stays (else one of them, where it had at most one), then the page's.
+ * 1 with *out set (NULL where out of memory), 0 where it does not match the file read. */
+static int shape_update(const char *d, const tiff_meta *m, const wr *w, char **out) {
+  *out = NULL;
+  const char *b = strchr(d, '['), *e = b ? strchr(b, ']') : NULL;
+  int64_t v[40], t[4], old = 1;
+  int n = 0;
+  const char *p = b ? b + 1 : NULL;
+  while (p && p < e && n < 40) {
+    char *q;
+    long long k = strtoll(p, &q, 10);
+    if (q == p || k < 0) return 0;
+    v[n++] = k;
+    p = q + strspn(q, " ,");
+  }
+  if (!p || p != e) return 0;
+  int nt = page_dims(m->spp, m->shape[m->ndim - 2], m->shape[m->ndim - 1], m->separate, t);
+  if (n < nt || memcmp(v + n - nt, t, (size_t)nt * sizeof *t)) return 0;
+  for (int i = 0; i < n - nt; i++)
+    old *= v[i];
+  if (old != m->pages) return 0;
+  int lead = n - nt;
+  if (w->P != m->pages) {
+    if (lead > 1) return 0;
+    lead = w->P > 1 || lead;
+    v[0] = w->P;
+  }
+  n = lead + page_dims(w->spp, w->H, w->W, w->planar == PLANARCONFIG_SEPARATE, v + lead);
+  char *s = *out = malloc(strlen(d) + 24 * (size_t)n + 2);
+  if (!s) return 1;
+  s += sprintf(s, "%.*s[", (int)(b - d), d);
+  for (int i = 0; i < n; i++)
+    s += sprintf(s, "%s%lld", i ? ", " : "", (long long)v[i]);
+  sprintf(s, "]%s", e + 1);
+  return 1;
+}
+
+/* The description to write (w->desc): ImageJ's with the counts, slice spacing and origin of the
+ * stack written where the pages follow its axes; tifffile's shape set to the written one; any other
+ * as it was, where it does not spell out a layout, or the layout stays. */
+static ndf_status describe_out(wr *w, int ij, int same, int zi) {
+  const tiff_meta *m = w->m;
+  const char *d = m ? m->text[0] : NULL;
+  const ndf_image *img = w->img;
+  const int nd = img->a.ndim;
+  if (!d) return NDF_OK;
+  if (ij) {
+    double z = zi >= 0 ? img->spacing[zi] : 0, per = length_mm(m);
+    double oz = zi >= 0 ? (double)img->origin[zi] : 0;
+    double ox = (double)img->origin[nd - 1], oy = (double)img->origin[nd - 2];
+    int64_t ch = w->chan_pages ? w->C : 1;
+    ij_line ln[] = {
+        {"images", (double)w->P, 1, 1, 0, w->P > 1},
+        {"channels", (double)ch, 1, 1, 0, ch > 1},
+        {"slices", (double)w->Z, 1, 1, 0, w->Z > 1},
+        {"frames", (double)w->T, 1, 1, 0, w->T > 1},
+        {"spacing", z / per, z > 0 && per > 0 && !same_size(z, m->z_mm), 0, 0, 1},
+        /* ImageJ's origin is the pixel index of coordinate 0: it moves against the first voxel */
+        {"xorigin", ox, ox != 0, 0, 1, 1},
+        {"yorigin", oy, oy != 0, 0, 1, 1},
+        {"zorigin", oz, oz != 0, 0, 1, 1},
+    };
+    w->desc = imagej_update(d, ln, (int)(sizeof ln / sizeof ln[0]));
+    return w->desc ? NDF_OK : NDF_ENOMEM;
+  }
+  if (same || !layout_bound(d)) {
+    w->desc = strdup(d);
+    return w->desc ? NDF_OK : NDF_ENOMEM;
+  }
+  if (is_shaped(d) && shape_update(d, m, w, &w->desc) && !w->desc) return NDF_ENOMEM;
+  return NDF_OK;
+}
+
+/* XPosition and YPosition of the first voxel: the file's moved by the image's origin (in pixels
+ * of the file's resolution), kept where the resolution's unit stays; added where the file had
+ * none and the origin moves the image to the right or down; none where they would be negative,
+ * which TIFF cannot hold. */
+static void position_out(wr *w) {
+  const tiff_meta *m = w->m;
+  const ndf_image *img = w->img;
+  const int nd = img->a.ndim;
+  const int64_t ox = img->origin[nd - 1], oy = img->origin[nd - 2];
+  if (!m || (!m->has_pos && !ox && !oy)) return;
+  if (w->has_res ? w->unit != m->unit : m->has_res) return;
+  double x = m->has_pos ? m->xpos : 0, y = m->has_pos ? m->ypos : 0;
+  if (ox || oy) {
+    if (!m->has_res || !(m->xres > 0 && m->yres > 0 && isfinite(m->xres) && isfinite(m->yres)))
+      return;
+    x += (double)ox / m->xres;
+    y += (double)oy / m->yres;
+  }
+  if (!(x >= 0 && y >= 0 && x < 3e38 && y < 3e38)) return;
+  w->has_pos = 1;
+  w->xpos = (float)x;
+  w->ypos = (float)y;
+}
+
 ndf_status ndf__tiff_write(const char *path, const ndf_image *img, char *err, size_t errlen) {
   const ndf_array *a = &img->a;
   wr w;
@@ -872,29 +1248,40 @@ ndf_status ndf__tiff_write(const char *path, const ndf_image *img, char *err, si
   w.img = img;
   w.m = ndf_io_meta(img, NDF_FORMAT_TIFF);
   const tiff_meta *m = w.m;
-  int nd = a->ndim, ca = img->channel_axis;
-  w.C = w.P = 1;
-  if (ca == 0 && (nd == 3 || nd == 4)) {
-    w.C = a->shape[0];
-    if (nd == 4) w.P = a->shape[1];
-  } else if (ca == -1 && (nd == 2 || nd == 3)) {
-    if (nd == 3) w.P = a->shape[0];
-  } else if (ca > 0) {
+  int nd = a->ndim, ca = img->channel_axis, ta = img->time_axis, lead = ca == 0;
+  if (ca > 0)
     return ndf_io_error(err, errlen, NDF_EUNSUPPORTED, path,
                         "TIFF holds colour channels as axis 0, not axis %d", ca);
-  } else {
+  w.C = lead ? a->shape[0] : 1;
+  /* ImageJ's description follows the stack where the file read was its hyperstack, and its
+   * channels are pages still, or samples as many as before */
+  int ij =
+      m && m->ij && is_imagej(m->text[0]) && !m->separate && (!lead || m->ij_chan || w.C == m->spp);
+  w.chan_pages = ij && lead && m->ij_chan;
+  int rest = nd - lead, zi = -1;
+  if (rest < 2 || rest > 4 || (rest == 4 && !(ij && ta == lead)))
     return ndf_io_error(err, errlen, NDF_EUNSUPPORTED, path,
                         "TIFF holds (h, w) images, (pages, h, w) stacks, and colour ones with "
-                        "the channels first, (c, h, w) or (c, pages, h, w); this array has %d "
-                        "axes%s",
+                        "the channels first, (c, h, w) or (c, pages, h, w) (an ImageJ hyperstack "
+                        "also (frames, slices, h, w)); this array has %d axes%s",
                         nd, ca < 0 ? " and no channel axis" : "");
+  w.T = w.Z = 1;
+  if (rest == 4) {
+    w.T = a->shape[lead];
+    w.Z = a->shape[zi = lead + 1];
+  } else if (rest == 3 && ta == lead) {
+    w.T = a->shape[lead];
+  } else if (rest == 3) {
+    w.Z = a->shape[zi = lead];
   }
   w.H = a->shape[nd - 2];
   w.W = a->shape[nd - 1];
-  if (w.H > UINT32_MAX || w.W > UINT32_MAX || w.C > 65535 || w.P > 65535)
+  w.P = w.T * w.Z * (w.chan_pages ? w.C : 1);
+  if (w.H > UINT32_MAX || w.W > UINT32_MAX || (w.chan_pages ? 1 : w.C) > 65535 || w.P > 65535)
     return ndf_io_error(err, errlen, NDF_EUNSUPPORTED, path,
                         "too large for TIFF: at most 2^32-1 rows and columns, 65535 channels "
                         "and pages");
+  w.spp = (uint16_t)(w.chan_pages ? 1 : w.C);
 
   /* Sample type: the file's own where the array still has the dtype read from it. */
   static const uint16_t fmt[] = {0,
@@ -910,21 +1297,22 @@ ndf_status ndf__tiff_write(const char *path, const ndf_image *img, char *err, si
     w.bits = m->bits;
   }
 
-  /* Colour: the file's where the channel count is the same. */
+  /* Layout: the file's (colour, extra samples, planes) where the sample count is the same. */
   uint16_t base;
-  if (m && m->spp == w.C) {
+  if (m && m->spp == w.spp) {
     w.photometric = m->photometric;
     base = (uint16_t)(w.photometric == PHOTOMETRIC_RGB ? 3 : 1);
   } else {
-    w.photometric = w.C == 3 || w.C == 4 ? PHOTOMETRIC_RGB : PHOTOMETRIC_MINISBLACK;
+    w.photometric = w.spp == 3 || w.spp == 4 ? PHOTOMETRIC_RGB : PHOTOMETRIC_MINISBLACK;
     base = (uint16_t)(w.photometric == PHOTOMETRIC_RGB ? 3 : 1);
   }
-  w.nextra = (uint16_t)(w.C - base);
+  w.nextra = (uint16_t)(w.spp - base);
   for (int i = 0; i < w.nextra && i < MAX_EXTRA; i++)
-    w.extra[i] = m && m->spp == w.C && i < m->nextra ? m->extra[i]
-                 : (w.C == 2 || w.C == 4) && !i      ? EXTRASAMPLE_UNASSALPHA
-                                                     : EXTRASAMPLE_UNSPECIFIED;
+    w.extra[i] = m && m->spp == w.spp && i < m->nextra ? m->extra[i]
+                 : (w.spp == 2 || w.spp == 4) && !i    ? EXTRASAMPLE_UNASSALPHA
+                                                       : EXTRASAMPLE_UNSPECIFIED;
   if (w.nextra > MAX_EXTRA) w.nextra = 0; /* many unspecified extra samples: the tag is optional */
+  w.planar = m && m->separate && w.spp > 1 ? PLANARCONFIG_SEPARATE : PLANARCONFIG_CONTIG;
 
   /* Compression: the file's where libtiff writes it here (LZW, deflate), else none. */
   w.compression = COMPRESSION_NONE;
@@ -938,28 +1326,34 @@ ndf_status ndf__tiff_write(const char *path, const ndf_image *img, char *err, si
       w.predictor = m->predictor;
   }
 
-  w.layout_ok = m && !m->separate && m->ndim == nd;
-  for (int d = 0; w.layout_ok && d < nd; d++)
-    w.layout_ok = m->shape[d] == a->shape[d];
+  int same = m && m->ndim == nd && m->separate == (w.planar == PLANARCONFIG_SEPARATE) &&
+             m->ij_chan == w.chan_pages;
+  for (int d = 0; same && d < nd; d++)
+    same = m->shape[d] == a->shape[d];
+  if (describe_out(&w, ij, same, zi) != NDF_OK)
+    return ndf_io_error(err, errlen, NDF_ENOMEM, path, "out of memory");
+  const int ij_out = is_imagej(w.desc);
 
-  /* Resolution: the file's where the voxel size is still what it gave, else from the spacing (in
-   * ImageJ's unit where its description goes along, which readers take it in). */
-  double sy = img->spacing[nd - 2], sx = img->spacing[nd - 1];
-  if (m && m->has_res && close_to(res_mm(m->xres, m->unit, m->imagej_mm), sx) &&
-      close_to(res_mm(m->yres, m->unit, m->imagej_mm), sy)) {
+  /* Resolution: the file's where the voxel size is still what it gave and its unit still known
+   * (ImageJ's goes with its description), else from the spacing (in ImageJ's unit where its
+   * description goes along, which readers take it in). */
+  double sy = img->spacing[nd - 2], sx = img->spacing[nd - 1], per = m ? length_mm(m) : 0;
+  if (m && m->has_res && (ij_out || !(m->imagej_mm > 0)) &&
+      same_size(size_mm(m->xres, per, 1), sx) && same_size(size_mm(m->yres, per, 1), sy)) {
     w.has_res = 1;
     w.xres = m->xres;
     w.yres = m->yres;
     w.unit = m->unit;
   } else if (sx > 0 && sy > 0) {
-    int imagej = m && m->imagej_mm > 0 && m->unit == RESUNIT_NONE && w.layout_ok;
+    int imagej = m && m->imagej_mm > 0 && ij_out;
     w.has_res = 1;
-    w.unit = imagej                         ? RESUNIT_NONE
-             : m && m->unit == RESUNIT_INCH ? RESUNIT_INCH
-                                            : RESUNIT_CENTIMETER;
-    double per = imagej ? m->imagej_mm : w.unit == RESUNIT_INCH ? 25.4 : 10;
-    w.xres = (float)(per / sx);
-    w.yres = (float)(per / sy);
+    w.unit = imagej ? m->unit : m && m->unit == RESUNIT_INCH ? RESUNIT_INCH : RESUNIT_CENTIMETER;
+    double u = imagej ? m->imagej_mm : w.unit == RESUNIT_INCH ? 25.4 : 10;
+    w.xres = (float)(u / sx);
+    w.yres = (float)(u / sy);
   }
-  return ndf_io_write_via_temp(path, write_tmp, &w, err, errlen);
+  position_out(&w);
+  ndf_status st = ndf_io_write_via_temp(path, write_tmp, &w, err, errlen);
+  free(w.desc);
+  return st;
 }
