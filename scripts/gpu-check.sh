@@ -81,7 +81,7 @@ fi
 : >"$LOG/cuda-tests.log"
 for run in sep:separable:auto sep:separable:cuda_sep sep:separable:cuda_sep_fused \
            sep:separable:cuda_direct conv:correlate:auto conv:correlate:cuda_direct \
-           conv:correlate:cuda_fft iir:recursive:auto ks:ks:auto \
+           conv:correlate:cuda_fft iir:recursive:auto ks:ks:auto nonfinite:nonfinite:auto \
            $(for v in $KS_EXACT; do echo ks:ks:cuda_ks_$v; done); do
   IFS=: read -r suite what m <<<"$run"
   arg=$m; [ $m = auto ] && arg=
@@ -112,6 +112,8 @@ if [ -n "$SAN" ]; then
         "$B/tests/test_conv" cuda cuda_fft &&
       NDF_TEST_CASES=20 "$SAN" --tool $tool $extra --error-exitcode 99 \
         "$B/tests/test_iir" cuda &&
+      NDF_TEST_CASES=24 "$SAN" --tool $tool $extra --error-exitcode 99 \
+        "$B/tests/test_nonfinite" cuda &&
       (for ks in $KS_SAN; do
          NDF_TEST_CASES=8 NDF_TEST_TOL=1e-3 "$SAN" --tool $tool $extra --error-exitcode 99 \
            "$B/tests/test_ks" cuda cuda_ks_$ks || exit $?
