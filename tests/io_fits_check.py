@@ -5,12 +5,17 @@ astropy writes random images (u8, i8, i16, u16, i32, u32, i64, f32, f64 and scal
 BLANK; 1-D to 4-D; primary, extension and tile-compressed HDUs; WCS, COMMENT, HISTORY, long
 string and HIERARCH cards); io_convert turns them into .npy (the data compared with astropy's,
 in the dtype ndfilt's rules give) and into .fits, .fits.gz and .fz (astropy reads back the same
-data, dtype and cards). The real images that ship with astropy go through the same checks.
+data, dtype and cards, in the HDU read, compressed where it was, with the file's other HDUs
+as they were). The real images that ship with astropy go through the same checks. Also: a frame
+of several HDUs (SCI, ERR, DQ, a table) written back from one of them, each tile compression
+kept (losslessly), gzip files short of their trailer or with a wrong CRC refused, and
+NDF_READ_LIMIT.
 
 Environment: IO_CONVERT (the io_convert executable), NDF_TEST_SEED to repeat a run.
 Exit 0 on success, 1 on a failure, 77 (skipped) without astropy.
 """
 import os
+import subprocess
 import sys
 import warnings
 
@@ -66,6 +71,37 @@ def cards(h, drop_blank=False):
     return out
 
 
+def companions(path, k, back, kb, name):
+    """The other HDUs of path (the image read from its HDU k) in back (the image written to its
+    HDU kb): each as it was, header and data, in its place; before an image moved from the
+    primary HDU to the first extension, an empty primary HDU."""
+    shift = kb - k
+    with fits.open(path) as a, fits.open(back) as b:
+        if len(b) != len(a) + shift:
+            fail(f"{name}: {len(b)} HDUs, expected {len(a) + shift} (the file's {len(a)})")
+            return
+        if shift and b[0].header.get("NAXIS", 0) != 0:
+            fail(f"{name}: the primary HDU before the compressed image is not empty")
+        for i, h in enumerate(a):
+            if i == k:
+                continue
+            g = b[i + shift if i > 0 else i]
+            c0, c1 = ([c.image for c in x.header.cards] for x in (h, g))
+            for c in (c0, c1):
+                while c and not c[-1].strip():  # blank cards before END: free space
+                    c.pop()
+            if c0 != c1:
+                diff = [(x, y) for x, y in zip(c0, c1) if x != y][:2]
+                fail(f"{name}: the cards of HDU {i} changed: {diff or (len(c0), len(c1))}")
+            if (h.data is None) != (g.data is None):
+                fail(f"{name}: HDU {i} lost or gained data")
+            elif h.data is not None and h.is_image:
+                if not same(np.asarray(h.data), np.asarray(g.data)):
+                    fail(f"{name}: the data of HDU {i} changed")
+            elif h.data is not None and h.data.tobytes() != g.data.tobytes():
+                fail(f"{name}: the table in HDU {i} changed")
+
+
 def same(a, b):
     return a.shape == b.shape and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
 
@@ -80,6 +116,9 @@ def check_file(path, name, want=None, select=None, spacing=None, real=False):
         if hdu is None:
             fail(f"{name}: astropy finds no image")
             return
+        k = [i for i, h in enumerate(hdul) if h is hdu][0]  # the HDU's place in the file
+        zsrc = isinstance(hdu, fits.CompImageHDU)
+        zcmp = hdu._header.get("ZCMPTYPE") if zsrc else None
         header = hdu.header.copy()  # before the data: astropy drops BSCALE/BZERO on scaling
         data = np.array(hdu.data)
     dt, scaled = expected_dtype(header)
@@ -118,24 +157,37 @@ def check_file(path, name, want=None, select=None, spacing=None, real=False):
         if r.returncode != 0:
             fail(f"{name}: io_convert to {ext}: {r.stderr.strip()}")
             continue
+        # the image in the HDU read, compressed where that was and for .fz (a .fz file's
+        # primary HDU is empty: an image from the primary HDU moves to the first extension)
+        zout = zsrc or ext == ".fits.fz"
+        kb = k + 1 if zout and k == 0 else k
         with fits.open(back) as b:
-            bh = image_hdu(b)
+            if len(b) <= kb:
+                fail(f"{name}{ext}: {len(b)} HDUs, the image expected in HDU {kb}")
+                continue
+            bh = b[kb]
             bdata = np.array(bh.data)
-            if ext == ".fits.fz" and not isinstance(bh, fits.CompImageHDU):
-                fail(f"{name}{ext}: not tile-compressed")
+            if zout != isinstance(bh, fits.CompImageHDU):
+                fail(f"{name}{ext}: tile-compressed {not zout}, expected {zout}")
             wdt = dt if scaled else data.dtype.newbyteorder("=")
-            if ext == ".fits.fz" and np.dtype(wdt).itemsize == 8 and np.dtype(wdt).kind in "iu":
+            if zout and np.dtype(wdt).itemsize == 8 and np.dtype(wdt).kind in "iu":
                 wdt = np.float64  # cfitsio compresses no 64-bit integers
-            if ext == ".fits.fz" and np.dtype(wdt) == np.int8:
+            if zout and np.dtype(wdt) == np.int8:
                 wdt = np.float32  # astropy 5 reads compressed signed bytes (BZERO -128) so
             if bdata.dtype.newbyteorder("=") != np.dtype(wdt):
                 fail(f"{name}{ext}: written as {bdata.dtype}, expected {np.dtype(wdt)}")
             if not same(bdata.astype(np.float64), data.astype(np.float64)):
                 fail(f"{name}{ext}: data differ after the round trip")
-            if b[0] is not bh and ext != ".fits.fz":
-                fail(f"{name}{ext}: the image is not in the primary HDU")
+            if zsrc and isinstance(bh, fits.CompImageHDU):
+                want_z = zcmp if np.dtype(wdt).kind != "f" or zcmp in ("GZIP_1", "GZIP_2") \
+                    else "GZIP_2"
+                if bh._header.get("ZCMPTYPE") != want_z:
+                    fail(f"{name}{ext}: compressed with {bh._header.get('ZCMPTYPE')}, "
+                         f"expected {want_z} (the file's {zcmp})")
+            companions(path, k, back, kb, f"{name}{ext}")
             c0, c1 = cards(header, drop_blank=scaled), cards(bh.header)
-            if ext == ".fits.fz":  # astropy's view of a compressed HDU names it itself
+            if zout:  # astropy's view of a compressed HDU names it itself
+                c0 = [c for c in c0 if "COMPRESSED_IMAGE" not in c]
                 c1 = [c for c in c1 if "COMPRESSED_IMAGE" not in c]
             if real and ext != ".fits":
                 continue  # one exact card check per real file; the data checks above suffice
@@ -267,10 +319,155 @@ def corrupt():
                  f"output left: {os.path.exists(out)}")
 
 
+def mef(rng):
+    """A frame of several HDUs (a primary header of the observation, SCI, ERR and DQ images, a
+    table), its SCI image written back: the other HDUs as they were, in their places, and the
+    SCI image in its own place, as .fits, .fits.gz and .fz."""
+    sci = rng.standard_normal((30, 40)).astype(np.float32)
+    prim = fits.PrimaryHDU()
+    for k, v in (("TELESCOP", "HST"), ("INSTRUME", "WFC3"), ("OBSERVER", "A. Observer"),
+                 ("DATE-OBS", "2021-05-06"), ("EXPTIME", 300.0)):
+        prim.header[k] = v
+    prim.header.add_comment("a comment in the primary header")
+    prim.header.add_history("a history card in the primary header")
+    hs = fits.ImageHDU(sci, name="SCI")
+    hs.header["CRPIX1"], hs.header["CRPIX2"] = 20.5, 15.5
+    err = fits.ImageHDU((np.abs(sci) * 0.1).astype(np.float32), name="ERR")
+    dq = fits.ImageHDU(rng.integers(0, 16, (30, 40)).astype(np.int16), name="DQ")
+    cols = [fits.Column(name="X", format="E", array=np.arange(5, dtype=np.float32)),
+            fits.Column(name="NAME", format="8A", array=[f"s{i}" for i in range(5)])]
+    tab = fits.BinTableHDU.from_columns(cols, name="CAT")
+    path = os.path.join(common.work, "mef.fits")
+    fits.HDUList([prim, hs, err, dq, tab]).writeto(path, checksum=True)
+    for sel, k in (("SCI", 1), ("2", 2), ("DQ", 3)):  # [2]: cfitsio counts from 0
+        for ext in (".fits", ".fits.gz", ".fz"):
+            out = os.path.join(common.work, f"mef_{sel}_out{ext}")
+            r = run(f"{path}[{sel}]", out)
+            if r.returncode != 0:
+                fail(f"mef[{sel}] -> {ext}: {r.stderr.strip()}")
+                continue
+            name = f"mef[{sel}]{ext}"
+            with open(out, "rb") as f:
+                gz = f.read(2) == b"\x1f\x8b"
+            if gz != (ext == ".fits.gz"):
+                fail(f"{name}: gzipped {gz}")
+            companions(path, k, out, k, name)
+            with fits.open(path) as a, fits.open(out, checksum=True) as b:
+                if len(b) <= k:
+                    continue
+                g = b[k]
+                if isinstance(g, fits.CompImageHDU) != (ext == ".fz"):
+                    fail(f"{name}: tile-compressed {not ext == '.fz'}")
+                if g.name != a[k].name or not same(np.asarray(g.data), np.asarray(a[k].data)):
+                    fail(f"{name}: the image in HDU {k} is not the file's {a[k].name}")
+                if b[0].header.get("TELESCOP") != "HST" or "a history card" not in \
+                        str(b[0].header.get("HISTORY")):
+                    fail(f"{name}: the primary header was not kept")
+
+
+def compressed_inputs(rng):
+    """A tile-compressed image is written tile-compressed, with the algorithm it had, losslessly
+    (floats with GZIP_1 or GZIP_2 unquantized); a plain one stays plain."""
+    ints = rng.integers(0, 1000, (24, 32)).astype(np.int16)
+    flts = (rng.standard_normal((24, 32)) * 100).astype(np.float32)
+    cases = [("rice_i16", ints, dict(compression_type="RICE_1"), "RICE_1"),
+             ("gzip1_i16", ints, dict(compression_type="GZIP_1"), "GZIP_1"),
+             ("hcomp_i16", ints, dict(compression_type="HCOMPRESS_1", hcomp_scale=0),
+              "HCOMPRESS_1"),
+             ("plio_i16", ints, dict(compression_type="PLIO_1"), "PLIO_1"),
+             ("gzip1_f32", flts, dict(compression_type="GZIP_1", quantize_level=0.0), "GZIP_1"),
+             ("gzip2_f32", flts, dict(compression_type="GZIP_2", quantize_level=0.0), "GZIP_2"),
+             ("rice_f32", flts, dict(compression_type="RICE_1"), "GZIP_2")]  # quantized there
+    for name, data, kw, want in cases:
+        path = os.path.join(common.work, f"z_{name}.fits")
+        fits.HDUList([fits.PrimaryHDU(), fits.CompImageHDU(data, name="SCI", **kw),
+                      fits.ImageHDU(data[:3], name="ERR")]).writeto(path)
+        with fits.open(path) as a:
+            read = np.array(a[1].data)
+        for ext in (".fits", ".fits.gz"):
+            out = os.path.join(common.work, f"z_{name}_out{ext}")
+            r = run(path, out)
+            if r.returncode != 0:
+                fail(f"{name} -> {ext}: {r.stderr.strip()}")
+                continue
+            with fits.open(out) as b:
+                g = b[1] if len(b) > 1 else b[0]
+                got = g._header.get("ZCMPTYPE") if isinstance(g, fits.CompImageHDU) else None
+                if got != want:
+                    fail(f"{name}{ext}: compressed with {got}, expected {want}")
+                elif not same(np.asarray(g.data), read):
+                    fail(f"{name}{ext}: not lossless: {common.differences(g.data, read)}")
+                if g._header.get("ZQUANTIZ", "NONE") not in ("NONE", "NO_DITHER") and \
+                        read.dtype.kind == "f":
+                    fail(f"{name}{ext}: quantized ({g._header.get('ZQUANTIZ')})")
+    # a plain image stays plain, whatever the file's other HDUs
+    path = os.path.join(common.work, "z_plain.fits")
+    fits.HDUList([fits.PrimaryHDU(ints), fits.CompImageHDU(ints, name="Z")]).writeto(path)
+    out = os.path.join(common.work, "z_plain_out.fits")
+    if common.convert(path, out):
+        with fits.open(out) as b:
+            z = [isinstance(h, fits.CompImageHDU) for h in b]
+            if z != [False, True]:
+                fail("z_plain.fits: the plain image was compressed, or its compressed companion "
+                     "not kept")
+
+
+def bad_gzip():
+    """A .fits.gz short of its last 1 to 9 bytes (the CRC and length trailer), or with a wrong
+    CRC or length, is refused with a message naming it, and no output."""
+    path = os.path.join(common.work, "gz.fits")
+    fits.PrimaryHDU(np.arange(20000, dtype=np.float32).reshape(100, 200)).writeto(path)
+    import gzip
+    with open(path, "rb") as f:
+        z = gzip.compress(f.read())
+    cases = [(f"cut{k}", z[:-k], "truncated gzip") for k in range(1, 10)]
+    for at, what in ((-8, "CRC"), (-5, "CRC"), (-3, "claims"), (len(z) // 2, None)):
+        b = bytearray(z)
+        b[at] ^= 0x5a
+        cases.append((f"flip{at}", bytes(b), what))
+    for name, b, needle in cases:
+        bad = os.path.join(common.work, f"bad_{name}.fits.gz")
+        with open(bad, "wb") as f:
+            f.write(b)
+        out = os.path.join(common.work, f"bad_{name}.npy")
+        r = run(bad, out)
+        if r.returncode != 3 or bad not in r.stderr or os.path.exists(out) or \
+                (needle and needle not in r.stderr):
+            fail(f"{name}: exit {r.returncode}, '{r.stderr.strip()}'")
+
+
+def read_limit():
+    """NDF_READ_LIMIT bounds what a read allocates: the image's samples, and a gzipped file
+    inflated whole."""
+    data = np.zeros((512, 520), np.float64)  # 2 MiB
+    for ext in (".fits", ".fits.gz", ".fz"):
+        path = os.path.join(common.work, "big" + ext)
+        if ext == ".fz":
+            fits.HDUList([fits.PrimaryHDU(), fits.CompImageHDU(data, compression_type="GZIP_2",
+                                                               quantize_level=0.0)]).writeto(path)
+        else:
+            fits.PrimaryHDU(data).writeto(path)
+        env = dict(os.environ, NDF_READ_LIMIT="1M")
+        out = os.path.join(common.work, "big.npy")
+        r = subprocess.run([common.IO_CONVERT, path, out], capture_output=True, text=True,
+                           env=env)
+        if r.returncode != 3 or "read limit" not in r.stderr or path not in r.stderr:
+            fail(f"big{ext} over NDF_READ_LIMIT=1M: exit {r.returncode}, '{r.stderr.strip()}'")
+        env["NDF_READ_LIMIT"] = "3M"
+        r = subprocess.run([common.IO_CONVERT, path, out], capture_output=True, text=True,
+                           env=env)
+        if r.returncode != 0:
+            fail(f"big{ext} under NDF_READ_LIMIT=3M: {r.stderr.strip()}")
+
+
 def main(rng):
     synthetic(rng)
     real_files()
     corrupt()
+    mef(rng)
+    compressed_inputs(rng)
+    bad_gzip()
+    read_limit()
     return f"astropy checks: {checked} files, {len(common.failures)} failures"
 
 

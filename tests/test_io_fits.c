@@ -1,9 +1,13 @@
 /* test_io_fits.c - FITS through src/io: round trips of every dtype and shape (plain, gzipped,
- * tile-compressed), the widened types written back, cards and spacing kept, HDU selection,
- * images from other formats, and clear errors, with nothing left behind, on bad files.
+ * tile-compressed), the widened types written back, cards and spacing kept, HDU selection, the
+ * file's other HDUs and its tile compression kept on writing, CRPIX moved with the origin, time
+ * axes, images from other formats, the read limit, and clear errors, with nothing left behind,
+ * on bad files (truncated gzip trailers, special files, a source file gone or changed).
  * usage: test_io_fits PATH/TO/io_convert */
+#include <fcntl.h>
 #include <fitsio.h>
 
+#include "io/formats.h"
 #include "io_test.h"
 
 /* Number of samples that differ (bit for bit) between two arrays of the same dtype and size;
@@ -337,18 +341,31 @@ static int structural_key(const char *card) {
   return 0;
 }
 
-/* The HDU's non-structural cards, concatenated (80 characters each). */
+/* The HDU's non-structural cards, concatenated (80 characters each); a tile-compressed image's
+ * as cfitsio decompresses it (less the two COMMENT cards on the standard it adds then). */
 static char *cards_of(const char *path, int hdu, int *n) {
-  fitsfile *f;
-  int st = 0, nk = 0, more = 0;
+  fitsfile *f, *plain;
+  int st = 0, nk = 0, more = 0, added = 0;
   fits_open_diskfile(&f, path, READONLY, &st);
   fits_movabs_hdu(f, hdu, NULL, &st);
+  if (!st && fits_is_compressed_image(f, &st)) {
+    fits_create_file(&plain, "mem://", &st);
+    fits_img_decompress(f, plain, &st);
+    fits_close_file(f, &st);
+    f = plain;
+    added = 2;
+  }
   fits_get_hdrspace(f, &nk, &more, &st);
   char *all = calloc((size_t)nk + 1, 81);
   *n = 0;
   for (int i = 1; i <= nk && !st; i++) {
     char card[FLEN_CARD];
     fits_read_record(f, i, card, &st);
+    if (added && (!strncmp(card, "COMMENT   FITS (Flexible", 24) ||
+                  !strncmp(card, "COMMENT   and Astrophysics", 26))) {
+      added--;
+      continue;
+    }
     if (!structural_key(card)) snprintf(all + 80 * (*n)++, 81, "%-80s", card);
   }
   fits_close_file(f, &st);
@@ -415,7 +432,8 @@ static void cards_and_spacing(void) {
     CHECK(!memcmp(back.spacing, img.spacing, sizeof img.spacing), "spacing not kept");
     ndf_image_free(&back);
   }
-  /* through .fz and .gz: the same cards */
+  /* through .fz and .gz: the same cards (in the image's HDU, the .fz file's first extension,
+   * which stays compressed where it is) */
   for (int k = 0; k < 2; k++) {
     const char *z = io_at(k ? "cards.fits.gz" : "cards.fits.fz");
     CHECK(ndf_image_write(z, &img, err, sizeof err) == NDF_OK, "write %s: %s", z, err);
@@ -423,7 +441,7 @@ static void cards_and_spacing(void) {
       CHECK(same_shape(&img.a, &back.a) && !differ(&img.a, &back.a), "%s data", z);
       CHECK(ndf_image_write(out, &back, err, sizeof err) == NDF_OK, "%s rewrite: %s", z, err);
       c0 = cards_of(path, 1, &n0);
-      c1 = cards_of(out, 1, &n1);
+      c1 = cards_of(out, k ? 1 : 2, &n1);
       CHECK(n0 == n1 && !memcmp(c0, c1, (size_t)n0 * 80), "%s: cards differ:\n%s\n---\n%s", z, c0,
             c1);
       free(c0);
@@ -555,6 +573,600 @@ static void cross_format(uint64_t *r) {
   n.meta = NULL;
   ndf_image_free(&n);
   t_arr_free(&src, NULL);
+}
+
+/* ---- the file's other HDUs ---- */
+
+/* The bytes of HDU hdu (1: primary) of a FITS file, header and data (*n of them), through
+ * cfitsio's offsets; a .gz file is decompressed first. */
+static unsigned char *hdu_bytes(const char *path, int hdu, size_t *n) {
+  char plain[IO_PATH + 16], cmd[2 * IO_PATH + 40];
+  const char *file = path;
+  size_t k = strlen(path);
+  if (k > 3 && !strcmp(path + k - 3, ".gz")) {
+    snprintf(plain, sizeof plain, "%s.plain", path);
+    snprintf(cmd, sizeof cmd, "gzip -dc '%s' > '%s'", path, plain);
+    if (system(cmd) != 0) return NULL;
+    file = plain;
+  }
+  fitsfile *f;
+  int st = 0;
+  LONGLONG head = 0, start = 0, end = 0;
+  fits_open_diskfile(&f, file, READONLY, &st);
+  fits_movabs_hdu(f, hdu, NULL, &st);
+  fits_get_hduaddrll(f, &head, &start, &end, &st);
+  fits_close_file(f, &st);
+  fits_clear_errmsg();
+  size_t all = 0;
+  unsigned char *b = st ? NULL : io_read_file(file, &all), *out = NULL;
+  if (b && (size_t)end <= all && head < end) {
+    *n = (size_t)(end - head);
+    out = malloc(*n);
+    memcpy(out, b + head, *n);
+  }
+  free(b);
+  if (file != path) unlink(file);
+  return out;
+}
+
+/* 1 if HDU i of a and HDU j of b are the same bytes. */
+static int same_hdu(const char *a, int i, const char *b, int j) {
+  size_t na = 0, nb = 0;
+  unsigned char *x = hdu_bytes(a, i, &na), *y = hdu_bytes(b, j, &nb);
+  int same = x && y && na == nb && !memcmp(x, y, na);
+  free(x);
+  free(y);
+  return same;
+}
+
+static int num_hdus(const char *path) {
+  fitsfile *f;
+  int st = 0, n = 0;
+  fits_open_diskfile(&f, path, READONLY, &st);
+  fits_get_num_hdus(f, &n, &st);
+  fits_close_file(f, &st);
+  fits_clear_errmsg();
+  return st ? -1 : n;
+}
+
+/* Keyword key of HDU hdu as a double (NAN where absent), and whether it is a compressed
+ * image. */
+static double key_of(const char *path, int hdu, const char *key, int *compressed) {
+  fitsfile *f;
+  int st = 0, s2 = 0;
+  double v = NAN;
+  if (compressed) *compressed = 0;
+  if (fits_open_diskfile(&f, path, READONLY, &st)) {
+    fits_clear_errmsg();
+    return NAN;
+  }
+  fits_movabs_hdu(f, hdu, NULL, &st);
+  if (st || fits_read_key(f, TDOUBLE, key, &v, NULL, &s2)) v = NAN;
+  if (compressed) *compressed = !st && fits_is_compressed_image(f, &st);
+  fits_close_file(f, &st);
+  fits_clear_errmsg();
+  return v;
+}
+
+/* A frame as instruments write them: a primary header of the observation (no data), SCI (f32,
+ * 6 x 5), ERR (f32), DQ (i16 with BLANK) and a table, with checksums. */
+static void make_frame(const char *path) {
+  int st = 0;
+  fitsfile *f = new_fits(path, BYTE_IMG, 0, NULL, &st);
+  fits_write_key_str(f, "TELESCOP", "HST", "telescope", &st);
+  fits_write_key_str(f, "OBSERVER", "A. Observer", NULL, &st);
+  fits_write_key_str(f, "DATE-OBS", "2021-05-06T07:08:09", NULL, &st);
+  fits_write_comment(f, "a comment in the primary header", &st);
+  fits_write_history(f, "a history card in the primary header", &st);
+  fits_write_chksum(f, &st);
+  float sci[30], err[30];
+  short dq[30];
+  for (int i = 0; i < 30; i++) {
+    sci[i] = (float)i * 0.75f - 3;
+    err[i] = 0.5f + (float)i / 64;
+    dq[i] = (short)(i % 4 ? i % 7 : -1);
+  }
+  fits_create_img(f, FLOAT_IMG, 2, (long[]){6, 5}, &st);
+  fits_write_key_str(f, "EXTNAME", "SCI", NULL, &st);
+  fits_write_key_dbl(f, "CRPIX1", 3.5, -10, NULL, &st);
+  fits_write_img(f, TFLOAT, 1, 30, sci, &st);
+  fits_write_chksum(f, &st);
+  fits_create_img(f, FLOAT_IMG, 2, (long[]){6, 5}, &st);
+  fits_write_key_str(f, "EXTNAME", "ERR", NULL, &st);
+  fits_write_img(f, TFLOAT, 1, 30, err, &st);
+  fits_create_img(f, SHORT_IMG, 2, (long[]){6, 5}, &st);
+  fits_write_key_str(f, "EXTNAME", "DQ", NULL, &st);
+  fits_write_key_lng(f, "BLANK", -1, NULL, &st);
+  fits_write_img(f, TSHORT, 1, 30, dq, &st);
+  char *tt[2] = {"X", "NAME"}, *tf[2] = {"E", "8A"};
+  fits_create_tbl(f, BINARY_TBL, 3, 2, tt, tf, NULL, "CAT", &st);
+  float x[3] = {1, 2, 3};
+  char *names[3] = {"a", "bb", "ccc"};
+  fits_write_col(f, TFLOAT, 1, 1, 1, 3, x, &st);
+  fits_write_col(f, TSTRING, 2, 1, 1, 3, names, &st);
+  fits_close_file(f, &st);
+  fits_check(st, path);
+}
+
+/* A read of path that must succeed. */
+static int read_ok(const char *path, ndf_image *img) {
+  char err[512];
+  ndf_status st = ndf_image_read(path, NULL, img, err, sizeof err);
+  CHECK(st == NDF_OK, "read %s: %s", path, err);
+  return st == NDF_OK;
+}
+
+static void companions(void) {
+  char err[512], sel[IO_PATH + 16];
+  const char *frame = io_at("frame.fits");
+  make_frame(frame);
+  ndf_image img;
+  /* SCI, filtered (doubled), written back: the other HDUs byte for byte, SCI in its place */
+  static const char *outs[] = {"frame_out.fits", "frame_out.fits.gz"};
+  for (int k = 0; k < 2; k++) {
+    snprintf(sel, sizeof sel, "%s[SCI]", frame);
+    if (!read_ok(sel, &img)) return;
+    for (int i = 0; i < 30; i++)
+      ((float *)img.a.data)[i] *= 2;
+    char out[IO_PATH];
+    io_path(out, outs[k]);
+    CHECK(ndf_image_write(out, &img, err, sizeof err) == NDF_OK, "%s: %s", out, err);
+    CHECK(num_hdus(out) == 5, "%s: %d HDUs, not the file's 5", out, num_hdus(out));
+    for (int h = 1; h <= 5; h++)
+      CHECK(h == 2 || same_hdu(frame, h, out, h), "%s: HDU %d differs from the file's", out, h - 1);
+    int n0, n1;
+    char *c0 = cards_of(frame, 2, &n0), *c1 = cards_of(out, 2, &n1);
+    CHECK(n0 == n1 && !memcmp(c0, c1, (size_t)n0 * 80), "%s: SCI's cards differ", out);
+    free(c0);
+    free(c1);
+    ndf_image back;
+    snprintf(sel, sizeof sel, "%s[SCI]", out);
+    if (read_ok(sel, &back)) {
+      CHECK(same_shape(&img.a, &back.a) && !differ(&img.a, &back.a), "%s: SCI's data", out);
+      ndf_image_free(&back);
+    }
+    size_t n;
+    unsigned char *b = io_read_file(out, &n);
+    CHECK(b && n > 2 && (b[0] == 0x1f && b[1] == 0x8b) == k, "%s: gzipped %d", out, !k);
+    free(b);
+    /* fresh checksums where the HDU had them */
+    fitsfile *f;
+    int st = 0, dataok = 0, hduok = 0;
+    fits_open_diskfile(&f, out, READONLY, &st);
+    fits_movabs_hdu(f, 2, NULL, &st);
+    fits_verify_chksum(f, &dataok, &hduok, &st);
+    fits_close_file(f, &st);
+    CHECK(st == 0 && dataok == 1 && hduok == 1, "%s: checksum %d %d", out, dataok, hduok);
+    ndf_image_free(&img);
+  }
+  /* the DQ image as f32 (a filter's output type): its HDU as f32, without BLANK */
+  snprintf(sel, sizeof sel, "%s[DQ]", frame);
+  if (read_ok(sel, &img)) {
+    ndf_image f32;
+    ndf_image_init(&f32);
+    float v[30];
+    for (int i = 0; i < 30; i++)
+      v[i] = (float)((int16_t *)img.a.data)[i] + 0.25f;
+    f32.a = ndf_array_contiguous(NDF_F32, 2, img.a.shape, v);
+    f32.format = NDF_FORMAT_FITS;
+    f32.meta = img.meta; /* borrowed */
+    const char *out = io_at("dq_out.fits");
+    CHECK(ndf_image_write(out, &f32, err, sizeof err) == NDF_OK, "%s: %s", out, err);
+    CHECK(num_hdus(out) == 5, "%s: %d HDUs", out, num_hdus(out));
+    CHECK(key_of(out, 4, "BITPIX", NULL) == -32 && isnan(key_of(out, 4, "BLANK", NULL)) &&
+              isnan(key_of(out, 4, "BZERO", NULL)),
+          "%s: DQ as f32: BITPIX %g, BLANK %g", out, key_of(out, 4, "BITPIX", NULL),
+          key_of(out, 4, "BLANK", NULL));
+    for (int h = 1; h <= 5; h++)
+      CHECK(h == 4 || same_hdu(frame, h, out, h), "%s: HDU %d differs", out, h - 1);
+    ndf_image_free(&img);
+  }
+  /* an image in the primary HDU stays there, its extensions after it; .fz: after an empty
+   * primary HDU */
+  {
+    const char *prim = io_at("prim.fits");
+    int st = 0;
+    short a[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+    fitsfile *f = new_fits(prim, SHORT_IMG, 2, (long[]){4, 3}, &st);
+    fits_write_key_str(f, "TELESCOP", "JWST", NULL, &st);
+    fits_write_img(f, TSHORT, 1, 12, a, &st);
+    fits_create_img(f, SHORT_IMG, 1, (long[]){3}, &st);
+    fits_write_key_str(f, "EXTNAME", "ERR", NULL, &st);
+    fits_write_img(f, TSHORT, 1, 3, a, &st);
+    fits_close_file(f, &st);
+    fits_check(st, prim);
+    if (read_ok(prim, &img)) {
+      const char *out = io_at("prim_out.fits");
+      CHECK(ndf_image_write(out, &img, err, sizeof err) == NDF_OK, "%s: %s", out, err);
+      CHECK(num_hdus(out) == 2 && same_hdu(prim, 1, out, 1) && same_hdu(prim, 2, out, 2),
+            "%s: not the file again", out);
+      out = io_at("prim_out.fits.fz");
+      CHECK(ndf_image_write(out, &img, err, sizeof err) == NDF_OK, "%s: %s", out, err);
+      int z = 0;
+      CHECK(num_hdus(out) == 3 && key_of(out, 1, "NAXIS", NULL) == 0 &&
+                (key_of(out, 2, "TELESCOP", &z), z) && same_hdu(prim, 2, out, 3),
+            "%s: not empty primary, compressed image, ERR", out);
+      ndf_image_free(&img);
+    }
+    /* an image section is a copy cfitsio makes: written alone */
+    snprintf(sel, sizeof sel, "%s[2:3,1:2]", prim);
+    if (read_ok(sel, &img)) {
+      const char *out = io_at("section_out.fits");
+      CHECK(img.a.shape[0] == 2 && img.a.shape[1] == 2, "section shape");
+      CHECK(ndf_image_write(out, &img, err, sizeof err) == NDF_OK, "%s: %s", out, err);
+      CHECK(num_hdus(out) == 1, "%s: %d HDUs", out, num_hdus(out));
+      ndf_image_free(&img);
+    }
+  }
+  /* the file gone, or changed, since it was read: refused, nothing written */
+  quiet_begin();
+  static const char *how[] = {"gone", "replaced", "touched", "fifo"};
+  for (int k = 0; k < 4; k++) {
+    const char *src = io_at("src.fits");
+    make_frame(src);
+    snprintf(sel, sizeof sel, "%s[SCI]", src);
+    if (!read_ok(sel, &img)) break;
+    if (k == 0) unlink(src);
+    if (k == 1) { /* another file by that name, the same bytes */
+      make_frame(io_at("src2.fits"));
+      rename(io_at("src2.fits"), src);
+    }
+    if (k == 2) {
+      struct timespec t[2] = {{0, UTIME_OMIT}, {1000000000, 0}};
+      utimensat(AT_FDCWD, src, t, 0);
+    }
+    if (k == 3) {
+      unlink(src);
+      mkfifo(src, 0600);
+    }
+    char out[IO_PATH];
+    io_path(out, "src_out.fits");
+    alarm(20); /* a FIFO must not block the writer */
+    ndf_status s = ndf_image_write(out, &img, err, sizeof err);
+    alarm(0);
+    CHECK(s == NDF_EIO && strstr(err, out) && strstr(err, src) &&
+              strstr(err, k == 0   ? "is gone"
+                          : k == 3 ? "FIFO"
+                                   : "has changed"),
+          "source %s: %s: %s", how[k], ndf_status_str(s), err);
+    CHECK(!io_exists(out) && !io_leftovers(), "source %s: output left", how[k]);
+    unlink(src);
+    ndf_image_free(&img);
+  }
+  quiet_end();
+}
+
+/* ---- tile compression kept ---- */
+
+/* A file: an empty primary HDU, the image (f32 or i16, 12 x 9, tiles of 6 x 9) compressed
+ * with ctype (quantized floats unless lossless), and a plain ERR image. */
+static void make_compressed(const char *path, int ctype, int type, int lossless, const void *v) {
+  int st = 0;
+  fitsfile *f = new_fits(path, BYTE_IMG, 0, NULL, &st);
+  fits_set_compression_type(f, ctype, &st);
+  fits_set_tile_dim(f, 2, (long[]){6, 9}, &st);
+  if (lossless) fits_set_quantize_level(f, 0, &st);
+  fits_create_img(f, type, 2, (long[]){12, 9}, &st);
+  fits_write_key_str(f, "EXTNAME", "SCI", NULL, &st);
+  fits_write_img(f, type == FLOAT_IMG ? TFLOAT : TSHORT, 1, 108, (void *)v, &st);
+  fits_set_compression_type(f, 0, &st);
+  fits_create_img(f, SHORT_IMG, 1, (long[]){3}, &st);
+  fits_write_key_str(f, "EXTNAME", "ERR", NULL, &st);
+  fits_write_img(f, TSHORT, 1, 3, (void *)v, &st);
+  fits_close_file(f, &st);
+  fits_check(st, path);
+}
+
+/* The ZCMPTYPE of HDU hdu ("" if none). */
+static void zcmptype(const char *path, int hdu, char type[FLEN_VALUE]) {
+  fitsfile *f;
+  int st = 0;
+  type[0] = 0;
+  fits_open_diskfile(&f, path, READONLY, &st);
+  fits_movabs_hdu(f, hdu, NULL, &st);
+  if (fits_read_key(f, TSTRING, "ZCMPTYPE", type, NULL, &st)) type[0] = 0;
+  fits_close_file(f, &st);
+  fits_clear_errmsg();
+}
+
+static void compression_kept(uint64_t *r) {
+  static const struct {
+    int ctype, type, lossless, negative;
+    const char *name, *want;
+  } cases[] = {{RICE_1, SHORT_IMG, 0, 1, "rice_i16", "RICE_1"},
+               {GZIP_1, SHORT_IMG, 0, 1, "gzip1_i16", "GZIP_1"},
+               {HCOMPRESS_1, SHORT_IMG, 0, 1, "hcomp_i16", "HCOMPRESS_1"},
+               {PLIO_1, SHORT_IMG, 0, 0, "plio_i16", "PLIO_1"},
+               {PLIO_1, SHORT_IMG, 0, 1, "plio_neg_i16", "RICE_1"},
+               {GZIP_1, FLOAT_IMG, 1, 1, "gzip1_f32", "GZIP_1"},
+               {GZIP_2, FLOAT_IMG, 1, 1, "gzip2_f32", "GZIP_2"},
+               {RICE_1, FLOAT_IMG, 0, 1, "rice_f32", "GZIP_2"},
+               {HCOMPRESS_1, FLOAT_IMG, 0, 1, "hcomp_f32", "GZIP_2"}};
+  char err[512];
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    short iv[108];
+    float fv[108];
+    for (int i = 0; i < 108; i++) {
+      iv[i] = (short)t_randint(r, 0, 500);
+      fv[i] = (float)t_randint(r, -1000, 1000) / 7.0f;
+    }
+    const int isf = cases[c].type == FLOAT_IMG;
+    char name[64];
+    snprintf(name, sizeof name, "z_%s.fits", cases[c].name);
+    const char *path = io_at(name);
+    make_compressed(path, cases[c].ctype, cases[c].type, cases[c].lossless,
+                    isf ? (void *)fv : (void *)iv);
+    ndf_image img;
+    if (!read_ok(path, &img)) continue;
+    /* a filter's values: floats no quantization holds, integers of the file's range */
+    for (int i = 0; i < 108; i++) {
+      if (isf)
+        ((float *)img.a.data)[i] = ((float *)img.a.data)[i] * 1.0001f + 1e-3f * (float)i;
+      else
+        ((int16_t *)img.a.data)[i] = (int16_t)((i * 37) % 400 - (cases[c].negative ? 100 : 0));
+    }
+    for (int k = 0; k < 2; k++) {
+      snprintf(name, sizeof name, "z_%s_out.fits%s", cases[c].name, k ? ".gz" : "");
+      const char *out = io_at(name);
+      CHECK(ndf_image_write(out, &img, err, sizeof err) == NDF_OK, "%s: %s", out, err);
+      char plain[IO_PATH + 16], type[FLEN_VALUE];
+      snprintf(plain, sizeof plain, "%s.plain", out);
+      if (k) {
+        char cmd[2 * IO_PATH + 64];
+        snprintf(cmd, sizeof cmd, "gzip -dc '%s' > '%s'", out, plain);
+        CHECK(system(cmd) == 0, "%s: not gzipped", out);
+      }
+      const char *file = k ? plain : out;
+      zcmptype(file, 2, type);
+      CHECK(!strcmp(type, cases[c].want), "%s: compressed with '%s', not %s", out, type,
+            cases[c].want);
+      CHECK(num_hdus(file) == 3 && same_hdu(path, 3, file, 3), "%s: ERR not kept", out);
+      double t1 = key_of(file, 2, "ZTILE1", NULL), t2 = key_of(file, 2, "ZTILE2", NULL);
+      CHECK(t1 == 6 && t2 == 9, "%s: tiles %g x %g, not the file's 6 x 9", out, t1, t2);
+      ndf_image back;
+      if (read_ok(out, &back)) {
+        CHECK(same_shape(&img.a, &back.a) && !differ(&img.a, &back.a), "%s: not lossless", out);
+        ndf_image_free(&back);
+      }
+      if (k) unlink(plain);
+    }
+    ndf_image_free(&img);
+  }
+  /* a plain image stays plain, a compressed neighbour stays compressed */
+  const char *path = io_at("z_mixed.fits");
+  int st = 0;
+  short v[108] = {0};
+  fitsfile *f = new_fits(path, SHORT_IMG, 2, (long[]){12, 9}, &st);
+  fits_write_img(f, TSHORT, 1, 108, v, &st);
+  fits_set_compression_type(f, RICE_1, &st);
+  fits_create_img(f, SHORT_IMG, 2, (long[]){12, 9}, &st);
+  fits_write_img(f, TSHORT, 1, 108, v, &st);
+  fits_close_file(f, &st);
+  fits_check(st, path);
+  ndf_image img;
+  if (read_ok(path, &img)) {
+    const char *out = io_at("z_mixed_out.fits");
+    int z1 = 1, z2 = 0;
+    CHECK(ndf_image_write(out, &img, err, sizeof err) == NDF_OK, "%s: %s", out, err);
+    key_of(out, 1, "NAXIS", &z1);
+    key_of(out, 2, "NAXIS", &z2);
+    CHECK(!z1 && z2 && same_hdu(path, 2, out, 2), "%s: compressed %d %d", out, z1, z2);
+    ndf_image_free(&img);
+  }
+}
+
+/* ---- the image's origin in its file's grid ---- */
+
+static void origin_moves_crpix(void) {
+  const char *path = io_at("wcs.fits");
+  int st = 0;
+  float v[20] = {0};
+  fitsfile *f = new_fits(path, FLOAT_IMG, 2, (long[]){5, 4}, &st);
+  fits_write_key_str(f, "CTYPE1", "RA---TAN", NULL, &st);
+  fits_write_key_str(f, "CTYPE2", "DEC--TAN", NULL, &st);
+  fits_write_key_dbl(f, "CRPIX1", 10.5, -12, "reference pixel x", &st);
+  fits_write_key_dbl(f, "CRPIX2", 20, -12, "reference pixel y", &st);
+  fits_write_key_dbl(f, "CRVAL1", 150, -12, NULL, &st);
+  fits_write_key_dbl(f, "CDELT1", -1e-4, -12, NULL, &st);
+  fits_write_key_str(f, "CTYPE1A", "LINEAR", NULL, &st);
+  fits_write_key_dbl(f, "CRPIX1A", 3, -12, NULL, &st);
+  fits_write_key_dbl(f, "CRPIX2A", 0.25, -12, NULL, &st);
+  fits_write_key_str(f, "CTYPE2B", "LINEAR", NULL, &st); /* CRPIXnB: 0 */
+  fits_write_key_dbl(f, "LTV1", 5, -12, NULL, &st);
+  fits_write_key_dbl(f, "LTM1_1", 1, -12, NULL, &st);
+  fits_write_img(f, TFLOAT, 1, 20, v, &st);
+  fits_close_file(f, &st);
+  fits_check(st, path);
+  ndf_image img;
+  if (!read_ok(path, &img)) return;
+  char err[512];
+  const char *out = io_at("wcs_out.fits");
+  /* origin 0: the cards as they were */
+  CHECK(ndf_image_write(out, &img, err, sizeof err) == NDF_OK, "%s: %s", out, err);
+  CHECK(same_hdu(path, 1, out, 1), "origin 0: the HDU changed");
+  /* grown by 3 rows and 2 columns before (ks --output full), then cropped by 1 */
+  static const struct {
+    int64_t o[2];
+    double crpix1, crpix2, crpix1a, crpix2a, crpix1b, crpix2b, ltv1, ltv2;
+  } cases[] = {{{-3, -2}, 12.5, 23, 5, 3.25, 2, 3, 7, 3},
+               {{1, 1}, 9.5, 19, 2, -0.75, -1, -1, 4, -1}};
+  for (int c = 0; c < 2; c++) {
+    img.origin[0] = cases[c].o[0];
+    img.origin[1] = cases[c].o[1];
+    CHECK(ndf_image_write(out, &img, err, sizeof err) == NDF_OK, "%s: %s", out, err);
+    static const char *keys[] = {"CRPIX1",  "CRPIX2",  "CRPIX1A", "CRPIX2A",
+                                 "CRPIX1B", "CRPIX2B", "LTV1",    "LTV2"};
+    const double *want = &cases[c].crpix1;
+    for (int k = 0; k < 8; k++) {
+      double got = key_of(out, 1, keys[k], NULL);
+      CHECK(got == want[k], "origin %lld, %lld: %s = %.17g, not %.17g", (long long)cases[c].o[0],
+            (long long)cases[c].o[1], keys[k], got, want[k]);
+    }
+    /* the rest as it was, and the comments kept */
+    int n0, n1;
+    char *c0 = cards_of(path, 1, &n0), *c1 = cards_of(out, 1, &n1);
+    CHECK(n1 == n0 + 3 && strstr(c1, "/ reference pixel x") && strstr(c1, "CRVAL1  ="),
+          "origin: %d cards, not %d + 3:\n%s", n1, n0, c1);
+    free(c0);
+    free(c1);
+  }
+  ndf_image_free(&img);
+}
+
+/* ---- bounds and special files ---- */
+
+static void limits(void) {
+  char err[512];
+  double *v = calloc(512 * 520, sizeof *v); /* 2 MiB */
+  ndf_image img;
+  ndf_image_init(&img);
+  img.a = ndf_array_contiguous(NDF_F64, 2, (int64_t[]){512, 520}, v);
+  static const char *names[] = {"lim.fits", "lim.fits.gz", "lim.fits.fz"};
+  for (int k = 0; k < 3; k++)
+    CHECK(ndf_image_write(io_at(names[k]), &img, err, sizeof err) == NDF_OK, "%s", err);
+  quiet_begin();
+  setenv("NDF_READ_LIMIT", "1M", 1);
+  for (int k = 0; k < 3; k++)
+    io_read_fails(io_at(names[k]), NDF_ENOMEM, "read limit");
+  setenv("NDF_READ_LIMIT", "1 megabyte", 1);
+  io_read_fails(io_at(names[0]), NDF_EINVAL, "NDF_READ_LIMIT");
+  unsetenv("NDF_READ_LIMIT");
+  ndf_io_set_read_limit(1 << 20);
+  io_read_fails(io_at(names[0]), NDF_ENOMEM, "read limit");
+  ndf_io_set_read_limit(3 << 20);
+  ndf_image back;
+  for (int k = 0; k < 3; k++)
+    if (read_ok(io_at(names[k]), &back)) ndf_image_free(&back);
+  ndf_io_set_read_limit(1 << 20);
+  /* a tile-compressed image declaring 2000 x 2000 pixels in a small file: refused before
+   * cfitsio decompresses */
+  {
+    const char *path = io_at("declared.fits");
+    int st = 0;
+    short s[16] = {0};
+    fitsfile *f = new_fits(path, BYTE_IMG, 0, NULL, &st);
+    fits_set_compression_type(f, GZIP_1, &st);
+    fits_set_tile_dim(f, 2, (long[]){4, 4}, &st);
+    fits_create_img(f, SHORT_IMG, 2, (long[]){4, 4}, &st);
+    fits_write_img(f, TSHORT, 1, 16, s, &st);
+    fits_close_file(f, &st);
+    fits_check(st, path);
+    size_t n;
+    char *b = (char *)io_read_file(path, &n);
+    static const char *keys[] = {"ZNAXIS1 =", "ZNAXIS2 =", "ZTILE1  =", "ZTILE2  ="};
+    for (int k = 0; k < 4; k++) {
+      char *c = NULL;
+      for (size_t i = 0; b && i + 80 <= n && !c; i += 80)
+        if (!strncmp(b + i, keys[k], 9)) c = b + i;
+      CHECK(c != NULL, "no %s in %s", keys[k], path);
+      if (c) memcpy(c + 10, "                2000", 20);
+    }
+    io_write_file(path, b, n);
+    free(b);
+    io_read_fails(path, NDF_ENOMEM, "read limit");
+  }
+  ndf_io_set_read_limit(0);
+  /* a FIFO or a directory is refused by the reader itself, without blocking */
+  const char *fifo = io_at("pipe.fits");
+  mkfifo(fifo, 0600);
+  ndf_image t;
+  ndf_image_init(&t);
+  alarm(20);
+  CHECK(ndf__fits_read(fifo, NULL, &t, err, sizeof err) == NDF_EIO && strstr(err, "FIFO") &&
+            strstr(err, fifo),
+        "FIFO: %s", err);
+  char sel[IO_PATH + 8];
+  snprintf(sel, sizeof sel, "%s[1]", fifo);
+  CHECK(ndf__fits_read(sel, NULL, &t, err, sizeof err) == NDF_EIO && strstr(err, "FIFO"),
+        "FIFO[1]: %s", err);
+  alarm(0);
+  mkdir(io_at("dir.fits"), 0700);
+  CHECK(ndf__fits_read(io_at("dir.fits"), NULL, &t, err, sizeof err) == NDF_EIO &&
+            strstr(err, "directory"),
+        "directory: %s", err);
+  quiet_end();
+  free(v);
+}
+
+/* A gzipped file short of its last 1 to 9 bytes (the CRC and length), or with a byte of them
+ * or of the data changed: cfitsio reads some of these as whole; refused here. */
+static void gzip_trailer(void) {
+  char err[512];
+  int16_t v[3000];
+  for (int i = 0; i < 3000; i++)
+    v[i] = (int16_t)(i * 13);
+  ndf_image img;
+  ndf_image_init(&img);
+  img.a = ndf_array_contiguous(NDF_I16, 2, (int64_t[]){60, 50}, v);
+  const char *path = io_at("trail.fits.gz");
+  CHECK(ndf_image_write(path, &img, err, sizeof err) == NDF_OK, "%s", err);
+  size_t n;
+  unsigned char *gz = io_read_file(path, &n);
+  if (!gz) return;
+  quiet_begin();
+  for (size_t k = 1; k <= 9; k++) {
+    char name[32];
+    snprintf(name, sizeof name, "trail_cut%zu.fits.gz", k);
+    io_write_file(io_at(name), gz, n - k);
+    io_read_fails(io_at(name), NDF_EINVAL, "truncated gzip");
+  }
+  static const struct {
+    long at;
+    const char *needle;
+  } flips[] = {{-8, "CRC"}, {-5, "CRC"}, {-4, "claims"}, {-1, "claims"}, {-400, NULL}};
+  for (size_t k = 0; k < sizeof flips / sizeof flips[0]; k++) {
+    char name[32];
+    snprintf(name, sizeof name, "trail_flip%zu.fits.gz", k);
+    gz[(long)n + flips[k].at] ^= 0x21;
+    io_write_file(io_at(name), gz, n);
+    gz[(long)n + flips[k].at] ^= 0x21;
+    io_read_fails(io_at(name), NDF_EINVAL, flips[k].needle);
+  }
+  quiet_end();
+  free(gz);
+}
+
+/* ---- spacing and time ---- */
+
+static void spacing_and_time(void) {
+  const char *path = io_at("cube.fits");
+  int st = 0;
+  float v[60] = {0};
+  fitsfile *f = new_fits(path, FLOAT_IMG, 3, (long[]){5, 4, 3}, &st);
+  /* x and y rotated by 90 degrees (the CD matrix's diagonal is 0), 0.5 mm pixels; time */
+  fits_write_key_str(f, "CUNIT1", "mm", NULL, &st);
+  fits_write_key_str(f, "CUNIT2", "mm", NULL, &st);
+  fits_write_key_dbl(f, "CD1_1", 0, -12, NULL, &st);
+  fits_write_key_dbl(f, "CD1_2", -0.5, -12, NULL, &st);
+  fits_write_key_dbl(f, "CD2_1", 0.5, -12, NULL, &st);
+  fits_write_key_dbl(f, "CD2_2", 0, -12, NULL, &st);
+  fits_write_key_str(f, "CTYPE3", "UTC", NULL, &st);
+  fits_write_key_str(f, "CUNIT3", "s", NULL, &st);
+  fits_write_img(f, TFLOAT, 1, 60, v, &st);
+  fits_close_file(f, &st);
+  fits_check(st, path);
+  ndf_image img;
+  if (read_ok(path, &img)) {
+    CHECK(img.time_axis == 0 && img.spacing[0] == 0 && fabs(img.spacing[1] - 0.5) < 1e-15 &&
+              fabs(img.spacing[2] - 0.5) < 1e-15,
+          "rotated: time_axis %d, spacing %g %g %g", img.time_axis, img.spacing[0], img.spacing[1],
+          img.spacing[2]);
+    ndf_image_free(&img);
+  }
+  /* a length axis with a zero pixel size: NaN, not 0 (unknown) */
+  f = new_fits(path, FLOAT_IMG, 2, (long[]){5, 4}, &st);
+  fits_write_key_str(f, "CUNIT1", "mm", NULL, &st);
+  fits_write_key_dbl(f, "CDELT1", 0, -12, NULL, &st);
+  fits_write_key_str(f, "CUNIT2", "deg", NULL, &st);
+  fits_write_img(f, TFLOAT, 1, 20, v, &st);
+  fits_close_file(f, &st);
+  fits_check(st, path);
+  if (read_ok(path, &img)) {
+    CHECK(isnan(img.spacing[1]) && img.spacing[0] == 0 && img.time_axis == -1,
+          "zero CDELT1: spacing %g %g, time_axis %d", img.spacing[0], img.spacing[1],
+          img.time_axis);
+    ndf_image_free(&img);
+  }
 }
 
 /* ---- bad files ---- */
@@ -761,6 +1373,12 @@ static void bad_files(void) {
                 "HDU 1: TTYPE1 is not a quoted string and longer than a column name");
   io_read_fails(NDF_SOURCE_DIR "/fuzz/corpus/fits/tfields-overflow.fits", NDF_EINVAL,
                 "HDU 1: card 8 should be TFIELDS with an integer value");
+  /* fuzzing's find: a repeated PCOUNT card not a number, which cfitsio's search by name found
+   * before the first (its message on it overflows a buffer) */
+  io_read_fails(NDF_SOURCE_DIR "/fuzz/corpus/fits/pcount-repeated.fits", NDF_EINVAL,
+                "HDU 1: PCOUNT is not a number");
+  /* and ZTILE2 = 0 behind a keyword in lower case (cfitsio finds keywords in any case) */
+  io_read_fails(NDF_SOURCE_DIR "/fuzz/corpus/fits/ztile0-lowercase.fits", NDF_EINVAL, "ZTILE2 = 0");
   { /* an extension's required keywords out of place, or not integers */
     int st = 0;
     fitsfile *f = new_fits(io_at("ext.fits"), BYTE_IMG, 0, NULL, &st);
@@ -868,6 +1486,12 @@ int main(int argc, char **argv) {
   widened(&r);
   cards_and_spacing();
   hdus();
+  companions();
+  compression_kept(&r);
+  origin_moves_crpix();
+  limits();
+  gzip_trailer();
+  spacing_and_time();
   cross_format(&r);
   bad_files();
   failed_writes(&r);

@@ -1,4 +1,4 @@
-/* fits.c - FITS images over cfitsio: read an image HDU, write a primary image.
+/* fits.c - FITS images over cfitsio: read an image HDU, write it back in its file's company.
  *
  * Reading takes the primary HDU's image, or the first image extension when the primary is
  * empty (NAXIS = 0, as astropy does), or the HDU the name selects in cfitsio's syntax
@@ -19,30 +19,51 @@
  * XTENSION, PCOUNT, GCOUNT, GROUPS, INHERIT, BSCALE, BZERO, CHECKSUM, DATASUM, END and the
  * tile compression's ZQUANTIZ, ZDITHER0, ZHECKSUM, ZDATASUM), in order, COMMENT and HISTORY
  * included; the writer puts them after the structural keywords cfitsio writes, and fresh
- * CHECKSUM/DATASUM when the file had them.
+ * CHECKSUM/DATASUM when the file had them. The metadata also names the file and the HDU's
+ * number in it, where cfitsio read the file itself (no image section or filter in the name).
  *
  * Spacing: FITS pixels are usually angles, so an axis's spacing is 0 unless its CUNITi is a
- * length (m, cm, mm, um, nm); then it is |CDi_i| (the CD matrix's diagonal) or else
- * |CDELTi * PCi_i|, in mm. A writer given an image from another format with known spacing
- * writes CDELTi and CUNITi = 'mm' for those axes.
+ * length (m, cm, mm, um, nm); then it is the length of the pixel's step along the axis, from
+ * column i of the CD matrix or else of CDELT * PC (|CDi_i| or |CDELTi * PCi_i| when they are
+ * diagonal), in mm, over the world axes that are lengths; NaN where that is zero or not a
+ * number. A time axis (CTYPEi TIME, UTC, TAI, ...) is the image's time_axis. A writer given
+ * an image from another format with known spacing writes CDELTi and CUNITi = 'mm' for those
+ * axes.
  *
- * Writing: .fits, .fit, .fts; .gz gzipped (the file is made in memory, then compressed);
- * .fz tile-compressed losslessly (RICE for 8 to 32-bit integers, GZIP_2 otherwise, floats not
- * quantized) in the first extension, 1 to 3 axes only (cfitsio's limit), 64-bit integer
- * types as their exact f64 (cfitsio compresses none).
+ * Writing an image read from a FITS file writes that file again with the image in place of
+ * the HDU read: the other HDUs (primary header, ERR and DQ images, tables) are copied from the
+ * file as they are, so it must still be there, unchanged since it was read. The image's own
+ * HDU takes its cards; its CRPIXn (and CRPIXna, LTVn) move with the image's origin, so that
+ * each voxel keeps its world coordinates.
+ *
+ * Compression: .gz names are gzipped as a whole (the file is made in memory, then
+ * compressed). The image HDU is tile-compressed where it was (with the same algorithm) and
+ * for .fz names (RICE_1 for 8 to 32-bit integers, GZIP_2 otherwise), always losslessly:
+ * floats are not quantized, which only GZIP_1 and GZIP_2 can do, so they take GZIP_2 where
+ * the HDU had another; PLIO_1 holds integers 0 to 2^24 only, so others take RICE_1; HCOMPRESS_1
+ * at scale 0. cfitsio compresses 1 to 3 axes only and no 64-bit integers (written as their
+ * exact f64); a .fz file's primary HDU is empty, so an image read from a primary HDU moves
+ * to the first extension there.
  *
  * Hostile files: cfitsio 4.2 crashes on some corrupt headers and tiles, so before it reads a file
- * the headers it will parse are checked here (check_headers), gzip's size claim too
- * (check_compressed), and before it decompresses an image the tiles' descriptors and Rice
- * streams (check_heap, check_rice); zip, compress and pack files are refused. */
+ * the headers it will parse are checked here (check_headers), and before it decompresses an
+ * image the tiles' descriptors and Rice streams (check_heap, check_rice); zip, compress and
+ * pack files are refused. cfitsio inflates a gzipped file whole, into memory, without checking
+ * the gzip trailer (a file missing its CRC reads as whole), so the stream is first read here to
+ * its end (check_gzip): zlib checks its CRC and length, and its size is held to the read
+ * limit. The files opened here are regular files only (ndf_io_open_regular). */
+#define _DEFAULT_SOURCE /* realpath */
+#include <ctype.h>
 #include <errno.h>
 #include <fitsio.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "convert.h"
@@ -51,17 +72,50 @@
 
 typedef char card_t[FLEN_CARD];
 
+/* What tells a file from its replacement or an edit of it. */
+typedef struct file_id {
+  dev_t dev;
+  ino_t ino;
+  off_t size;
+  struct timespec mtime;
+} file_id;
+
+static file_id id_of(const struct stat *sb) {
+  return (file_id){sb->st_dev, sb->st_ino, sb->st_size, sb->st_mtim};
+}
+
+static int same_file(const file_id *a, const file_id *b) {
+  return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+         a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec;
+}
+
+enum { ZMAX = 3 }; /* the axes cfitsio tile-compresses */
+
 typedef struct fits_meta {
   int type;        /* the file's equivalent sample type (cfitsio's *_IMG) */
   ndf_dtype dtype; /* the dtype the reader made of it */
   int checksum;    /* the HDU had CHECKSUM or DATASUM */
   int ncards;
   card_t *cards; /* non-structural cards in order; BLANK only for an unscaled integer image */
+  /* The file read (NULL where cfitsio read a section or filtered copy of it), the HDU's
+   * number in it (1: primary) and the file's identity then: the writer copies its other
+   * HDUs around the image. */
+  char *src;
+  int hdu;
+  file_id id;
+  /* A tile-compressed HDU: zcmp its algorithm (RICE_1, GZIP_1, ...; 0 if another), its
+   * NAXISn and ZTILEn (FITS order, zdim of them). */
+  int compressed, zcmp, zdim;
+  long long znaxis[ZMAX];
+  long ztile[ZMAX];
 } fits_meta;
 
 static void meta_free(void *p) {
   fits_meta *m = p;
-  if (m) free(m->cards);
+  if (m) {
+    free(m->cards);
+    free(m->src);
+  }
   free(m);
 }
 
@@ -92,39 +146,6 @@ static int close_fits(fitsfile *f) {
 }
 
 /* ---- reading ---- */
-
-/* cfitsio decompresses a gzip file into a buffer of the size its trailer claims; deflate
- * expands at most 1032 times, so a larger claim, or a file too short to hold one, is
- * corrupt. The other whole-file compressions cfitsio would undo (zip, compress, pack, LZH)
- * are refused: their decoders and size guesses are more than ndfilt needs to trust. */
-static ndf_status check_compressed(const char *path, const char *name, char *err, size_t errlen) {
-  FILE *f = fopen(name, "rb");
-  if (!f) return NDF_OK; /* cfitsio says why */
-  unsigned char b[4] = {0};
-  long long size = -1;
-  int gz = 0, other = 0;
-  if (fread(b, 1, 2, f) == 2) {
-    gz = b[0] == 0x1f && b[1] == 0x8b;
-    other = (b[0] == 'P' && b[1] == 'K') ||
-            (b[0] == 0x1f && (b[1] == 0x1e || b[1] == 0x9d || b[1] == 0xa0));
-  }
-  if (gz && fseeko(f, 0, SEEK_END) == 0) size = (long long)ftello(f);
-  int have = gz && size >= 18 && fseeko(f, -4, SEEK_END) == 0 && fread(b, 1, 4, f) == 4;
-  fclose(f);
-  if (other)
-    return ndf_io_error(err, errlen, NDF_EUNSUPPORTED, path,
-                        "zip, compress or pack files are not read; decompress it, or gzip it");
-  if (!gz) return NDF_OK;
-  if (!have)
-    return ndf_io_error(err, errlen, NDF_EINVAL, path, "truncated gzip file (%lld bytes)", size);
-  unsigned long long claim = (unsigned long long)b[0] | (unsigned long long)b[1] << 8 |
-                             (unsigned long long)b[2] << 16 | (unsigned long long)b[3] << 24;
-  if (claim > 1032ull * (unsigned long long)size + 65536)
-    return ndf_io_error(err, errlen, NDF_EINVAL, path,
-                        "corrupt gzip file: it claims %llu bytes uncompressed from %lld bytes",
-                        claim, size);
-  return NDF_OK;
-}
 
 /* The card's value with D exponents as E if it is a plain decimal number, else NULL. */
 static char *card_number(char *card, char value[FLEN_VALUE]) {
@@ -195,10 +216,13 @@ static const char *required_key(int hdu, int pos, long long naxis, int table, ch
 /* 1 for a keyword whose value cfitsio reads as an integer when it reads the header, 2 for one
  * it reads as a real number, else 0. */
 static int numeric_key(const char *key, int bintable) {
+  /* the required keywords too: cfitsio finds a keyword by name from where it last read, so
+   * it may read a repeated one */
   static const char *const ints[] = {"BLANK",   "EXTVER", "EXTLEVEL", "THEAP",
-                                     "ZBITPIX", "ZNAXIS", "ZBLANK"};
+                                     "ZBITPIX", "ZNAXIS", "ZBLANK",   "BITPIX",
+                                     "NAXIS",   "PCOUNT", "GCOUNT",   "TFIELDS"};
   static const char *const reals[] = {"BSCALE", "BZERO", "ZSCALE", "ZZERO"};
-  static const char *const roots[] = {"ZNAXIS", "ZTILE", "ZVAL"};
+  static const char *const roots[] = {"ZNAXIS", "ZTILE", "ZVAL", "NAXIS"};
   for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
     if (!strcmp(key, ints[i])) return 1;
   for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++)
@@ -232,23 +256,22 @@ static int ttype_overflows(char *card, long long tfields, char name[FLEN_KEYWORD
  * first, only to check those: the required keywords in their places with integer values within
  * long long's range (BITPIX one of the six, NAXIS and TFIELDS up to 999 as the standard says,
  * the others not negative), numbers where cfitsio reads numbers, TTYPEn that fit (see
- * ttype_overflows), 0 < ZTILEn <= ZNAXISn, and a RICE_1 image's BLOCKSIZE 16 or 32 and BYTEPIX 1, 2
+ * ttype_overflows), 0 < ZTILEn <= ZNAXISn (an HCOMPRESS_1 tile may overhang, its buffer within the
+ * read limit), and a RICE_1 image's BLOCKSIZE 16 or 32 and BYTEPIX 1, 2
  * or 4 as cfitsio takes them: ZVAL1 and ZVAL2 (BYTEPIX 4 without), whatever ZNAMEn say, swapped
  * when ZVAL1 < 16 and ZVAL2 > 8. The walk stops where it cannot follow the file (cfitsio then says
- * what is wrong), and after a primary HDU with data unless all (an HDU chosen by name). name: the
- * file (plain or gzipped). */
-static ndf_status check_headers(const char *path, const char *name, int all, char *err,
-                                size_t errlen) {
+ * what is wrong), and after a primary HDU with data unless all (an HDU chosen by name, or every
+ * HDU copied by the writer). g: the file from its start (plain or gzipped). */
+static ndf_status check_headers(gzFile g, const char *path, int all, char *err, size_t errlen) {
   enum { BLOCK = 2880, MAXDIM = 999, ZDIM = 6 };
-  gzFile g = gzopen(name, "rb");
-  if (!g) return NDF_OK;
   long long naxes[MAXDIM + 1];
   char blk[BLOCK];
   ndf_status s = NDF_OK;
   for (int hdu = 0; s == NDF_OK; hdu++) {
     long long bitpix = 0, naxis = 0, pcount = 0, gcount = 1, tfields = 0;
     long long znaxis = 0, zn[ZDIM + 1] = {0}, zt[ZDIM + 1] = {0}, zval[3] = {0};
-    int zimage = 0, groups = 0, tiled = 0, table = 0, bintable = 0, ended = 0, rice = 0, zset = 0;
+    int zimage = 0, groups = 0, tiled = 0, table = 0, bintable = 0, ended = 0, rice = 0, zset = 0,
+        hcomp = 0;
     memset(naxes, 0, sizeof naxes);
     for (int pos = 0; !ended; pos++) {
       if (pos % (BLOCK / 80) == 0 && gzread(g, blk, BLOCK) != BLOCK) goto done;
@@ -256,6 +279,8 @@ static ndf_status check_headers(const char *path, const char *name, int all, cha
       memcpy(card, blk + 80 * (pos % (BLOCK / 80)), 80);
       card[80] = 0;
       snprintf(key, sizeof key, "%.*s", (int)strcspn(card, " ="), card);
+      for (char *p = key; *p; p++) /* cfitsio finds keywords, and reads ZCMPTYPE, in any case */
+        *p = (char)toupper((unsigned char)*p);
       if (pos == 0 && hdu > 0 && strcmp(key, "XTENSION")) goto done; /* no more HDUs */
       const char *want = required_key(hdu, pos, naxis, table, buf);
       long long v = 0;
@@ -323,15 +348,27 @@ static ndf_status check_headers(const char *path, const char *name, int all, cha
       if ((n = indexed(key, "ZTILE", ZDIM)) && card_int(card, &zt[n])) tiled |= 1 << n;
       if ((n = indexed(key, "ZVAL", 2)) && !(zset & 1 << n) && card_int(card, &zval[n]))
         zset |= 1 << n; /* cfitsio reads the first */
-      if (!strcmp(key, "ZCMPTYPE")) rice |= strstr(card, "'RICE_1") || strstr(card, "'RICE_ONE");
+      if (!strcmp(key, "ZCMPTYPE")) {
+        for (char *p = card; *p; p++)
+          *p = (char)toupper((unsigned char)*p);
+        rice |= strstr(card, "'RICE_1") || strstr(card, "'RICE_ONE");
+        hcomp |= strstr(card, "'HCOMPRESS_1") != NULL;
+      }
     }
+    long long cells = 1; /* the pixels of a tile, as cfitsio sizes its buffers */
     for (int i = 1; hdu > 0 && zimage && i <= znaxis && i <= ZDIM && s == NDF_OK; i++) {
       long long tile = tiled & 1 << i ? zt[i] : i == 1 ? zn[1] : 1;
-      if (zn[i] <= 0 || tile <= 0 || tile > zn[i])
+      /* astropy's HCOMPRESS_1 tiles of images up to 30 rows are ZNAXIS1 rows high */
+      const long long most = hcomp ? 1ll << 31 : zn[i];
+      if (zn[i] <= 0 || tile <= 0 || tile > most)
         s = ndf_io_error(err, errlen, NDF_EINVAL, path,
                          "corrupt tile-compressed image in HDU %d: ZNAXIS%d = %lld, ZTILE%d = %lld",
                          hdu, i, zn[i], i, tile);
+      else
+        cells = cells > (1ll << 40) / tile ? 1ll << 40 : cells * tile;
     }
+    if (hdu > 0 && zimage && hcomp && s == NDF_OK)
+      s = ndf_io_check_alloc(path, cells, 8, err, errlen);
     if (hdu > 0 && zimage && rice && zset & 2 && s == NDF_OK) {
       long long block = zval[1], pix = zset & 4 ? zval[2] : 4, t = block;
       if (block < 16 && pix > 8) {
@@ -363,8 +400,104 @@ static ndf_status check_headers(const char *path, const char *name, int all, cha
     if (bytes && gzseek(g, (z_off_t)bytes, SEEK_CUR) < 0) break;
   }
 done:
-  gzclose(g);
   fits_clear_errmsg(); /* fits_parse_value's */
+  return s;
+}
+
+/* The size cfitsio allocates to inflate a gzip file of size bytes into: what its last 4 bytes
+ * claim, plus 4 GiB until that is at least size where size > 10000. */
+static long long gzip_claim(int fd, int64_t size) {
+  unsigned char b[4];
+  if (pread(fd, b, 4, size - 4) != 4) return -1;
+  long long claim =
+      (long long)b[0] | (long long)b[1] << 8 | (long long)b[2] << 16 | (long long)b[3] << 24;
+  while (size > 10000 && claim < size)
+    claim += 1ll << 32;
+  return claim;
+}
+
+/* Reads the rest of a gzip stream, so that zlib checks its trailer (the CRC of the data and
+ * their length), and holds the file's inflated size, and what cfitsio allocates for it (see
+ * gzip_claim), to the read limit. A larger claim than deflate's greatest expansion (1032
+ * times) is corrupt: data after the stream. */
+static ndf_status check_gzip(gzFile g, int fd, int64_t size, const char *path, char *err,
+                             size_t errlen) {
+  ndf_status s = ndf_io_check_alloc(path, 0, 1, err, errlen); /* NDF_READ_LIMIT well formed */
+  if (s != NDF_OK) return s;
+  const int64_t limit = ndf_io_read_limit();
+  enum { CHUNK = 1 << 16 };
+  char *buf = malloc(CHUNK);
+  if (!buf) return ndf_io_error(err, errlen, NDF_ENOMEM, path, "out of memory");
+  while (gzread(g, buf, CHUNK) > 0 && gztell(g) <= limit)
+    ;
+  free(buf);
+  const long long claim = gzip_claim(fd, size);
+  if (gztell(g) > limit || claim > limit)
+    return ndf_io_error(err, errlen, NDF_ENOMEM, path,
+                        "inflated, the file needs more than the read limit of %lld bytes (raise "
+                        "it with --read-limit or NDF_READ_LIMIT)",
+                        (long long)limit);
+  int code;
+  const char *msg = gzerror(g, &code), *colon = strstr(msg, ": ");
+  if (colon) msg = colon + 2; /* zlib names the file "<fd:N>" */
+  if (code == Z_BUF_ERROR)
+    return ndf_io_error(err, errlen, NDF_EINVAL, path,
+                        "truncated gzip file: the stream ends before its CRC and length");
+  if (code == Z_ERRNO)
+    return ndf_io_error(err, errlen, NDF_EIO, path, "read failed: %s", strerror(errno));
+  if (code == Z_MEM_ERROR) return ndf_io_error(err, errlen, NDF_ENOMEM, path, "out of memory");
+  if (!strcmp(msg, "incorrect data check"))
+    return ndf_io_error(err, errlen, NDF_EINVAL, path,
+                        "corrupt gzip file: the data do not match its CRC");
+  if (!strcmp(msg, "incorrect length check"))
+    return ndf_io_error(err, errlen, NDF_EINVAL, path,
+                        "corrupt gzip file: it claims %lld bytes uncompressed, which its data "
+                        "do not hold",
+                        claim);
+  if (code != Z_OK && code != Z_STREAM_END)
+    return ndf_io_error(err, errlen, NDF_EINVAL, path, "corrupt gzip file (zlib: %s)", msg);
+  if (claim < 0 || claim > 1032ll * size + 65536)
+    return ndf_io_error(err, errlen, NDF_EINVAL, path,
+                        "corrupt gzip file: it claims %lld bytes uncompressed from %lld bytes",
+                        claim, (long long)size);
+  return NDF_OK;
+}
+
+/* Checks the file name (path in messages) before cfitsio reads it: a regular file, not zip,
+ * compress or pack (cfitsio's decoders and size guesses for those are more than ndfilt needs
+ * to trust), its headers (check_headers, all as there), and a gzip stream whole (check_gzip).
+ * *id: the file's identity. */
+static ndf_status check_file(const char *path, const char *name, int all, file_id *id, char *err,
+                             size_t errlen) {
+  int fd;
+  int64_t size = 0;
+  ndf_status s = ndf_io_open_regular(name, &fd, &size, err, errlen);
+  if (s != NDF_OK) return s;
+  struct stat sb;
+  if (fstat(fd, &sb) == 0) *id = id_of(&sb);
+  unsigned char b[2] = {0};
+  int gz = 0, other = 0;
+  if (pread(fd, b, 2, 0) == 2) {
+    gz = b[0] == 0x1f && b[1] == 0x8b;
+    other = (b[0] == 'P' && b[1] == 'K') ||
+            (b[0] == 0x1f && (b[1] == 0x1e || b[1] == 0x9d || b[1] == 0xa0));
+  }
+  if (other || (gz && size < 18)) {
+    close(fd);
+    return other ? ndf_io_error(err, errlen, NDF_EUNSUPPORTED, path,
+                                "zip, compress or pack files are not read; decompress it, or "
+                                "gzip it")
+                 : ndf_io_error(err, errlen, NDF_EINVAL, path, "truncated gzip file (%lld bytes)",
+                                (long long)size);
+  }
+  gzFile g = gzdopen(fd, "rb");
+  if (!g) {
+    close(fd);
+    return ndf_io_error(err, errlen, NDF_ENOMEM, path, "out of memory");
+  }
+  s = check_headers(g, path, all, err, errlen);
+  if (s == NDF_OK && gz) s = check_gzip(g, fd, size, path, err, errlen);
+  gzclose_r(g);
   return s;
 }
 
@@ -385,17 +518,44 @@ static int first_image(fitsfile *f, int *st) {
   }
 }
 
+/* 1 if an HDU selection ("[...]" at the end of a name) only names an HDU: a number, or
+ * EXTNAME with optional EXTVER and XTENSION ("[SCI]", "[2]", "[SCI, 2, IMAGE]"), for which
+ * cfitsio reads the file itself; sections and filters ("[1:100,1:50]", "[bin X]") make it
+ * a copy in memory. */
+static int hdu_only(const char *sel) {
+  size_t n = strlen(sel);
+  if (n < 3 || sel[0] != '[' || sel[n - 1] != ']') return 0;
+  int parts = 0;
+  for (const char *p = sel + 1; p < sel + n - 1; parts++) {
+    const char *end = memchr(p, ',', (size_t)(sel + n - 1 - p));
+    if (!end) end = sel + n - 1;
+    while (p < end && *p == ' ')
+      p++;
+    const char *q = end;
+    while (q > p && q[-1] == ' ')
+      q--;
+    if (q == p) return 0;
+    for (; p < q; p++)
+      if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.+-", *p))
+        return 0;
+    p = end + (*end == ',');
+  }
+  return parts >= 1 && parts <= 3;
+}
+
 /* Opens path at its image HDU: the file by its literal name when it exists (brackets and
- * parentheses are then part of the name), else through cfitsio's extended syntax. */
-static ndf_status open_image(const char *path, fitsfile **out, char *err, size_t errlen) {
+ * parentheses are then part of the name), else through cfitsio's extended syntax. *src: the
+ * file cfitsio read (malloc'd), where it read the file itself, else NULL; *id its identity. */
+static ndf_status open_image(const char *path, fitsfile **out, char **src, file_id *id, char *err,
+                             size_t errlen) {
   struct stat sb;
   fitsfile *f = NULL;
   int st = 0;
   const char *bracket = strchr(path, '[');
+  char *file = NULL;
+  *src = NULL;
   if (stat(path, &sb) == 0) {
-    if (S_ISDIR(sb.st_mode)) return ndf_io_error(err, errlen, NDF_EIO, path, "is a directory");
-    ndf_status s = check_compressed(path, path, err, errlen);
-    if (s == NDF_OK) s = check_headers(path, path, 0, err, errlen);
+    ndf_status s = check_file(path, path, 0, id, err, errlen);
     if (s != NDF_OK) return s;
     fits_open_diskfile(&f, path, READONLY, &st);
     int naxis = 0;
@@ -405,21 +565,25 @@ static ndf_status open_image(const char *path, fitsfile **out, char *err, size_t
       return ndf_io_error(err, errlen, NDF_EUNSUPPORTED, path,
                           "no image: the primary HDU is empty and no image extension follows");
     }
+    file = strdup(path);
   } else if (bracket && bracket > path) {
     char *base = strndup(path, (size_t)(bracket - path));
     if (!base) return ndf_io_error(err, errlen, NDF_ENOMEM, path, "out of memory");
-    ndf_status s = NDF_OK;
-    if (stat(base, &sb) == 0) {
-      s = check_compressed(path, base, err, errlen);
-      if (s == NDF_OK) s = check_headers(path, base, 1, err, errlen);
+    ndf_status s = check_file(path, base, 1, id, err, errlen);
+    if (s != NDF_OK) {
+      free(base);
+      return s;
     }
-    free(base);
-    if (s != NDF_OK) return s;
     fits_open_image(&f, path, READONLY, &st);
+    if (hdu_only(bracket))
+      file = base;
+    else
+      free(base);
   } else {
     return ndf_io_error(err, errlen, NDF_EIO, path, "%s", strerror(errno));
   }
   if (st) {
+    free(file);
     ndf_status s = NDF_EINVAL;
     const char *what = "not a readable FITS file";
     if (st == FILE_NOT_OPENED || st == URL_PARSE_ERROR || st == BAD_HDU_NUM || st == NOT_IMAGE) {
@@ -437,6 +601,13 @@ static ndf_status open_image(const char *path, fitsfile **out, char *err, size_t
     fits_clear_errmsg();
     return r;
   }
+  /* by its full name, so that a writer in another directory finds it */
+  char *full = file ? realpath(file, NULL) : NULL;
+  if (full) {
+    free(file);
+    file = full;
+  }
+  *src = file;
   *out = f;
   return NDF_OK;
 }
@@ -461,27 +632,81 @@ static double key_double(fitsfile *f, const char *key, double dflt) {
   return v;
 }
 
-/* The spacing in mm of FITS axis i (1-based), or 0. */
-static double axis_spacing(fitsfile *f, int i) {
-  char key[FLEN_KEYWORD], unit[FLEN_VALUE] = "";
-  int st = 0;
-  snprintf(key, sizeof key, "CUNIT%d", i);
-  if (fits_read_key(f, TSTRING, key, unit, NULL, &st)) unit[0] = 0;
+/* A key's value in *v: 1 where it is a finite number, 0 where the key is absent, -1 where it
+ * is something else. */
+static int key_real(fitsfile *f, const char *key, double *v) {
+  char card[FLEN_CARD];
+  int st = 0, r = 1;
+  if (fits_read_card(f, key, card, &st))
+    r = 0;
+  else if (fits_read_key(f, TDOUBLE, key, v, NULL, &st) || !isfinite(*v))
+    r = -1;
   fits_clear_errmsg();
-  size_t k = strlen(unit); /* string values may carry trailing blanks */
-  while (k && unit[k - 1] == ' ')
-    unit[--k] = 0;
-  double mm = unit_mm(unit);
-  if (mm == 0) return 0;
-  snprintf(key, sizeof key, "CD%d_%d", i, i);
-  double d = key_double(f, key, NAN);
-  if (isnan(d)) {
-    snprintf(key, sizeof key, "CDELT%d", i);
-    double cdelt = key_double(f, key, 1);
-    snprintf(key, sizeof key, "PC%d_%d", i, i);
-    d = cdelt * key_double(f, key, 1);
+  return r;
+}
+
+/* A key's string value without trailing blanks; "" where absent. */
+static void key_string(fitsfile *f, const char *key, char value[FLEN_VALUE]) {
+  int st = 0;
+  if (fits_read_key(f, TSTRING, key, value, NULL, &st)) value[0] = 0;
+  fits_clear_errmsg();
+  size_t k = strlen(value);
+  while (k && value[k - 1] == ' ')
+    value[--k] = 0;
+}
+
+/* mm per unit of world axis i (1-based): 0 where its CUNITi is not a length. */
+static double axis_mm(fitsfile *f, int i) {
+  char key[FLEN_KEYWORD], unit[FLEN_VALUE];
+  snprintf(key, sizeof key, "CUNIT%d", i);
+  key_string(f, key, unit);
+  return unit_mm(unit);
+}
+
+/* The spacing in mm of FITS axis j of naxis (1-based): 0 unless CUNITj is a length; else the
+ * length of a pixel's step along axis j in the world axes that are lengths, from column j of
+ * the CD matrix where the header has any of it, else of CDELTi * PCi_j (CDELTi 1, PCi_j the
+ * identity's where absent); NaN where that is 0 or a value is not a number. */
+static double axis_spacing(fitsfile *f, int j, int naxis) {
+  char key[FLEN_KEYWORD];
+  double v, sum = 0;
+  int cd = 0, bad = 0;
+  if (axis_mm(f, j) == 0) return 0;
+  for (int i = 1; i <= naxis && !cd; i++) {
+    snprintf(key, sizeof key, "CD%d_%d", i, j);
+    cd = key_real(f, key, &v) != 0;
   }
-  return fabs(d) * mm;
+  for (int i = 1; i <= naxis; i++) {
+    double mm = axis_mm(f, i), step = 0, cdelt = 1, pc = i == j;
+    if (mm == 0) continue;
+    int k;
+    if (cd) {
+      snprintf(key, sizeof key, "CD%d_%d", i, j);
+      k = key_real(f, key, &step);
+    } else {
+      snprintf(key, sizeof key, "CDELT%d", i);
+      k = key_real(f, key, &cdelt);
+      snprintf(key, sizeof key, "PC%d_%d", i, j);
+      k = k < 0 ? k : key_real(f, key, &pc);
+      step = cdelt * pc;
+    }
+    bad |= k < 0;
+    sum += step * mm * step * mm;
+  }
+  return bad || !(sum > 0) || !isfinite(sum) ? NAN : sqrt(sum);
+}
+
+/* 1 if FITS axis i is time: its CTYPEi one of the time scales of the FITS standard. */
+static int axis_is_time(fitsfile *f, int i) {
+  static const char *const scales[] = {"TIME", "TAI", "TT",  "TDT", "ET",  "IAT", "UT1",
+                                       "UTC",  "GMT", "GPS", "TCG", "TCB", "TDB", "LOCAL"};
+  char key[FLEN_KEYWORD], type[FLEN_VALUE];
+  snprintf(key, sizeof key, "CTYPE%d", i);
+  key_string(f, key, type);
+  type[strcspn(type, "-")] = 0;
+  for (size_t k = 0; k < sizeof scales / sizeof scales[0]; k++)
+    if (!strcmp(type, scales[k])) return 1;
+  return 0;
 }
 
 /* 1 if name is prefix followed by digits only. */
@@ -755,6 +980,33 @@ static ndf_status check_rice(fitsfile *f, const char *path, char *err, size_t er
   return s;
 }
 
+/* The tile compression of the current HDU, a compressed image of naxis axes nx, for the
+ * writer. */
+static void read_compression(fitsfile *f, int naxis, const LONGLONG *nx, fits_meta *m) {
+  static const struct {
+    const char *name;
+    int code;
+  } names[] = {{"RICE_1", RICE_1}, {"RICE_ONE", RICE_1}, {"GZIP_1", GZIP_1},
+               {"GZIP_2", GZIP_2}, {"PLIO_1", PLIO_1},   {"HCOMPRESS_1", HCOMPRESS_1}};
+  char type[FLEN_VALUE], key[FLEN_KEYWORD];
+  m->compressed = 1;
+  key_string(f, "ZCMPTYPE", type);
+  for (char *p = type; *p; p++)
+    *p = (char)toupper((unsigned char)*p);
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (!strcmp(type, names[i].name)) m->zcmp = names[i].code;
+  m->zdim = naxis <= ZMAX ? naxis : 0;
+  for (int i = 0; i < m->zdim; i++) {
+    double t = i == 0 ? (double)nx[0] : 1;
+    snprintf(key, sizeof key, "ZTILE%d", i + 1);
+    key_real(f, key, &t);
+    m->znaxis[i] = nx[i];
+    m->ztile[i] = !(t >= 1)           ? (i == 0 ? (long)nx[0] : 1)
+                  : t < (double)nx[i] ? (long)t
+                                      : (long)nx[i];
+  }
+}
+
 /* Reads the current image HDU of f into img. */
 static ndf_status read_image(fitsfile *f, const char *path, ndf_image *img, char *err,
                              size_t errlen) {
@@ -813,8 +1065,10 @@ static ndf_status read_image(fitsfile *f, const char *path, ndf_image *img, char
                         "corrupt compressed image: %lld bytes of pixels from a %lld-byte file",
                         need, have);
   }
-  fits_meta *m = calloc(1, sizeof *m);
   size_t es = ndf_dtype_size(dt);
+  ndf_status s = ndf_io_check_alloc(path, n, es, err, errlen);
+  if (s != NDF_OK) return s;
+  fits_meta *m = calloc(1, sizeof *m);
   void *data = m ? malloc((size_t)n * es) : NULL;
   if (!data) {
     meta_free(m);
@@ -823,7 +1077,9 @@ static ndf_status read_image(fitsfile *f, const char *path, ndf_image *img, char
   }
   m->type = eq;
   m->dtype = dt;
-  ndf_status s = read_cards(f, m, bitpix > 0 && !scaled, compressed, path, err, errlen);
+  m->hdu = hdu;
+  if (compressed) read_compression(f, naxis, nx, m);
+  s = read_cards(f, m, bitpix > 0 && !scaled, compressed, path, err, errlen);
   if (s != NDF_OK) {
     free(data);
     meta_free(m);
@@ -875,7 +1131,9 @@ static ndf_status read_image(fitsfile *f, const char *path, ndf_image *img, char
   img->format = NDF_FORMAT_FITS;
   img->channel_axis = -1;
   for (int d = 0; d < nd; d++)
-    img->spacing[d] = axis_spacing(f, nd - d);
+    img->spacing[d] = axis_spacing(f, nd - d, nd);
+  for (int d = 0; d < nd && img->time_axis < 0; d++)
+    if (axis_is_time(f, nd - d)) img->time_axis = d;
   img->meta = m;
   img->meta_free = meta_free;
   return NDF_OK;
@@ -885,7 +1143,9 @@ ndf_status ndf__fits_read(const char *path, const ndf_read_opts *o, ndf_image *i
                           size_t errlen) {
   (void)o;
   fitsfile *f = NULL;
-  ndf_status s = open_image(path, &f, err, errlen);
+  char *src = NULL;
+  file_id id = {0};
+  ndf_status s = open_image(path, &f, &src, &id, err, errlen);
   if (s != NDF_OK) return s;
   ndf_image t;
   ndf_image_init(&t);
@@ -893,10 +1153,15 @@ ndf_status ndf__fits_read(const char *path, const ndf_read_opts *o, ndf_image *i
   int st = close_fits(f);
   if (st && s == NDF_OK) s = fits_fail(err, errlen, NDF_EIO, path, "cannot close the file", st);
   fits_clear_errmsg();
-  if (s == NDF_OK)
+  if (s == NDF_OK) {
+    fits_meta *m = t.meta;
+    m->src = src;
+    m->id = id;
     *img = t;
-  else
+  } else {
+    free(src);
     ndf_image_free(&t);
+  }
   return s;
 }
 
@@ -915,26 +1180,157 @@ static int default_type(ndf_dtype t) {
 
 typedef struct {
   const char *path;      /* the user's name, for messages */
-  const ndf_image *img;  /* shape and spacing */
+  const ndf_image *img;  /* shape, spacing and origin */
   const fits_meta *meta; /* NULL: not from a FITS file */
   int type;              /* *_IMG to write */
   const void *data;      /* samples in type's C type, C order */
-  int gz, fz;
+  int gz;                /* gzip the whole file */
+  int zcmp;              /* the image's tile compression (RICE_1, ...), or 0 */
 } wctx;
 
-static ndf_status write_fits(fitsfile *f, const wctx *c, LONGLONG *end, char *err, size_t errlen) {
+/* The keyword of a card, up to 8 characters. */
+static void card_key(const char *card, char name[9]) {
+  snprintf(name, 9, "%.*s", (int)strcspn(card, " ="), card);
+}
+
+/* The FITS axis whose pixel coordinate a keyword holds, or 0: CRPIXn and an alternate WCS's
+ * CRPIXna (the reference pixel), LTVn (IRAF's offset from physical to image pixels). */
+static int pixel_axis(const char *name) {
+  const char *p = !strncmp(name, "CRPIX", 5) ? name + 5
+                  : !strncmp(name, "LTV", 3) ? name + 3
+                                             : NULL;
+  if (!p || *p < '1' || *p > '9') return 0;
+  char *end;
+  long n = strtol(p, &end, 10);
+  int alt = name[0] == 'C' && *end >= 'A' && *end <= 'Z';
+  return n <= 99 && !end[alt] ? (int)n : 0;
+}
+
+/* The world coordinate system a keyword belongs to: 1 for the primary one, 2 + k for the
+ * alternate one lettered 'A' + k, 0 for none. */
+static int wcs_of(const char *name) {
+  static const char *const one[] = {"CTYPE", "CRVAL", "CDELT", "CRPIX", "CUNIT", "CROTA"};
+  static const char *const two[] = {"CD", "PC", "PV", "PS"};
+  const char *p = NULL;
+  char *end;
+  for (size_t i = 0; i < sizeof one / sizeof one[0] && !p; i++)
+    if (!strncmp(name, one[i], 5) && name[5] >= '1' && name[5] <= '9') {
+      strtol(name + 5, &end, 10);
+      p = end;
+    }
+  for (size_t i = 0; i < sizeof two / sizeof two[0] && !p; i++)
+    if (!strncmp(name, two[i], 2) && name[2] >= '1' && name[2] <= '9') {
+      strtol(name + 2, &end, 10);
+      if (end[0] != '_' || end[1] < '1' || end[1] > '9') return 0;
+      strtol(end + 1, &end, 10);
+      p = end;
+    }
+  if (!p && !strncmp(name, "WCSAXES", 7)) p = name + 7;
+  if (!p) return 0;
+  if (!*p) return 1;
+  return *p >= 'A' && *p <= 'Z' && !p[1] ? 2 + (*p - 'A') : 0;
+}
+
+/* A card "name = v / comment" in the fixed format, v as the shortest decimal that reads back
+ * as it, with a decimal point (a FITS real). */
+static void real_card(card_t card, const char *name, double v, const char *comment) {
+  char num[40];
+  if (v == floor(v) && fabs(v) < 1e15) {
+    snprintf(num, sizeof num, "%.1f", v);
+  } else {
+    for (int p = 1; p <= 17; p++) {
+      snprintf(num, sizeof num, "%.*G", p, v);
+      if (strtod(num, NULL) == v) break;
+    }
+    char *e = strchr(num, 'E');
+    if (e && !strchr(num, '.')) {
+      memmove(e + 1, e, strlen(e) + 1);
+      *e = '.';
+    }
+  }
+  snprintf(card, FLEN_CARD, "%-8s= %20s%s%s", name, num, comment[0] ? " / " : "", comment);
+}
+
+/* The card of a pixel coordinate moved by -o (its comment kept) into out: 1, or 0 where its
+ * value is not a number. */
+static int moved_card(const char *card, long long o, card_t out) {
+  char c[FLEN_CARD], value[FLEN_VALUE], comment[FLEN_COMMENT] = "", name[9];
+  int st = 0;
+  snprintf(c, sizeof c, "%s", card);
+  if (!card_number(c, value)) return 0;
+  double v = strtod(value, NULL);
+  fits_parse_value(c, value, comment, &st);
+  fits_clear_errmsg();
+  card_key(card, name);
+  real_card(out, name, v - (double)o, comment);
+  return 1;
+}
+
+/* origin[d] of the array axis of FITS axis n (1-based), 0 beyond the array's axes. */
+static long long axis_origin(const wctx *c, int n) {
+  const int nd = c->img->a.ndim;
+  return n >= 1 && n <= nd ? (long long)c->img->origin[nd - n] : 0;
+}
+
+/* The pixel coordinates an image's header leaves to their default, 0, where it moves: CRPIXna
+ * of each world coordinate system the cards describe, and LTVn where they have IRAF's LTM or
+ * LTV; appended to the header, moved. */
+static void add_moved_defaults(fitsfile *f, const wctx *c, int *st) {
+  enum { NWCS = 28 };
+  unsigned have[NWCS] = {0}, ltv = 0; /* per system, the axes with CRPIX; the axes with LTV */
+  int wcs[NWCS] = {0}, iraf = 0;
+  for (int i = 0; i < c->meta->ncards; i++) {
+    char name[9];
+    card_key(c->meta->cards[i], name);
+    int w = wcs_of(name), n = pixel_axis(name);
+    wcs[w] |= w > 0;
+    if (!strncmp(name, "LTM", 3) || !strncmp(name, "LTV", 3)) iraf = 1;
+    if (n && n <= NDF_MAX_DIMS && name[0] == 'C') have[w] |= 1u << n;
+    if (n && n <= NDF_MAX_DIMS && name[0] == 'L') ltv |= 1u << n;
+  }
+  const int nd = c->img->a.ndim;
+  for (int n = 1; n <= nd && !*st; n++) {
+    long long o = axis_origin(c, n);
+    if (!o) continue;
+    card_t card;
+    char name[FLEN_KEYWORD];
+    for (int w = 1; w < NWCS && !*st; w++) {
+      if (!wcs[w] || have[w] & 1u << n) continue;
+      const char alt[2] = {w > 1 ? (char)('A' + w - 2) : 0, 0};
+      snprintf(name, sizeof name, "CRPIX%d%s", n, alt);
+      real_card(card, name, -(double)o, "pixel coordinate of the reference point");
+      fits_write_record(f, card, st);
+    }
+    if (iraf && !(ltv & 1u << n)) {
+      snprintf(name, sizeof name, "LTV%d", n);
+      real_card(card, name, -(double)o, "offset of the image from physical pixels");
+      fits_write_record(f, card, st);
+    }
+  }
+}
+
+/* The image's HDU: created after the file's current one (as the primary in an empty file; a
+ * compressed image then after an empty primary), with the meta's cards. */
+static ndf_status write_image(fitsfile *f, const wctx *c, char *err, size_t errlen) {
   const ndf_array *a = &c->img->a;
   int st = 0, nd = a->ndim;
-  if (c->fz) {
-    int isfloat = c->type == FLOAT_IMG || c->type == DOUBLE_IMG;
-    int wide = isfloat || c->type == LONGLONG_IMG || c->type == ULONGLONG_IMG;
-    fits_set_compression_type(f, wide ? GZIP_2 : RICE_1, &st);
-    if (isfloat) fits_set_quantize_level(f, 0, &st); /* lossless */
-  }
   LONGLONG nx[NDF_MAX_DIMS], first[NDF_MAX_DIMS];
   for (int i = 0; i < nd; i++) {
     nx[i] = a->shape[nd - 1 - i];
     first[i] = 1;
+  }
+  if (c->zcmp) {
+    fits_set_compression_type(f, c->zcmp, &st);
+    if (c->type == FLOAT_IMG || c->type == DOUBLE_IMG) fits_set_quantize_level(f, 0, &st);
+    if (c->zcmp == HCOMPRESS_1) fits_set_hcomp_scale(f, 0, &st);
+    const fits_meta *m = c->meta;
+    if (m && m->compressed && m->zdim == nd) {
+      /* the file's tiles; one as long as its axis stays so (whole rows stay whole) */
+      long t[ZMAX];
+      for (int i = 0; i < nd; i++)
+        t[i] = m->ztile[i] == m->znaxis[i] || m->ztile[i] > nx[i] ? (long)nx[i] : m->ztile[i];
+      fits_set_tile_dim(f, nd, t, &st);
+    }
   }
   fits_create_imgll(f, c->type, nd, nx, &st);
   if (c->meta) {
@@ -955,11 +1351,16 @@ static ndf_status write_fits(fitsfile *f, const wctx *c, LONGLONG *end, char *er
     for (int i = 1; i <= nk && nown < MAXOWN && !st; i++) {
       char card[FLEN_CARD];
       fits_read_record(f, i, card, &st);
-      snprintf(own[nown++], 9, "%.*s", (int)strcspn(card, " ="), card);
+      card_key(card, own[nown++]);
     }
     for (int i = 0; i < c->meta->ncards && !st; i++) {
       const char *card = c->meta->cards[i];
       if (is_key(card, "BLANK") && c->type != c->meta->type) continue;
+      char name[9];
+      card_key(card, name);
+      card_t moved;
+      long long o = axis_origin(c, pixel_axis(name));
+      if (o && moved_card(card, o, moved)) card = moved;
       int j = 0;
       while (j < nown && !(own[j][0] && is_key(card, own[j]) && card[8] == '='))
         j++;
@@ -970,6 +1371,7 @@ static ndf_status write_fits(fitsfile *f, const wctx *c, LONGLONG *end, char *er
         fits_write_record(f, card, &st);
       }
     }
+    add_moved_defaults(f, c, &st);
   } else {
     for (int i = 1; i <= nd && !st; i++) {
       double sp = c->img->spacing[nd - i];
@@ -984,11 +1386,72 @@ static ndf_status write_fits(fitsfile *f, const wctx *c, LONGLONG *end, char *er
   fits_write_pixll(f, datatype_of(c->type), first, (LONGLONG)ndf_array_size(a), (void *)c->data,
                    &st);
   if (c->meta && c->meta->checksum) fits_write_chksum(f, &st);
-  /* the file's size, for a file in memory (whose buffer may be larger) */
-  LONGLONG head = 0, start = 0;
-  if (end) fits_get_hduaddrll(f, &head, &start, end, &st);
   if (st) return fits_fail(err, errlen, NDF_EIO, c->path, "cannot write", st);
   return NDF_OK;
+}
+
+/* The file the image was read from, again, with the image in place of the HDU read: the other
+ * HDUs copied from it as they are. It must be the file read, unchanged. */
+static ndf_status write_around(fitsfile *out, const wctx *c, char *err, size_t errlen) {
+  const fits_meta *m = c->meta;
+  struct stat sb;
+  if (stat(m->src, &sb) != 0)
+    return ndf_io_error(err, errlen, NDF_EIO, c->path,
+                        "the file the image was read from, %s, is gone (%s): its other HDUs "
+                        "cannot be copied",
+                        m->src, strerror(errno));
+  char why[1024] = "";
+  file_id now = {0};
+  ndf_status s = check_file(m->src, m->src, 1, &now, why, sizeof why);
+  if (s != NDF_OK)
+    return ndf_io_error(err, errlen, s, c->path,
+                        "cannot copy the other HDUs of the file the image was read from: %s", why);
+  fitsfile *in = NULL;
+  int st = 0, n = 0;
+  fits_open_diskfile(&in, m->src, READONLY, &st);
+  fits_get_num_hdus(in, &n, &st);
+  if (!same_file(&now, &m->id) || (!st && n < m->hdu)) {
+    close_fits(in);
+    fits_clear_errmsg();
+    return ndf_io_error(err, errlen, NDF_EIO, c->path,
+                        "the file the image was read from, %s, has changed since: its other "
+                        "HDUs cannot be copied (read it again)",
+                        m->src);
+  }
+  for (int i = 1; i <= n && !st && s == NDF_OK; i++) {
+    if (i == m->hdu) {
+      s = write_image(out, c, err, errlen);
+    } else if (fits_movabs_hdu(in, i, NULL, &st) || fits_copy_hdu(in, out, 0, &st)) {
+      snprintf(why, sizeof why, "cannot copy HDU %d of %s", i - 1, m->src);
+      s = fits_fail(err, errlen, NDF_EIO, c->path, why, st);
+    }
+  }
+  if (st && s == NDF_OK) s = fits_fail(err, errlen, NDF_EIO, c->path, "cannot read", st);
+  int cst = close_fits(in);
+  if (cst && s == NDF_OK) s = fits_fail(err, errlen, NDF_EIO, c->path, "cannot read", cst);
+  fits_clear_errmsg();
+  return s;
+}
+
+/* The reallocator of cfitsio's file in memory: it zeroes what it adds, since cfitsio reads
+ * some bytes there before it writes them (a block's padding, the descriptors of a compressed
+ * image's tiles), and realloc leaves them undefined. A block's size goes before it. */
+enum { MEMHEAD = 16 };
+
+static void *zeroed_realloc(void *p, size_t n) {
+  char *b = p ? (char *)p - MEMHEAD : NULL;
+  size_t old = 0;
+  if (b) memcpy(&old, b, sizeof old);
+  if (n > SIZE_MAX - MEMHEAD) return NULL;
+  char *q = realloc(b, n + MEMHEAD);
+  if (!q) return NULL;
+  if (n > old) memset(q + MEMHEAD + old, 0, n - old);
+  memcpy(q, &n, sizeof n);
+  return q + MEMHEAD;
+}
+
+static void zeroed_free(void *p) {
+  if (p) free((char *)p - MEMHEAD);
 }
 
 /* Writes the finished file in memory to tmp through zlib. */
@@ -1015,28 +1478,36 @@ static ndf_status write_tmp(const char *tmp, void *ctx, char *err, size_t errlen
   /* disk files by their literal name (no extended syntax: the directory may hold brackets),
    * created anew: ndf_io_write_via_temp removed its placeholder, so no '!' is needed */
   if (c->gz)
-    fits_create_memfile(&f, &mem, &memsize, 2880 * 16, realloc, &st);
+    fits_create_memfile(&f, &mem, &memsize, 2880 * 16, zeroed_realloc, &st);
   else
     fits_create_diskfile(&f, tmp, &st);
   if (st) {
     ndf_status s = fits_fail(err, errlen, NDF_EIO, c->path, "cannot create the file", st);
-    free(mem);
+    zeroed_free(mem);
     return s;
   }
-  LONGLONG end = 0;
-  ndf_status s = write_fits(f, c, c->gz ? &end : NULL, err, errlen);
+  ndf_status s =
+      c->meta && c->meta->src ? write_around(f, c, err, errlen) : write_image(f, c, err, errlen);
+  /* the file's size, for a file in memory (whose buffer may be larger): its last HDU's end */
+  LONGLONG end = 0, head = 0, start = 0;
+  int nh = 0;
+  if (s == NDF_OK && c->gz &&
+      (fits_flush_file(f, &st) || fits_get_num_hdus(f, &nh, &st) ||
+       fits_movabs_hdu(f, nh, NULL, &st) || fits_get_hduaddrll(f, &head, &start, &end, &st)))
+    s = fits_fail(err, errlen, NDF_EIO, c->path, "cannot write", st);
   st = close_fits(f);
   if (s == NDF_OK && st) s = fits_fail(err, errlen, NDF_EIO, c->path, "cannot finish writing", st);
   fits_clear_errmsg();
   if (s == NDF_OK && c->gz) {
     if (end <= 0 || (size_t)end > memsize)
       s = ndf_io_error(err, errlen, NDF_EIO, c->path,
-                       "cannot write: the file in memory has %zu bytes, its image ends at %lld",
+                       "cannot write: the file in memory has %zu bytes, its last HDU ends at "
+                       "%lld",
                        memsize, (long long)end);
     else
       s = write_gz(tmp, c->path, mem, (size_t)end, err, errlen);
   }
-  free(mem);
+  zeroed_free(mem);
   return s;
 }
 
@@ -1087,6 +1558,33 @@ static ndf_status convert(const ndf_array *a, int type, const void **out, void *
   return NDF_OK;
 }
 
+/* 1 if every sample is an integer PLIO_1 holds (0 to 2^24 - 1). */
+static int plio_holds(const wctx *c) {
+  const int64_t n = ndf_array_size(&c->img->a);
+  for (int64_t i = 0; i < n; i++) {
+    long long v;
+    switch (c->type) {
+    case BYTE_IMG: v = ((const uint8_t *)c->data)[i]; break;
+    case SBYTE_IMG: v = ((const int8_t *)c->data)[i]; break;
+    case SHORT_IMG: v = ((const int16_t *)c->data)[i]; break;
+    case USHORT_IMG: v = ((const uint16_t *)c->data)[i]; break;
+    case LONG_IMG: v = ((const int32_t *)c->data)[i]; break;
+    case ULONG_IMG: v = ((const uint32_t *)c->data)[i]; break;
+    default: return 0;
+    }
+    if (v < 0 || v >= 1 << 24) return 0;
+  }
+  return 1;
+}
+
+/* The lossless tile compression of the image (see the file's comment). */
+static int compression(const wctx *c) {
+  int z = c->meta && c->meta->compressed ? c->meta->zcmp : 0;
+  if (c->type == FLOAT_IMG || c->type == DOUBLE_IMG) return z == GZIP_1 ? GZIP_1 : GZIP_2;
+  if (!z || (z == PLIO_1 && !plio_holds(c))) return RICE_1;
+  return z;
+}
+
 ndf_status ndf__fits_write(const char *path, const ndf_image *img, char *err, size_t errlen) {
   const ndf_array *a = &img->a;
   if (a->ndim < 1 || a->ndim > NDF_MAX_DIMS || !default_type(a->dtype))
@@ -1108,15 +1606,17 @@ ndf_status ndf__fits_write(const char *path, const ndf_image *img, char *err, si
             default_type(a->dtype),
             NULL,
             ends_with(path, ".gz"),
-            ends_with(path, ".fz")};
-  if (c.meta) {
-    if (c.meta->dtype == a->dtype && dtype_of(c.meta->type) == a->dtype) c.type = c.meta->type;
-    /* cfitsio compresses no 64-bit integers: their exact f64 values go instead */
-    if (fz && (c.type == LONGLONG_IMG || c.type == ULONGLONG_IMG)) c.type = DOUBLE_IMG;
-  }
+            0};
+  if (c.meta && c.meta->dtype == a->dtype && dtype_of(c.meta->type) == a->dtype)
+    c.type = c.meta->type;
+  /* tile-compressed where the HDU was, or for .fz; cfitsio compresses no more than 3 axes, and
+   * no 64-bit integers: their exact f64 values go instead */
+  const int tiled = (fz || (c.meta && c.meta->compressed)) && a->ndim <= ZMAX;
+  if (tiled && (c.type == LONGLONG_IMG || c.type == ULONGLONG_IMG)) c.type = DOUBLE_IMG;
   void *buf = NULL;
   if (convert(a, c.type, &c.data, &buf) != NDF_OK)
     return ndf_io_error(err, errlen, NDF_ENOMEM, path, "out of memory");
+  if (tiled) c.zcmp = compression(&c);
   ndf_status s = ndf_io_write_via_temp(path, write_tmp, &c, err, errlen);
   free(buf);
   return s;
