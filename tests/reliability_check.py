@@ -61,6 +61,8 @@ def env_with(**kw):
 
 
 def run(*args, expect=0, env=None, timeout=120, preexec=None):
+    if preexec is not None and getattr(preexec, "caps_memory", False):
+        env = dict(env or env_with(), NDF_DEVICE="cpu")  # CUDA cannot start in 1 GiB
     try:
         p = subprocess.run([NDFILT, *map(str, args)], capture_output=True, text=True,
                            env=env or env_with(), timeout=timeout, preexec_fn=preexec)
@@ -212,6 +214,7 @@ def bombs(tmp):
         which reserves terabytes of address space)."""
         if os.environ.get("NDF_SANITIZED", "OFF").upper() not in ("ON", "1", "TRUE"):
             resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+    mem_cap.caps_memory = True
     nb = os.path.join(tmp, "bomb.nii.gz")
     nifti_gz_bomb(nb, (1100, 1100, 1100))  # 1.33 GB of zeros in about 1.3 MB
     for how in [] if "nifti" not in FORMATS else (dict(env=env_with(NDF_READ_LIMIT="64M")), dict(args=("--read-limit", "64M"))):

@@ -301,6 +301,36 @@ int main(int argc, char **argv) {
         run_case(ctx, sep[i], &c, &r);
       }
   }
+  /* Sizes where a GPU's cost models take an FFT or the recursive filter (the random ones above
+   * are enough for the CPU's). */
+  for (int k = 0; cuda && k < 4; k++) {
+    tcase c;
+    memset(&c, 0, sizeof c);
+    c.op = k < 2 ? 0 : 2;
+    c.nf = 1;
+    c.data_mode = k % 2 ? 2 : 1;
+    t_random_layout(&c.lay, &r, cuda);
+    c.lay.idt = c.lay.odt = NDF_F32;
+    c.lay.inplace = 0;
+    c.cval = 0.25;
+    if (c.op == 0) {
+      c.nd = 2;
+      c.shape[0] = 768;
+      c.shape[1] = 640;
+      c.k[0] = c.k[1] = 31;
+      c.mode[0] = NDF_MODE_REFLECT;
+      c.mode[1] = NDF_MODE_WRAP;
+    } else {
+      c.nd = 3;
+      c.shape[0] = c.shape[1] = c.shape[2] = 128;
+      for (int d = 0; d < 3; d++) {
+        c.sigma[d] = 6;
+        c.mode[d] = NDF_MODE_NEAREST;
+      }
+      c.tolerance = NDF_GAUSSIAN_IIR_ERROR;
+    }
+    run_case(ctx, NULL, &c, &r);
+  }
   printf("%d cases with NaN or Inf; auto's FFT plans %d (twin ran on %d), recursive plans %d "
          "(twin ran on %d)\n",
          cases_nonfinite, fft_seen, alt_fft, iir_seen, alt_iir);

@@ -122,10 +122,16 @@ int ndf__always_finite_only(const ndf__problem *pb) {
 
 static int is_float(ndf_dtype t) { return t == NDF_F32 || t == NDF_F64; }
 
-/* Would auto's plan of pb by solver s need an exact twin for inputs holding NaN or Inf? */
+/* Does the plan of pb by solver s need an exact twin for inputs holding NaN or Inf? Under
+ * auto, whenever s spreads them differently from scipy; when s is named, only where s has an
+ * exact variant of its own (cuda_direct's, for kernels with zero weights): a named FFT or
+ * recursive filter runs as asked. */
 static int needs_alt(const ndf__solver *s, const ndf__problem *pb, const char *method) {
-  return is_auto(method) && !pb->exact && is_float(pb->in.dtype) && s->finite_only &&
-         s->finite_only(pb);
+  if (pb->exact || !is_float(pb->in.dtype) || !s->finite_only || !s->finite_only(pb)) return 0;
+  if (is_auto(method)) return 1;
+  ndf__problem e = *pb;
+  e.exact = 1;
+  return !s->finite_only(&e);
 }
 
 static void destroy_parts(ndf_plan *p) {
@@ -141,9 +147,10 @@ static void destroy_parts(ndf_plan *p) {
   p->alt = NULL;
 }
 
-/* The exact twin of p (see needs_alt): alt_pb, or p's problem with exact set. A problem no
- * exact solver applies to leaves p without one (the context's message unchanged). */
-static ndf_status make_alt(ndf_plan *p, ndf__problem *alt_pb) {
+/* The exact twin of p (see needs_alt): alt_pb, or p's problem with exact set, by auto (named:
+ * p's own solver). A problem no exact solver applies to leaves p without one (the context's
+ * message unchanged). */
+static ndf_status make_alt(ndf_plan *p, ndf__problem *alt_pb, int named) {
   ndf_context *ctx = p->ctx;
   ndf__problem a;
   if (alt_pb) {
@@ -158,7 +165,7 @@ static ndf_status make_alt(ndf_plan *p, ndf__problem *alt_pb) {
   a.exact = 1;
   char keep[sizeof ctx->msg];
   snprintf(keep, sizeof keep, "%s", ndf_context_message(ctx));
-  ndf_status st = ndf__plan_make(&p->alt, ctx, &a, NULL, 1, NULL);
+  ndf_status st = ndf__plan_make(&p->alt, ctx, &a, named ? p->solver->name : NULL, 1, NULL);
   if (st == NDF_EUNSUPPORTED) {
     ndf__fail(ctx, NDF_OK, "%s", keep);
     return NDF_OK;
@@ -190,7 +197,7 @@ ndf_status ndf__plan_make(ndf_plan **out, ndf_context *ctx, ndf__problem *pb, co
   for (;;) {
     p->solver = s;
     st = s->make(p);
-    if (st == NDF_OK && needs_alt(s, &p->pb, method)) st = make_alt(p, alt_pb);
+    if (st == NDF_OK && needs_alt(s, &p->pb, method)) st = make_alt(p, alt_pb, !is_auto(method));
 #ifdef NDF_HAVE_CUDA
     if (st == NDF_OK && s->place == NDF_PLACE_CUDA && !as_alt) st = ndf__cuda_stage_create(p);
 #endif
@@ -240,12 +247,15 @@ void ndf__note_alt(const ndf_plan *p, int used) {
   ndf_plan *m = (ndf_plan *)p; /* last_alt is the one field execute writes */
   if (__atomic_load_n(&m->last_alt, __ATOMIC_RELAXED) != used)
     __atomic_store_n(&m->last_alt, used, __ATOMIC_RELAXED);
-  if (used)
+  const char *op = p->pb.label ? p->pb.label : ndf__op_name(p->pb.op);
+  if (used && p->alt->solver == p->solver)
+    ndf__fail(p->ctx, NDF_OK, "%s: the input holds NaN or Inf: %s ran its exact variant", op,
+              p->solver->name);
+  else if (used)
     ndf__fail(p->ctx, NDF_OK,
               "%s: the input holds NaN or Inf: ran %s, which keeps scipy's result there, instead "
               "of %s",
-              p->pb.label ? p->pb.label : ndf__op_name(p->pb.op), p->alt->solver->name,
-              p->solver->name);
+              op, p->alt->solver->name, p->solver->name);
 }
 
 const char *ndf_plan_last_solver(const ndf_plan *p) {

@@ -38,18 +38,65 @@ template <typename T> __global__ void from_f32(const float *src, T *dst, ndf__vi
     dst[ndf__voff(v, i, c)] = ndf__cast_out<T>(src[i]);
 }
 
+// NaN or infinite as float32 arithmetic sees the value (a float64 past float32's range counts).
+__device__ __forceinline__ int bad_f32(float v) {
+  return (__float_as_uint(v) & 0x7f800000u) == 0x7f800000u;
+}
+
+// Any element of a strided view not finite: *flag = 1 (the caller zeroed it).
 template <typename T> __global__ void nonfinite(const T *src, ndf__view4 v, int *flag) {
   int64_t n = ndf__vsize(v), c[4];
   int bad = 0;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
        i += (int64_t)gridDim.x * blockDim.x)
-    bad |= !isfinite((float)src[ndf__voff(v, i, c)]);
+    bad |= bad_f32((float)src[ndf__voff(v, i, c)]);
+  if (__syncthreads_or(bad) && threadIdx.x == 0) *flag = 1;
+}
+
+// The same over n contiguous elements, 16 bytes a load where the start allows.
+template <typename T> __global__ void nonfinite_flat(const T *src, int64_t n, int *flag) {
+  constexpr int K = 16 / sizeof(T);
+  struct alignas(16) pack {
+    T v[K];
+  };
+  const int64_t mis = (int64_t)((16 - (uintptr_t)src % 16) % 16 / sizeof(T)),
+                lead = mis < n ? mis : n; // elements before the first 16-byte boundary
+  const int64_t nv = (n - lead) / K, step = (int64_t)gridDim.x * blockDim.x,
+                t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  const pack *p = reinterpret_cast<const pack *>(src + lead);
+  int bad = 0;
+  for (int64_t i = t; i < nv; i += step) {
+    const pack q = p[i];
+#pragma unroll
+    for (int k = 0; k < K; k++)
+      bad |= bad_f32((float)q.v[k]);
+  }
+  if (t < lead) bad |= bad_f32((float)src[t]);
+  for (int64_t i = lead + nv * K + t; i < n; i += step)
+    bad |= bad_f32((float)src[i]);
   if (__syncthreads_or(bad) && threadIdx.x == 0) *flag = 1;
 }
 
 template <typename T> static int nonfinite_t(const void *src, ndf__view4 v, int *flag, void *s) {
-  int64_t n = v.shape[0] * v.shape[1] * v.shape[2] * v.shape[3];
-  nonfinite<T><<<ndf__grid(n, 256), 256, 0, (cudaStream_t)s>>>((const T *)src, v, flag);
+  int64_t n = v.shape[0] * v.shape[1] * v.shape[2] * v.shape[3], step = 1;
+  int flat = 1;
+  for (int d = 3; d >= 0; d--) {
+    if (v.shape[d] > 1 && v.strides[d] != step) flat = 0;
+    step *= v.shape[d];
+  }
+  if (flat) {
+    int grid = 0; // enough blocks to fill the device, each thread several loads
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&grid, nonfinite_flat<T>, 256, 0);
+    int dev = 0, sms = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    int64_t want = (n + 256 * 4 - 1) / (256 * 4);
+    if (want > (int64_t)grid * sms) want = (int64_t)grid * sms;
+    nonfinite_flat<T><<<(unsigned)(want > 0 ? want : 1), 256, 0, (cudaStream_t)s>>>(
+        (const T *)src, n, flag);
+  } else {
+    nonfinite<T><<<ndf__grid(n, 256), 256, 0, (cudaStream_t)s>>>((const T *)src, v, flag);
+  }
   return (int)cudaGetLastError();
 }
 
