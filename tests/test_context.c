@@ -98,8 +98,7 @@ int main(void) {
   /* a device that cannot be had says which setting asked for it */
   o.device = "cuda:99";
   why[0] = 0;
-  CHECK(ndf_context_create(&c, &o) == NDF_ENODEV && strstr(why, "cuda:99"), "cuda:99: '%s'",
-        why);
+  CHECK(ndf_context_create(&c, &o) == NDF_ENODEV && strstr(why, "cuda:99"), "cuda:99: '%s'", why);
   o.device = NULL;
   setenv("NDF_DEVICE", "cuda:99", 1);
   why[0] = 0;

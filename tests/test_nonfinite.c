@@ -58,7 +58,10 @@ static void describe(const tcase *c, const char *method, const char *solver) {
     fprintf(stderr, " [axis %d: k=%lld sigma=%g mode=%s]", d, (long long)c->k[d], c->sigma[d],
             ndf_mode_name(c->mode[d]));
   fprintf(stderr, " cval=%g tolerance=%g data=%s in=%s%s%s out=%s%s%s method=%s solver=%s\n",
-          c->cval, c->tolerance, c->data_mode == 0 ? "finite" : c->data_mode == 1 ? "sprinkled" : "slab",
+          c->cval, c->tolerance,
+          c->data_mode == 0   ? "finite"
+          : c->data_mode == 1 ? "sprinkled"
+                              : "slab",
           ndf_dtype_name(c->lay.idt), c->lay.strided_in ? "/strided" : "",
           c->lay.dev_in ? "/device" : "", ndf_dtype_name(c->lay.odt),
           c->lay.strided_out ? "/strided" : "", c->lay.dev_out ? "/device" : "",
@@ -93,7 +96,8 @@ static void run_case(ndf_context *ctx, const char *method, const tcase *c, uint6
   for (int d = 0; d < nd; d++)
     nw *= c->k[d];
   const int64_t total = ndf_array_size(&in.hview);
-  double *w = malloc((size_t)(nw * nf + 4 * 64) * sizeof *w), *ref = malloc((size_t)(total * nf) * sizeof *ref);
+  double *w = malloc((size_t)(nw * nf + 4 * 64) * sizeof *w),
+         *ref = malloc((size_t)(total * nf) * sizeof *ref);
   if (!w || !ref) abort();
   double scale = 1;
   ndf_plan *p = NULL;
@@ -101,7 +105,8 @@ static void run_case(ndf_context *ctx, const char *method, const tcase *c, uint6
   if (c->op == 0) {
     for (int64_t j = 0; j < nw * nf; j++)
       w[j] = t_randint(r, 0, 2) ? ndf_rand_uniform(r) : 0.0;
-    for (int f = 0; f < nf; f++) w[f * nw] = 0.5; /* never all zero */
+    for (int f = 0; f < nf; f++)
+      w[f * nw] = 0.5;        /* never all zero */
     if (nw > 1) w[1] = 1e-17; /* below DBL_EPSILON: scipy leaves it out */
     ndf_correlate_opts o = {.struct_size = sizeof o};
     o.method = method;
@@ -160,7 +165,8 @@ static void run_case(ndf_context *ctx, const char *method, const tcase *c, uint6
     scale *= 1 + fabs(c->cval);
   }
   const char *solver = p ? ndf_plan_solver(p) : "?";
-  if (st == NDF_OK) st = nf > 1 ? ndf_execute_bank(p, &in.view, nf, outs) : ndf_execute(p, &in.view, &outs[0]);
+  if (st == NDF_OK)
+    st = nf > 1 ? ndf_execute_bank(p, &in.view, nf, outs) : ndf_execute(p, &in.view, &outs[0]);
   if (st == NDF_OK) st = ndf_context_synchronize(ctx);
   CHECK(st == NDF_OK, "%s: %s", ndf_status_str(st), ndf_context_message(ctx));
   if (st != NDF_OK) describe(c, method, solver);
@@ -206,7 +212,8 @@ static void run_case(ndf_context *ctx, const char *method, const tcase *c, uint6
       const int f = (int)(worst_i / total);
       const int64_t i = worst_i % total;
       const double x = ndf__load(c->lay.odt, out[f].hview.data, ndf__offset(&out[f].hview, i));
-      fprintf(stderr, "  %lld outputs differ; worst: output %d element #%lld got %.9g (%s), "
+      fprintf(stderr,
+              "  %lld outputs differ; worst: output %d element #%lld got %.9g (%s), "
               "reference %.9g (%s)\n",
               (long long)bad, f, (long long)i, x, cls_name[cls(x)], ref[worst_i],
               cls_name[cls(ref[worst_i])]);
@@ -261,7 +268,8 @@ int main(int argc, char **argv) {
     c.nd = (int)t_randint(&r, 1, 3);
     if (big && c.nd == 1) c.nd = 2;
     for (int d = 0; d < c.nd; d++) {
-      c.shape[d] = big ? t_randint(&r, c.nd == 3 ? 24 : 64, c.nd == 3 ? 40 : 128) : t_randint(&r, 1, 20);
+      c.shape[d] =
+          big ? t_randint(&r, c.nd == 3 ? 24 : 64, c.nd == 3 ? 40 : 128) : t_randint(&r, 1, 20);
       c.mode[d] = (ndf_mode)t_randint(&r, 0, 4);
     }
     c.cval = ndf_rand_uniform(&r);
@@ -279,7 +287,8 @@ int main(int argc, char **argv) {
       c.k[c.nd - 1] = t_randint(&r, 1, 9);
     } else {
       for (int d = 0; d < c.nd; d++)
-        c.sigma[d] = big ? 3 + 5 * 0.5 * (1 + ndf_rand_uniform(&r)) : 0.5 + 2 * 0.5 * (1 + ndf_rand_uniform(&r));
+        c.sigma[d] = big ? 3 + 5 * 0.5 * (1 + ndf_rand_uniform(&r))
+                         : 0.5 + 2 * 0.5 * (1 + ndf_rand_uniform(&r));
       if (big) { /* where auto may recurse: nearest, a tolerance */
         for (int d = 0; d < c.nd; d++)
           c.mode[d] = NDF_MODE_NEAREST;

@@ -457,7 +457,8 @@ int ndf_cli_demo(ndf_context *ctx, int argc, char **argv) {
   if (rc == NDF_EXIT_OK && ndf_context_place(ctx).kind == NDF_PLACE_CUDA) {
     /* The CPU twin, into its own buffers, compared with the GPU's results. */
     ndf_context *cpu;
-    ndf_context_opts co = {.struct_size = sizeof co, .device = "cpu", .threads = ndf_context_threads(ctx)};
+    ndf_context_opts co = {
+        .struct_size = sizeof co, .device = "cpu", .threads = ndf_context_threads(ctx)};
     volumes t = {
         buf[0], malloc(bytes), malloc(bytes), buf[3], malloc(bytes), buf[5], malloc(cbytes), n, c};
     if (t.smooth && t.gradmag && t.laplace && t.quadmag &&

@@ -267,8 +267,11 @@ static int usage_error(const char *fmt, ...) {
 static void say(const char *prefix, const char *msg) {
   fprintf(stderr, "ndfilt: %s", prefix);
   for (const unsigned char *p = (const unsigned char *)msg; *p;) {
-    int n = *p < 0x80 ? 1 : (*p & 0xe0) == 0xc0 ? 2 : (*p & 0xf0) == 0xe0 ? 3
-            : (*p & 0xf8) == 0xf0 ? 4 : 0; /* a UTF-8 sequence's length */
+    int n = *p < 0x80             ? 1
+            : (*p & 0xe0) == 0xc0 ? 2
+            : (*p & 0xf0) == 0xe0 ? 3
+            : (*p & 0xf8) == 0xf0 ? 4
+                                  : 0; /* a UTF-8 sequence's length */
     for (int k = 1; k < n; k++)
       if ((p[k] & 0xc0) != 0x80) n = 0;
     if (n == 1 && (*p >= 0x20 || *p == '\t') && *p != 0x7f) {
@@ -539,8 +542,8 @@ static void progress(const char *what, int64_t k, int64_t n, double t0) {
  * volume of a 4-D image), in and out sharing that axis, with a progress bar; nf > 1: a bank
  * of nf kernels, whose outputs make a new leading axis. Returns the exit code. */
 static int filter_to_shape(ndf_context *ctx, ndf_image *in, int ndim, const int64_t *shape,
-                           const int64_t *origin, ndf_dtype dtype, const char *out_path,
-                           int split, int nf, plan_fn f, const void *args) {
+                           const int64_t *origin, ndf_dtype dtype, const char *out_path, int split,
+                           int nf, plan_fn f, const void *args) {
   char err[1024];
   ndf_image out = *in; /* the input's metadata, borrowed */
   out.meta_free = NULL;
@@ -582,7 +585,8 @@ static int filter_to_shape(ndf_context *ctx, ndf_image *in, int ndim, const int6
               ndf_context_device_name(ctx), 1e3 * t_plan);
     const int64_t n = split ? in->a.shape[0] : 1;
     const size_t sa = (size_t)ndf_array_size(&a) * ndf_dtype_size(a.dtype),
-                 sb = (size_t)ndf_array_size(&b) * ndf_dtype_size(b.dtype) * (size_t)(nf > 1 ? nf : 1);
+                 sb = (size_t)ndf_array_size(&b) * ndf_dtype_size(b.dtype) *
+                      (size_t)(nf > 1 ? nf : 1);
     const char *what = in->channel_axis == 0 ? "channels" : "volumes";
     t0 = now_s();
     int alt = 0;
@@ -1182,8 +1186,8 @@ typedef struct {
   ndf_ks_opts o;
 } ks_args;
 
-static ndf_status plan_ks(ndf_plan **p, ndf_context *ctx, const ndf_array *in,
-                          const ndf_array *out, const void *args) {
+static ndf_status plan_ks(ndf_plan **p, ndf_context *ctx, const ndf_array *in, const ndf_array *out,
+                          const void *args) {
   const ks_args *k = args;
   return ndf_plan_ks(p, ctx, in, out, k->maps, k->nmaps, &k->o);
 }
@@ -1262,8 +1266,7 @@ static int cmd_ks(ndf_context *ctx, int argc, char **argv) {
   k.maps = maps;
   k.nmaps = nmaps;
   if (rc == NDF_EXIT_OK)
-    rc = filter_to_shape(ctx, &img, in.ndim, shape, origin, co.dtype, out_path, 0, 1, plan_ks,
-                         &k);
+    rc = filter_to_shape(ctx, &img, in.ndim, shape, origin, co.dtype, out_path, 0, 1, plan_ks, &k);
   ndf_image_free(&img); /* empty once filter_to_shape has taken it */
   for (int m = 0; m < got; m++)
     ndf_image_free(&mimg[m]);

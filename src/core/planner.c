@@ -261,7 +261,7 @@ void ndf__note_alt(const ndf_plan *p, int used) {
 const char *ndf_plan_last_solver(const ndf_plan *p) {
   if (!p) return NULL;
   return p->alt && __atomic_load_n(&p->last_alt, __ATOMIC_RELAXED) ? p->alt->solver->name
-                                                                    : p->solver->name;
+                                                                   : p->solver->name;
 }
 
 const char *ndf_plan_solver(const ndf_plan *p) { return p ? p->solver->name : NULL; }

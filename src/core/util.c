@@ -130,8 +130,7 @@ ndf_status ndf__check_desc(const ndf_context *ctx, const ndf_array *a, const cha
   int64_t span = 0;
   for (int d = 0; d < a->ndim; d++) {
     const int64_t st = a->strides[d] < 0 ? -a->strides[d] : a->strides[d];
-    if (a->strides[d] == INT64_MIN ||
-        (st && (a->shape[d] - 1 > (INT64_MAX / 8 - span) / st)))
+    if (a->strides[d] == INT64_MIN || (st && (a->shape[d] - 1 > (INT64_MAX / 8 - span) / st)))
       return ndf__fail(ctx, NDF_EINVAL, "%s: strides make byte offsets overflow", what);
     span += (a->shape[d] - 1) * st;
   }
@@ -300,4 +299,3 @@ int ndf__host_nonfinite(const ndf_array *a, int threads) {
   }
   return bad;
 }
-

@@ -306,6 +306,5 @@ static ndf_status make(ndf_plan *p) {
 }
 
 const ndf__solver ndf__cpu_corr_fft = {
-    "cpu_fft", NDF__OP_CORRELATE, NDF_PLACE_HOST, applicable, cost, make,
-    ndf__always_finite_only,
+    "cpu_fft", NDF__OP_CORRELATE, NDF_PLACE_HOST, applicable, cost, make, ndf__always_finite_only,
 };

@@ -445,6 +445,5 @@ static ndf_status make(ndf_plan *p) {
 }
 
 const ndf__solver ndf__cpu_iir = {
-    "cpu_iir", NDF__OP_IIR, NDF_PLACE_HOST, applicable, cost, make,
-    ndf__always_finite_only,
+    "cpu_iir", NDF__OP_IIR, NDF_PLACE_HOST, applicable, cost, make, ndf__always_finite_only,
 };

@@ -317,6 +317,5 @@ static ndf_status make(ndf_plan *p) {
 }
 
 const ndf__solver ndf__cuda_corr_fft = {
-    "cuda_fft", NDF__OP_CORRELATE, NDF_PLACE_CUDA, applicable, cost, make,
-    ndf__always_finite_only,
+    "cuda_fft", NDF__OP_CORRELATE, NDF_PLACE_CUDA, applicable, cost, make, ndf__always_finite_only,
 };

@@ -415,6 +415,6 @@ oom:
     return cost_k(pb, c, &kind_##name);                                                            \
   }                                                                                                \
   static ndf_status make_##name(ndf_plan *p) { return make_k(p, &kind_##name); }                   \
-  const ndf__solver ndf__##name = {#name,       NDF__OP_KS, NDF_PLACE_CUDA, applicable_##name,     \
-                                   cost_##name, make_##name, NULL};
+  const ndf__solver ndf__##name = {                                                                \
+      #name, NDF__OP_KS, NDF_PLACE_CUDA, applicable_##name, cost_##name, make_##name, NULL};
 NDF__CUDA_KS_SOLVERS(NDF__KS_SOLVER)

@@ -148,7 +148,8 @@ static ndf_status device_nonfinite(const ndf_plan *p, const ndf_array *a, int *b
   cudaError_t e = cudaMemsetAsync(s->d_flag, 0, sizeof(int), st);
   if (e == cudaSuccess)
     e = (cudaError_t)ndf__launch_nonfinite(a->data, a->dtype, ndf__cuda_view4(a), s->d_flag, st);
-  if (e == cudaSuccess) e = cudaMemcpyAsync(s->h_flag, s->d_flag, sizeof(int), cudaMemcpyDeviceToHost, st);
+  if (e == cudaSuccess)
+    e = cudaMemcpyAsync(s->h_flag, s->d_flag, sizeof(int), cudaMemcpyDeviceToHost, st);
   if (e == cudaSuccess) e = cudaStreamSynchronize(st);
   if (e != cudaSuccess) return cuda_fail(p->ctx, e, "checking the input for NaN and Inf", 0);
   *bad = *s->h_flag != 0;
@@ -188,8 +189,10 @@ ndf_status ndf__cuda_execute(const ndf_plan *p, const ndf_array *in, ndf_array *
   /* A plan with an exact twin runs the twin on inputs that hold NaN or Inf: a host input is
    * checked while it is packed, a device one by a reduction before anything else. */
   int bad = 0;
-  if (hin) bad = pack(in, s->h_in, T, p->alt != NULL);
-  else if (p->alt && (r = device_nonfinite(p, in, &bad)) != NDF_OK) goto done;
+  if (hin)
+    bad = pack(in, s->h_in, T, p->alt != NULL);
+  else if (p->alt && (r = device_nonfinite(p, in, &bad)) != NDF_OK)
+    goto done;
   const ndf_plan *q = bad ? p->alt : p;
   ndf__note_alt(p, bad);
   const int inplace_dev = same && !hin && !(q->in_place && in->dtype == NDF_F32);

@@ -123,7 +123,7 @@ int ndf_io_parse_size(const char *s, int64_t *bytes) {
     for (const char *k = units; k <= u; k++)
       v *= 1024;
     end++;
-    if (*end == 'B' || *end == 'b') end++; /* "2GB" */
+    if (*end == 'B' || *end == 'b') end++;      /* "2GB" */
     if (*end == 'i' && end[1] == 'B') end += 2; /* "2GiB" */
   }
   if (*end || v >= 9.2e18 || v < 1) return 0;
@@ -206,8 +206,7 @@ ndf_status ndf_io_check_regular(const char *path, int64_t *size, char *err, size
   return NDF_OK;
 }
 
-ndf_status ndf_io_open_regular(const char *path, int *fd, int64_t *size, char *err,
-                               size_t errlen) {
+ndf_status ndf_io_open_regular(const char *path, int *fd, int64_t *size, char *err, size_t errlen) {
   *fd = -1;
   int f = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (f < 0) return ndf_io_error(err, errlen, NDF_EIO, path, "%s", strerror(errno));
@@ -281,8 +280,8 @@ ndf_status ndf_image_read(const char *path, const ndf_read_opts *o, ndf_image *i
   /* Never block on a FIFO or read a device: the file itself (a FITS name's "[HDU]" aside)
    * must be a regular one. Readers that open it themselves check again on their descriptor. */
   const char *b = f == NDF_FORMAT_FITS ? strrchr(path, '[') : NULL;
-  char *base = b && b > path && path[strlen(path) - 1] == ']' ? strndup(path, (size_t)(b - path))
-                                                              : NULL;
+  char *base =
+      b && b > path && path[strlen(path) - 1] == ']' ? strndup(path, (size_t)(b - path)) : NULL;
   ndf_status st = ndf_io_check_regular(base ? base : path, NULL, err, errlen);
   free(base);
   if (st != NDF_OK) return st;

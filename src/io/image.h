@@ -117,8 +117,7 @@ ndf_status ndf_io_check_alloc(const char *path, int64_t count, size_t elem, char
 /* Opens path read-only as a regular file: a directory, FIFO, socket or device is refused
  * with a message, without blocking (a FIFO is opened non-blocking, then checked). On
  * success *fd is open (blocking reads) and *size is the file's size. */
-ndf_status ndf_io_open_regular(const char *path, int *fd, int64_t *size, char *err,
-                               size_t errlen);
+ndf_status ndf_io_open_regular(const char *path, int *fd, int64_t *size, char *err, size_t errlen);
 /* The same check by name (stat), for libraries that open the file themselves. */
 ndf_status ndf_io_check_regular(const char *path, int64_t *size, char *err, size_t errlen);
 

@@ -655,12 +655,23 @@ ndf_status ndf__nifti_write(const char *path, const ndf_image *img, char *err, s
         nim.sto_xyz.m[r][3] +=
             nim.sto_xyz.m[r][0] * o[0] + nim.sto_xyz.m[r][1] * o[1] + nim.sto_xyz.m[r][2] * o[2];
     if (nim.qform_code > 0) {
-      nifti_dmat44 q = nifti_quatern_to_dmat44(
-          nim.quatern_b, nim.quatern_c, nim.quatern_d, nim.qoffset_x, nim.qoffset_y, nim.qoffset_z,
-          nim.pixdim[1], nim.pixdim[2], nim.pixdim[3], nim.qfac);
+      /* The rotation as the standard gives it, a = sqrt(1 - b^2 - c^2 - d^2) (nibabel and ITK
+       * read it so; nifticlib takes a as 0 below 3.2e-4, a rotation up to 6e-4 rad apart) */
+      const double b = nim.quatern_b, c = nim.quatern_c, d = nim.quatern_d,
+                   a = sqrt(fmax(0.0, 1.0 - (b * b + c * c + d * d)));
+      const double R[3][3] = {
+          {a * a + b * b - c * c - d * d, 2 * (b * c - a * d), 2 * (b * d + a * c)},
+          {2 * (b * c + a * d), a * a + c * c - b * b - d * d, 2 * (c * d - a * b)},
+          {2 * (b * d - a * c), 2 * (c * d + a * b), a * a + d * d - c * c - b * b}};
+      double step[3]; /* voxel steps in mm along i, j, k (a voxel size that is none: 1) */
+      for (int n = 0; n < 3; n++) {
+        const double z = fabs(nim.pixdim[n + 1]);
+        step[n] = o[n] * (isfinite(z) && z > 0 ? z : 1.0);
+      }
+      if (nim.qfac < 0) step[2] = -step[2];
       double *qo[3] = {&nim.qoffset_x, &nim.qoffset_y, &nim.qoffset_z};
       for (int r = 0; r < 3; r++)
-        *qo[r] = q.m[r][0] * o[0] + q.m[r][1] * o[1] + q.m[r][2] * o[2] + q.m[r][3];
+        *qo[r] += R[r][0] * step[0] + R[r][1] * step[1] + R[r][2] * step[2];
       nim.qto_xyz = nifti_quatern_to_dmat44(nim.quatern_b, nim.quatern_c, nim.quatern_d,
                                             nim.qoffset_x, nim.qoffset_y, nim.qoffset_z,
                                             nim.pixdim[1], nim.pixdim[2], nim.pixdim[3], nim.qfac);
