@@ -399,7 +399,7 @@ static void metadata(uint64_t *r) {
       const char *out = io_at(name);
       CHECK(ndf_image_write(out, &img, err, sizeof err) == NDF_OK, "write %s: %s", name, err);
       if (gz) continue; /* the python check reads the .gz header with nibabel */
-      size_t na, nb;
+      size_t na = 0, nb = 0;
       unsigned char *a = io_read_file(src, &na), *b = io_read_file(out, &nb);
       CHECK(a && b && na == nb &&
                 !memcmp(a + (v == 1 ? 352 : 544), b + (v == 1 ? 352 : 544),

@@ -1123,7 +1123,7 @@ static void tiff_huge_declared(void) {
     TIFFSetField(tif, TIFFTAG_ROWSPERSTRIP, 0xffffffffu);
     TIFFWriteEncodedStrip(tif, 0, px, sizeof px);
     TIFFClose(tif);
-    size_t n;
+    size_t n = 0;
     unsigned char *b = io_read_file(path, &n);
     size_t w = ifd_entry(b, TIFFTAG_IMAGEWIDTH), h = ifd_entry(b, TIFFTAG_IMAGELENGTH);
     CHECK(w && h, "declared.tif: no ImageWidth or ImageLength");
@@ -1201,7 +1201,7 @@ static void tiff_cut_data(uint64_t *r) {
         TIFFWriteEncodedStrip(tif, (uint32_t)t, px + t * S * S / 4, S * S / 2);
     }
     TIFFClose(tif);
-    size_t n;
+    size_t n = 0;
     unsigned char *b = io_read_file(path, &n), *c = malloc(n);
     ndf_image img;
     char err[512];
@@ -1810,7 +1810,8 @@ static void png_offsets(uint64_t *r) {
       png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, NULL, test_png_error, NULL);
       png_infop info = png_create_info_struct(png);
       png_int_32 x = 0, y = 0;
-      int unit = -1, has = -1;
+      int unit = -1;
+      volatile int has = -1; /* set under setjmp */
       if (f && !setjmp(png_jmp)) {
         png_init_io(png, f);
         png_read_info(png, info);
