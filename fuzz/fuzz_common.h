@@ -17,6 +17,8 @@ static int ndf_fuzz_read(const uint8_t *data, size_t size, const char *ext) {
   if (!path[0]) {
     const char *dir = getenv("TMPDIR");
     snprintf(path, sizeof path, "%s/ndf_fuzz_%d%s", dir ? dir : "/tmp", (int)getpid(), ext);
+    /* what a file may make a reader allocate stays under the fuzzer's memory limit */
+    ndf_io_set_read_limit((int64_t)256 << 20);
   }
   FILE *f = fopen(path, "wb");
   if (!f) abort();

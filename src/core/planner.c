@@ -175,6 +175,7 @@ static ndf_status make_alt(ndf_plan *p, ndf__problem *alt_pb, int named) {
 
 ndf_status ndf__plan_make(ndf_plan **out, ndf_context *ctx, ndf__problem *pb, const char *method,
                           int as_alt, ndf__problem *alt_pb) {
+  (void)as_alt; /* only CUDA plans have staging to leave out */
   const ndf__solver *s = NULL;
   char skip[NDF__MAX_SOLVERS] = {0};
   ndf_status st = check_place(ctx, &pb->in, "in");
