@@ -1158,7 +1158,7 @@ static void origin_moves(uint64_t *r) {
       snprintf(name, sizeof name, "orig_v%d_%dd_0.nii", v, nd);
       const char *out0 = io_at(name);
       CHECK(ndf_image_write(out0, &img, err, sizeof err) == NDF_OK, "write %s: %s", name, err);
-      size_t na, nb;
+      size_t na = 0, nb = 0;
       unsigned char *a = io_read_file(src, &na), *b = io_read_file(out0, &nb);
       CHECK(a && b && na == nb, "%s: %zu bytes, source %zu", name, nb, na);
       if (a && b && nb >= 544) same_header(a, b, v, name);

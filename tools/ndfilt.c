@@ -1359,6 +1359,7 @@ int main(int argc, char **argv) {
   }
   if (ndf_context_message(ctx)[0]) /* a thread count clamped */
     fprintf(stderr, "ndfilt: note: %s\n", ndf_context_message(ctx));
+  ndf_io_set_threads(ndf_context_threads(ctx)); /* compressed output: as many threads */
   int rc;
   if (!strcmp(cmd, "info"))
     rc = cmd_info(ctx, argc - i, argv + i);

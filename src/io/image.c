@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <omp.h>
+
 #include "formats.h"
 
 typedef ndf_status (*read_fn)(const char *, const ndf_read_opts *, ndf_image *, char *, size_t);
@@ -184,6 +186,14 @@ ndf_status ndf_io_check_alloc(const char *path, int64_t count, size_t elem, char
   }
   return NDF_OK;
 }
+
+/* ---- threads ---- */
+
+static int io_threads;
+
+void ndf_io_set_threads(int threads) { io_threads = threads > 0 ? threads : 0; }
+
+int ndf_io_threads(void) { return io_threads > 0 ? io_threads : omp_get_max_threads(); }
 
 /* ---- special files ---- */
 

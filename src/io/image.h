@@ -112,6 +112,12 @@ int ndf_io_parse_size(const char *s, int64_t *bytes);
 ndf_status ndf_io_check_alloc(const char *path, int64_t count, size_t elem, char *err,
                               size_t errlen);
 
+/* ---- threads ---- */
+
+/* The threads a writer may compress with (gzip output); 0 (the default): OpenMP's. */
+void ndf_io_set_threads(int threads);
+int ndf_io_threads(void);
+
 /* ---- special files ---- */
 
 /* Opens path read-only as a regular file: a directory, FIFO, socket or device is refused

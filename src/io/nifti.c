@@ -30,8 +30,12 @@
 #include <zlib.h>
 
 #include "convert.h"
+#include "gzw.h"
 #include "core/elem.h"
 #include "formats.h"
+
+/* The compression level of .nii.gz output (gzw.h: libdeflate's where the build has it). */
+#define NDF__NII_GZ_LEVEL 3
 
 /* What a read leaves for the writer: the header as nifticlib holds it (no data, file names
  * or extensions), its version, and what the reader did to the samples. */
@@ -564,20 +568,35 @@ typedef struct wctx {
   int hsize, file_type;
 } wctx;
 
+/* The bytes of a NIfTI file as it is written: plainly, or through the parallel gzip writer. */
+typedef struct sink {
+  FILE *f;
+  ndf_gzw *gz;
+} sink;
+
+static int sink_write(sink *k, const void *p, size_t n) {
+  return k->gz ? ndf_gzw_write(k->gz, p, n) : (fwrite(p, 1, n, k->f) == n ? 0 : -1);
+}
+
 static ndf_status write_tmp(const char *tmp, void *ctx, char *err, size_t errlen) {
   const wctx *w = ctx;
   const ndf_array *a = w->a;
   errno = 0;
-  znzFile f = znzopen(tmp, "wb", is_gz(tmp));
-  if (znz_isnull(f))
+  sink k = {fopen(tmp, "wb"), NULL};
+  if (!k.f)
     return ndf_io_error(err, errlen, NDF_EIO, w->path, "cannot create: %s", strerror(errno));
+  /* gzip at a fast level, a member per chunk compressed on its own thread: nibabel writes at
+   * zlib's level 1, and a volume should not take longer to write than to filter */
+  if (is_gz(tmp) && !(k.gz = ndf_gzw_open(k.f, NDF__NII_GZ_LEVEL, ndf_io_threads()))) {
+    fclose(k.f);
+    return ndf_io_error(err, errlen, NDF_ENOMEM, w->path, "out of memory");
+  }
   static const char extender[4] = {0, 0, 0, 0}; /* no extensions */
-  int bad = znzwrite(w->hdr.b, 1, (size_t)w->hsize, f) != (size_t)w->hsize ||
-            znzwrite(extender, 1, 4, f) != 4;
+  int bad = sink_write(&k, w->hdr.b, (size_t)w->hsize) || sink_write(&k, extender, 4);
   const int64_t n = ndf_array_size(a);
   if (!bad && file_type_of(a->dtype) == w->file_type && ndf__is_contiguous(a)) {
     size_t bytes = (size_t)n * ndf_dtype_size(a->dtype);
-    bad = znzwrite(a->data, 1, bytes, f) != bytes;
+    bad = sink_write(&k, a->data, bytes);
   } else if (!bad) { /* converted (or gathered) a block at a time */
     enum { BLOCK = 8192 };
     uint64_t buf[BLOCK]; /* the widest file type */
@@ -588,11 +607,15 @@ static ndf_status write_tmp(const char *tmp, void *ctx, char *err, size_t errlen
       int64_t m = n - i < BLOCK ? n - i : BLOCK;
       for (int64_t j = 0; j < m; j++)
         ndf_io_store(t, buf, j, ndf__load(a->dtype, a->data, ndf__offset(a, i + j)));
-      bad = znzwrite(buf, (size_t)nbyper, (size_t)m, f) != (size_t)m;
+      bad = sink_write(&k, buf, (size_t)nbyper * (size_t)m);
     }
   }
   int e = errno;
-  if (znzclose(f) != 0 && !bad) {
+  if (k.gz && ndf_gzw_close(k.gz) != 0 && !bad) {
+    bad = 1;
+    e = errno;
+  }
+  if (fclose(k.f) != 0 && !bad) {
     bad = 1;
     e = errno;
   }
