@@ -385,6 +385,14 @@ def _result(dst, back, output_arg):
     return out
 
 
+def _weights(w):
+    """Weights or a kernel as the C side takes them: C-contiguous float64 on the host, from a
+    sequence, a numpy array, or a CuPy or torch array (copied off its GPU)."""
+    if isinstance(w, np.ndarray) or not hasattr(w, "shape"):
+        return np.ascontiguousarray(w, dtype=np.float64)
+    return np.ascontiguousarray(_to_host(w), dtype=np.float64)
+
+
 def _method(method):
     if method is None or method == "auto":
         return None
@@ -449,7 +457,7 @@ def _permute(op, perm):
 # ----------------------------------------------------------------- correlate1d
 
 def _filter1d(conv, input, weights, axis, output, mode, cval, origin, method):
-    w = np.ascontiguousarray(weights, dtype=np.float64)
+    w = _weights(weights)
     if w.ndim != 1 or w.size < 1:
         raise ValueError("weights must be a non-empty 1-D sequence")
     if not isinstance(mode, str) or mode not in _lib.MODES:
@@ -515,7 +523,7 @@ def sepfilter(input, weights, output=None, mode="reflect", cval=0.0, origin=0, *
         raise ValueError(f"weights has {len(ws)} entries; expected one per axis ({nd})")
     for d, w in enumerate(ws):
         if w is not None:
-            w = ws[d] = np.ascontiguousarray(w, dtype=np.float64)
+            w = ws[d] = _weights(w)
             if w.ndim != 1 or w.size < 1:
                 raise ValueError(f"weights[{d}] must be None or a non-empty 1-D sequence")
     modes = [_mode(m) for m in _per_axis(mode, nd, "mode")]
@@ -778,7 +786,7 @@ def _bank_outputs(input, src, output, nf):
 
 
 def _filterNd(conv, input, weights, output, mode, cval, origin, method, bank=False):
-    w = np.ascontiguousarray(weights, dtype=np.float64)
+    w = _weights(weights)
     if bank:
         src = _input(input)[0]
         if w.ndim < 2 or w.shape[0] < 1:

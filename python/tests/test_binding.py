@@ -1198,6 +1198,21 @@ class TestCupy(unittest.TestCase):
             self.assertIsInstance(fresh, cp.ndarray)
             check(self, cp.asnumpy(fresh), ref, scale, (f"cupy new {mode}", "float32"))
 
+    def test_gpu_weights(self):
+        """Weights and kernels as CuPy arrays, as cupyx takes them."""
+        import cupy as cp
+        rng = np.random.default_rng(SEED + 45)
+        x = rng.uniform(-1, 1, (20, 24)).astype(np.float32)
+        w1, k = rng.uniform(-1, 1, 5), rng.uniform(-1, 1, (3, 5))
+        dx = cp.asarray(x)
+        for got, want in ((ndfilt.correlate1d(dx, cp.asarray(w1)), ndfilt.correlate1d(x, w1)),
+                          (ndfilt.convolve(dx, cp.asarray(k)), ndfilt.convolve(x, k)),
+                          (ndfilt.sepfilter(dx, [cp.asarray(w1), None]),
+                           ndfilt.sepfilter(x, [w1, None])),
+                          (ndfilt.correlate_bank(dx, cp.asarray(k[None])),
+                           ndfilt.correlate_bank(x, k[None]))):
+            np.testing.assert_allclose(cp.asnumpy(got), want, rtol=1e-5, atol=1e-6)
+
     def test_stream(self):
         import cupy as cp
         x = cp.arange(4096, dtype=cp.float32).reshape(64, 64)
@@ -1261,6 +1276,15 @@ class TestTorch(unittest.TestCase):
         fresh = ndfilt.correlate1d(tx.transpose(0, 2), w, axis=0, mode="mirror")
         self.assertTrue(fresh.is_cuda)
         check(self, fresh.transpose(0, 2).cpu().numpy(), ref, scale, ("torch view", "float32"))
+
+    def test_gpu_weights(self):
+        import torch
+        rng = np.random.default_rng(SEED + 46)
+        x = rng.uniform(-1, 1, (12, 18)).astype(np.float32)
+        k = rng.uniform(-1, 1, (3, 3))
+        got = ndfilt.correlate(torch.from_numpy(x).cuda(), torch.from_numpy(k).cuda())
+        np.testing.assert_allclose(got.cpu().numpy(), ndfilt.correlate(x, k), rtol=1e-5,
+                                   atol=1e-6)
 
     def test_gaussian_filter1d(self):
         import torch
