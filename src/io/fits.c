@@ -271,7 +271,7 @@ static ndf_status check_headers(gzFile g, const char *path, int all, char *err, 
     long long bitpix = 0, naxis = 0, pcount = 0, gcount = 1, tfields = 0;
     long long znaxis = 0, zn[ZDIM + 1] = {0}, zt[ZDIM + 1] = {0}, zval[3] = {0};
     int zimage = 0, groups = 0, tiled = 0, table = 0, bintable = 0, ended = 0, rice = 0, zset = 0,
-        hcomp = 0;
+        hcomp = 0, zfirst = 0;
     memset(naxes, 0, sizeof naxes);
     for (int pos = 0; !ended; pos++) {
       if (pos % (BLOCK / 80) == 0 && gzread(g, blk, BLOCK) != BLOCK) goto done;
@@ -343,16 +343,21 @@ static ndf_status check_headers(gzFile g, const char *path, int all, char *err, 
       ended = !strcmp(key, "END");
       if (!strcmp(key, "ZIMAGE")) zimage = strchr(card + 9, 'T') != NULL;
       if (!strcmp(key, "GROUPS")) groups = strchr(card + 9, 'T') != NULL;
-      if (!strcmp(key, "ZNAXIS")) card_int(card, &znaxis);
-      if ((n = indexed(key, "ZNAXIS", ZDIM))) card_int(card, &zn[n]);
-      if ((n = indexed(key, "ZTILE", ZDIM)) && card_int(card, &zt[n])) tiled |= 1 << n;
+      /* cfitsio reads a keyword's first card: so do these (a repeated ZTILE1 = 0 after a
+       * good one is still the 0 it divides by) */
+      if (!strcmp(key, "ZNAXIS") && !(zfirst & 1)) zfirst |= card_int(card, &znaxis);
+      if ((n = indexed(key, "ZNAXIS", ZDIM)) && !(zfirst & 2 << n))
+        zfirst |= card_int(card, &zn[n]) << (n + 1);
+      if ((n = indexed(key, "ZTILE", ZDIM)) && !(tiled & 1 << n) && card_int(card, &zt[n]))
+        tiled |= 1 << n;
       if ((n = indexed(key, "ZVAL", 2)) && !(zset & 1 << n) && card_int(card, &zval[n]))
         zset |= 1 << n; /* cfitsio reads the first */
-      if (!strcmp(key, "ZCMPTYPE")) {
+      if (!strcmp(key, "ZCMPTYPE") && !(zfirst & 1 << 30)) {
         for (char *p = card; *p; p++)
           *p = (char)toupper((unsigned char)*p);
         rice |= strstr(card, "'RICE_1") || strstr(card, "'RICE_ONE");
         hcomp |= strstr(card, "'HCOMPRESS_1") != NULL;
+        zfirst |= 1 << 30;
       }
     }
     long long cells = 1; /* the pixels of a tile, as cfitsio sizes its buffers */
