@@ -1,6 +1,7 @@
 /* ndfilt.c - the ndfilt command-line tool: info, demo, and filters on .npy files. */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -403,6 +404,60 @@ static double now_s(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* A step that takes more than a second (reading, planning, filtering, writing) shows on a
+ * terminal what it is and how long it has run, redrawn five times a second by a thread of
+ * its own until step_done clears it. */
+static struct {
+  pthread_t th;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int running, drawn;
+  char what[300];
+  double t0;
+} tick = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+static void *ticker(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&tick.mu);
+  while (tick.running) {
+    const double t = now_s() - tick.t0, next = t < 1.0 ? 1.0 - t : 0.2;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    const double at = (double)ts.tv_nsec * 1e-9 + next;
+    ts.tv_sec += (time_t)at;
+    ts.tv_nsec = (long)((at - floor(at)) * 1e9);
+    pthread_cond_timedwait(&tick.cv, &tick.mu, &ts);
+    if (tick.running && now_s() - tick.t0 >= 1.0) {
+      static const char spin[] = "|/-\\";
+      fprintf(stderr, "\rndfilt: %c %s, %.1f s\033[K", spin[(int)((now_s() - tick.t0) * 5) % 4],
+              tick.what, now_s() - tick.t0);
+      fflush(stderr);
+      tick.drawn = 1;
+    }
+  }
+  pthread_mutex_unlock(&tick.mu);
+  return NULL;
+}
+
+static void step_begin(const char *what, const char *name) {
+  if (!isatty(2) || tick.running) return;
+  snprintf(tick.what, sizeof tick.what, "%s%s%.200s", what, name ? " " : "", name ? name : "");
+  tick.t0 = now_s();
+  tick.drawn = 0;
+  tick.running = 1;
+  if (pthread_create(&tick.th, NULL, ticker, NULL) != 0) tick.running = 0;
+}
+
+static void step_done(void) {
+  if (!tick.running) return;
+  pthread_mutex_lock(&tick.mu);
+  tick.running = 0;
+  pthread_cond_signal(&tick.cv);
+  pthread_mutex_unlock(&tick.mu);
+  pthread_join(tick.th, NULL);
+  if (tick.drawn) fprintf(stderr, "\r\033[K");
+}
+
 static int item_extent(const char *s, int64_t k, void *dst) {
   char *end;
   errno = 0;
@@ -480,7 +535,9 @@ static int read_input(const char *path, const common_opts *co, ndf_image *img) {
     ro.dtype = co->dtype;
   }
   double t0 = now_s();
+  step_begin("reading", path);
   ndf_status st = ndf_image_read(path, raw ? &ro : NULL, img, err, sizeof err);
+  step_done();
   if (st != NDF_OK) {
     say("", err);
     return NDF_EXIT_IO;
@@ -578,7 +635,9 @@ static int filter_to_shape(ndf_context *ctx, ndf_image *in, int ndim, const int6
     fprintf(stderr, "ndfilt: out of memory for the %lld-byte output\n", (long long)nbytes);
     rc = NDF_EXIT_FAIL;
   } else {
+    step_begin("planning", NULL);
     st = f(&p, ctx, &a, &b, args);
+    step_done();
     t_plan = now_s() - t0;
     if (verbose && st == NDF_OK)
       fprintf(stderr, "ndfilt: planned %s on %s in %.1f ms\n", ndf_plan_solver(p),
@@ -590,6 +649,7 @@ static int filter_to_shape(ndf_context *ctx, ndf_image *in, int ndim, const int6
     const char *what = in->channel_axis == 0 ? "channels" : "volumes";
     t0 = now_s();
     int alt = 0;
+    if (!split && st == NDF_OK) step_begin("filtering on", ndf_context_device_name(ctx));
     for (int64_t k = 0; k < n && st == NDF_OK; k++) {
       a.data = (char *)in->a.data + (size_t)k * sa;
       b.data = (char *)out.a.data + (size_t)k * sb;
@@ -609,6 +669,7 @@ static int filter_to_shape(ndf_context *ctx, ndf_image *in, int ndim, const int6
       if (split) progress(what, k + 1, n, t0);
     }
     if (st == NDF_OK) st = ndf_context_synchronize(ctx);
+    step_done();
     if (verbose && st == NDF_OK) {
       fprintf(stderr, "ndfilt: filtered by %s in %.1f ms\n", ndf_plan_last_solver(p),
               1e3 * (now_s() - t0));
@@ -619,7 +680,10 @@ static int filter_to_shape(ndf_context *ctx, ndf_image *in, int ndim, const int6
       rc = st == NDF_EINVAL || st == NDF_EUNSUPPORTED ? NDF_EXIT_USAGE : NDF_EXIT_FAIL;
     } else {
       t0 = now_s();
-      if (ndf_image_write(out_path, &out, err, sizeof err) != NDF_OK) {
+      step_begin("writing", out_path);
+      const ndf_status ws = ndf_image_write(out_path, &out, err, sizeof err);
+      step_done();
+      if (ws != NDF_OK) {
         say("", err);
         rc = NDF_EXIT_IO;
       } else if (verbose) {
