@@ -219,7 +219,7 @@ ndf_status ndf_cli_kernel_read(const char *path, ndf_cli_kernel *k, char *err, s
   h[hlen] = 0;
   const char *d = header_value(h, "descr"), *fo = header_value(h, "fortran_order"),
              *sh = header_value(h, "shape");
-  if (!d || !fo || !sh || *d != '\'' || *sh != '(') {
+  if (!d || !fo || !sh || *d != '\'' || *sh != '(' || strnlen(d, 4) < 4) {
     st = fail(err, errlen, NDF_EINVAL, path, "malformed header");
     goto out;
   }
