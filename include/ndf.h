@@ -391,11 +391,11 @@ NDF_API ndf_status ndf_plan_convolve_bank(ndf_plan **plan, ndf_context *ctx, con
 NDF_API ndf_status ndf_execute_bank(const ndf_plan *plan, const ndf_array *in, int nf,
                                     ndf_array *outs);
 NDF_API ndf_status ndf_correlate_bank(ndf_context *ctx, const ndf_array *in, int nf,
-                                      ndf_array *outs, const double *weights,
-                                      const int64_t *wshape, const ndf_correlate_opts *opts);
-NDF_API ndf_status ndf_convolve_bank(ndf_context *ctx, const ndf_array *in, int nf,
-                                     ndf_array *outs, const double *weights,
-                                     const int64_t *wshape, const ndf_correlate_opts *opts);
+                                      ndf_array *outs, const double *weights, const int64_t *wshape,
+                                      const ndf_correlate_opts *opts);
+NDF_API ndf_status ndf_convolve_bank(ndf_context *ctx, const ndf_array *in, int nf, ndf_array *outs,
+                                     const double *weights, const int64_t *wshape,
+                                     const ndf_correlate_opts *opts);
 
 /* ------------------------------------------------------------------ ks */
 

@@ -568,17 +568,17 @@ int main(int argc, char **argv) {
     snprintf(kargs, sizeof kargs, "ks %s %s --sigma-map %s --output full --normalize", img, full,
              sm[0]);
     rc = run(kargs);
-    ndf_array y;
-    char err[512];
+    ndf_array yf;
+    char ferr[512];
     double sum = 0, sin = 0, sabs = 0;
     const int64_t R = ndf_ref_ks_margin(&xv, maps, 1, 3);
-    if (rc == 0 && ndf_npy_read(full, &y, err, sizeof err) == NDF_OK) {
-      CHECK(y.ndim == 2 && y.shape[0] == 9 + 2 * R && y.shape[1] == 13 + 2 * R,
-            "ks --output full: shape (%lld, %lld), R %lld", (long long)y.shape[0],
-            (long long)y.shape[1], (long long)R);
-      for (int64_t i = 0; i < ndf_array_size(&y); i++)
-        sum += ((float *)y.data)[i];
-      free(y.data);
+    if (rc == 0 && ndf_npy_read(full, &yf, ferr, sizeof ferr) == NDF_OK) {
+      CHECK(yf.ndim == 2 && yf.shape[0] == 9 + 2 * R && yf.shape[1] == 13 + 2 * R,
+            "ks --output full: shape (%lld, %lld), R %lld", (long long)yf.shape[0],
+            (long long)yf.shape[1], (long long)R);
+      for (int64_t i = 0; i < ndf_array_size(&yf); i++)
+        sum += ((float *)yf.data)[i];
+      free(yf.data);
     }
     for (int64_t i = 0; i < n2; i++)
       sin += v[i], sabs += fabs(v[i]);
@@ -598,10 +598,10 @@ int main(int argc, char **argv) {
   /* sepconv: the same weights along the listed axes, in increasing axis order. */
   {
     const double w3[3] = {1, 2, 1};
-    const double *w[3] = {w3, NULL, w3};
+    const double *ws[3] = {w3, NULL, w3};
     const int64_t n[3] = {3, 0, 3};
     const ndf_mode nearest[3] = {NDF_MODE_NEAREST, NDF_MODE_NEAREST, NDF_MODE_NEAREST};
-    ref_sep(&x.hview, ref, w, n, nearest, NULL, 0, 0);
+    ref_sep(&x.hview, ref, ws, n, nearest, NULL, 0, 0);
     unlink(out);
     snprintf(args, sizeof args, "sepconv %s %s --weights 1,2,1 --axes 0,-1", in, out);
     int rc = run(args);

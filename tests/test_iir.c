@@ -425,8 +425,8 @@ static int long_cases(ndf_context *ctx, int cuda, uint64_t *r) {
   if (cuda) {
     setenv("NDF_CUDA_IIR_TC", "0", 1);
     for (size_t k = 0; k < sizeof ffma / sizeof ffma[0]; k++)
-      shaped_case(ctx, cuda, r, find_method("iir_deriche", 4), 3, ffma[k].shape, ffma[k].inplace,
-                  0, INFINITY);
+      shaped_case(ctx, cuda, r, find_method("iir_deriche", 4), 3, ffma[k].shape, ffma[k].inplace, 0,
+                  INFINITY);
     unsetenv("NDF_CUDA_IIR_TC");
     for (size_t k = 0; k < sizeof segs / sizeof segs[0]; k++, n += 2) {
       setenv("NDF_CUDA_IIR_SEG", segs[k].seg, 1);

@@ -38,8 +38,8 @@ int main(void) {
     ndf_ref_correlate(&x2, y, g->k, ks, modes, G_CVAL, origin, g->conv);
     double e = maxdiff(y, g->y, 20);
     CHECK(e < 1e-9, "2-D %s case %d (kernel %dx%d origin %d,%d mode %s): off by %g",
-          g->conv ? "convolve" : "correlate", k, g->kh, g->kw, g->o0, g->o1,
-          ndf_mode_name(g->mode), e);
+          g->conv ? "convolve" : "correlate", k, g->kh, g->kw, g->o0, g->o1, ndf_mode_name(g->mode),
+          e);
   }
   const double w4[4] = {1.0, -2.0, 0.5, 3.0};
   for (int m = 0; m < 5; m++) {

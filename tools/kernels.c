@@ -286,14 +286,14 @@ ndf_status ndf_cli_kernel_read(const char *path, ndf_cli_kernel *k, char *err, s
     int64_t at = i;
     if (fortran) {
       int64_t r = i, st_c[NDF_MAX_DIMS], acc = 1;
-      for (int d = k->ndim - 1; d >= 0; d--) {
-        st_c[d] = acc;
-        acc *= k->shape[d];
+      for (int ax = k->ndim - 1; ax >= 0; ax--) {
+        st_c[ax] = acc;
+        acc *= k->shape[ax];
       }
       at = 0;
-      for (int d = 0; d < k->ndim; d++) {
-        at += r % k->shape[d] * st_c[d];
-        r /= k->shape[d];
+      for (int ax = 0; ax < k->ndim; ax++) {
+        at += r % k->shape[ax] * st_c[ax];
+        r /= k->shape[ax];
       }
     }
     k->w[at] = element(raw, i, kind, (int)size, order == '>');

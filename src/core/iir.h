@@ -59,18 +59,23 @@ extern "C" {
 
 #define NDF__IIR_MAXK 5
 
-typedef enum { NDF__IIR_ALVAREZ = 0, NDF__IIR_DERICHE, NDF__IIR_VYV, NDF__IIR_NMETHODS } ndf__iir_method;
+typedef enum {
+  NDF__IIR_ALVAREZ = 0,
+  NDF__IIR_DERICHE,
+  NDF__IIR_VYV,
+  NDF__IIR_NMETHODS
+} ndf__iir_method;
 typedef enum { NDF__IIR_CASCADE = 0, NDF__IIR_PARALLEL } ndf__iir_form;
 
 typedef struct ndf__iir {
   ndf__iir_method method;
   ndf__iir_form form;
-  int K;      /* recursion order, 1..NDF__IIR_MAXK */
+  int K; /* recursion order, 1..NDF__IIR_MAXK */
   double sigma;
-  double a[NDF__IIR_MAXK];  /* a[j-1] multiplies the output j samples back (forward) */
-  double b0;                /* cascade: numerator, 1 + sum a (exact, long double) */
+  double a[NDF__IIR_MAXK]; /* a[j-1] multiplies the output j samples back (forward) */
+  double b0;               /* cascade: numerator, 1 + sum a (exact, long double) */
   double M[NDF__IIR_MAXK * NDF__IIR_MAXK]; /* cascade: Triggs-Sdika, row-major K x K */
-  double bp[NDF__IIR_MAXK]; /* parallel: causal numerator on x[i], x[i-1], ... */
+  double bp[NDF__IIR_MAXK];                /* parallel: causal numerator on x[i], x[i-1], ... */
   double bm[NDF__IIR_MAXK]; /* parallel: anticausal numerator on x[i+1], x[i+2], ... */
   double gp, gm;            /* parallel: steady-state gains of the two parts */
   /* the same filter as npar first-order complex recursions, h(t) = sum_k Re(res[k] pole[k]^t)

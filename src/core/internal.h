@@ -5,8 +5,8 @@
 #include <pthread.h>
 #include <stdarg.h>
 
-#include "ndf.h"
 #include "iir.h"
+#include "ndf.h"
 
 /* Operations the planner knows. Adding one: a value here, its name in
  * planner.c, a file in src/ops, and its solvers in the table (solvers.c). */
@@ -24,8 +24,8 @@ typedef struct ndf__problem {
   ndf__op op;
   const char *label;   /* the operation's name in messages; NULL: the op's */
   const char *aliases; /* more method names the caller accepted, for messages ("fir") */
-  ndf_array in, out; /* out: the first of nout outputs of one description */
-  int nout;          /* 1; a filter bank's number of kernels */
+  ndf_array in, out;   /* out: the first of nout outputs of one description */
+  int nout;            /* 1; a filter bank's number of kernels */
   /* 1: the plan must give scipy's result where the input holds NaN or Inf too (auto's plan
    * for such inputs, or a cval that is not finite): solvers whose finite_only says so are
    * not chosen, and a solver with an exact variant makes that one. */

@@ -26,31 +26,33 @@
 
 /* Compile the hot loops for AVX-512, AVX2+FMA and the baseline; the loader
  * picks the best the CPU has (GCC function multiversioning). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12 && \
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12 &&           \
     !defined(__SANITIZE_ADDRESS__)
 #define NDF_VEC __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define NDF_VEC
 #endif
 
-enum { VB = 32,     /* outputs per register block */
-       QB = 1024,   /* plane pass: values of a row per task */
-       IB = 64 };   /* plane pass: output rows per task */
+enum {
+  VB = 32,   /* outputs per register block */
+  QB = 1024, /* plane pass: values of a row per task */
+  IB = 64
+}; /* plane pass: output rows per task */
 
 typedef struct {
-  float *w;                   /* all weights in float32, at each axis's off */
-  float *tmp[2];              /* full-size temporaries */
-  char *scratch;              /* per thread: line buffer, cval row, row pointers */
-  size_t scratch_bytes;       /* per thread */
-  int64_t line_floats;        /* line buffer length */
+  float *w;             /* all weights in float32, at each axis's off */
+  float *tmp[2];        /* full-size temporaries */
+  char *scratch;        /* per thread: line buffer, cval row, row pointers */
+  size_t scratch_bytes; /* per thread */
+  int64_t line_floats;  /* line buffer length */
   int threads;
-  pthread_mutex_t lock;       /* the temporaries serve one call at a time */
+  pthread_mutex_t lock; /* the temporaries serve one call at a time */
 } state;
 
 typedef struct {
   float *line, *line2; /* line buffers (two rows at a time) */
-  float *crow;        /* QB copies of cval */
-  const float **rows; /* input row of each tap */
+  float *crow;         /* QB copies of cval */
+  const float **rows;  /* input row of each tap */
 } scratch;
 
 static scratch scratch_of(const state *s, int t) {
@@ -408,7 +410,8 @@ static ndf_status make(ndf_plan *p) {
   const int64_t X = in->shape[in->ndim - 1];
   s->line_floats = (X + maxn + 15) / 16 * 16;
   s->scratch_bytes = ((size_t)(2 * s->line_floats + QB) * sizeof(float) +
-                      (size_t)(maxn + 1) * sizeof(float *) + 63) / 64 * 64;
+                      (size_t)(maxn + 1) * sizeof(float *) + 63) /
+                     64 * 64;
   const size_t full = (size_t)ndf_array_size(in) * sizeof(float);
   /* sizes past what any machine holds are out of memory, never a wrapped count */
   if ((double)s->scratch_bytes * s->threads > 0x1p62 || (double)nw * sizeof(float) > 0x1p62)

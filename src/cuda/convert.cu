@@ -92,8 +92,8 @@ template <typename T> static int nonfinite_t(const void *src, ndf__view4 v, int 
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
     int64_t want = (n + 256 * 4 - 1) / (256 * 4);
     if (want > (int64_t)grid * sms) want = (int64_t)grid * sms;
-    nonfinite_flat<T><<<(unsigned)(want > 0 ? want : 1), 256, 0, (cudaStream_t)s>>>(
-        (const T *)src, n, flag);
+    nonfinite_flat<T>
+        <<<(unsigned)(want > 0 ? want : 1), 256, 0, (cudaStream_t)s>>>((const T *)src, n, flag);
   } else {
     nonfinite<T><<<ndf__grid(n, 256), 256, 0, (cudaStream_t)s>>>((const T *)src, v, flag);
   }

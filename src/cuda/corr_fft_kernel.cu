@@ -128,6 +128,7 @@ extern "C" int ndf__launch_fft_product(const void *y, const void *h, void *z, in
 extern "C" int ndf__launch_fft_crop(const float *buf, const int64_t L[4], int64_t rs, float *out,
                                     const int64_t n[4], void *stream) {
   const int64_t rows = n[0] * n[1] * n[2];
-  crop<<<item_blocks(rows, n[3]), 32 * kWarps, 0, (cudaStream_t)stream>>>(buf, d4(L), rs, out, d4(n));
+  crop<<<item_blocks(rows, n[3]), 32 * kWarps, 0, (cudaStream_t)stream>>>(buf, d4(L), rs, out,
+                                                                          d4(n));
   return (int)cudaGetLastError();
 }

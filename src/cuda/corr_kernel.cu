@@ -17,18 +17,18 @@
 
 namespace {
 
-constexpr int BX = 32, BY = 8;  // threads
-constexpr int PX = 2, PY = 4;   // outputs per thread in x and y
+constexpr int BX = 32, BY = 8; // threads
+constexpr int PX = 2, PY = 4;  // outputs per thread in x and y
 constexpr int TX = BX * PX, TY = BY * PY;
-constexpr int KC = 48;          // kernel chunk per axis (shared memory bound)
+constexpr int KC = 48; // kernel chunk per axis (shared memory bound)
 
 // SKIP: zero weights are left out of the sum (scipy's footprint: a NaN or Inf under one does not
 // reach the output); a uniform branch, so the other instance keeps the plain loop.
 template <bool SKIP>
 __global__ void __launch_bounds__(BX *BY)
     corr_tile(const float *__restrict__ in, float *__restrict__ out, int64_t n0, int64_t n1,
-              int64_t Y, int64_t X, int64_t k0, int64_t k1, int ky, int kx, int64_t l0,
-              int64_t l1, int64_t ly, int64_t lx, int m0, int m1, int my, int mx, float cval,
+              int64_t Y, int64_t X, int64_t k0, int64_t k1, int ky, int kx, int64_t l0, int64_t l1,
+              int64_t ly, int64_t lx, int m0, int m1, int my, int mx, float cval,
               const float *__restrict__ w) {
   extern __shared__ float s[];
   const int tx = threadIdx.x, ty = threadIdx.y;
@@ -87,7 +87,6 @@ __global__ void __launch_bounds__(BX *BY)
   }
 }
 
-
 // ---------------------------------------------------------------- the specialised path
 //
 // corr_reg<KX>: x taps fixed at compile time (odd, 3..17), y taps at run time (<= RKY).
@@ -102,8 +101,8 @@ __global__ void __launch_bounds__(BX *BY)
 constexpr int RBX = 32, RBY = 8, RP = 4;
 constexpr int RTX = RBX * RP; // 128 outputs wide; RBY * RQ tall (RQ = 8, or 4 for few taps:
                               // more blocks where staging, not FMAs, sets the pace)
-constexpr int RKY = 17;                       // the most y taps this path stages
-constexpr int RMAXF = 16;                     // outputs per launch
+constexpr int RKY = 17;       // the most y taps this path stages
+constexpr int RMAXF = 16;     // outputs per launch
 
 struct outs_t {
   float *p[RMAXF];
@@ -119,10 +118,9 @@ template <int KX> __host__ __device__ constexpr int row_width() {
 // (cp.async, 4 bytes each: any alignment) from the input, or stores of cval; the caller
 // commits, waits and synchronises.
 template <int SW>
-__device__ __forceinline__ void stage_tile(float *s, const float *__restrict__ src, bool cv,
-                                           bool inside, int64_t y0, int64_t x0, int H, int64_t Y,
-                                           int64_t X, int64_t ly, int64_t lx, int my, int mx,
-                                           float cval) {
+__device__ __forceinline__ void
+stage_tile(float *s, const float *__restrict__ src, bool cv, bool inside, int64_t y0, int64_t x0,
+           int H, int64_t Y, int64_t X, int64_t ly, int64_t lx, int my, int mx, float cval) {
   const int tid = threadIdx.y * RBX + threadIdx.x, total = H * SW;
   if (cv) {
     for (int i = tid; i < total; i += RBX * RBY)
@@ -149,11 +147,12 @@ __device__ __forceinline__ void stage_tile(float *s, const float *__restrict__ s
 }
 
 template <int KX, int RQ>
-__global__ void __launch_bounds__(RBX *RBY, KX <= 5 ? 4 : RQ == 4 ? 3 : 2)
-    corr_reg(const float *__restrict__ in, outs_t outs, int nf, int64_t n0, int64_t n1,
-             int64_t Y, int64_t X, int64_t k0, int64_t k1, int ky, int64_t l0, int64_t l1,
-             int64_t ly, int64_t lx, int m0, int m1, int my, int mx, float cval,
-             const float *__restrict__ w) {
+__global__ void __launch_bounds__(RBX *RBY, KX <= 5   ? 4
+                                            : RQ == 4 ? 3
+                                                      : 2)
+    corr_reg(const float *__restrict__ in, outs_t outs, int nf, int64_t n0, int64_t n1, int64_t Y,
+             int64_t X, int64_t k0, int64_t k1, int ky, int64_t l0, int64_t l1, int64_t ly,
+             int64_t lx, int m0, int m1, int my, int mx, float cval, const float *__restrict__ w) {
   constexpr int SW = row_width<KX>();
   constexpr int NV = (RP + KX - 1 + 3) / 4; // float4 loads per staged row segment
   constexpr int RTY = RBY * RQ;
@@ -162,11 +161,11 @@ __global__ void __launch_bounds__(RBX *RBY, KX <= 5 ? 4 : RQ == 4 ? 3 : 2)
   const int64_t x0 = (int64_t)blockIdx.x * RTX, y0 = (int64_t)blockIdx.y * RTY;
   const int H = RTY + ky - 1;
   float *const buf0 = reinterpret_cast<float *>(s4); // slice buffers: buf0 + (t & 1) * H * SW
-  const int64_t nw2 = (int64_t)ky * KX; // weights per slice
+  const int64_t nw2 = (int64_t)ky * KX;              // weights per slice
   // Is the tile's apron inside the plane on both axes (no mode mapping)?
   const bool inside = y0 - ly >= 0 && y0 + H - ly <= Y && x0 - lx >= 0 && x0 + SW - lx <= X;
-  const int64_t ns = k0 * k1;     // slices per kernel
-  const bool once = ns == 1;      // a 2-D kernel: the tile is staged once for every filter
+  const int64_t ns = k0 * k1;           // slices per kernel
+  const bool once = ns == 1;            // a 2-D kernel: the tile is staged once for every filter
   const int64_t T = once ? 1 : nf * ns; // slices staged per plane
   for (int64_t plane = blockIdx.z; plane < n0 * n1; plane += gridDim.z) {
     const int64_t o0 = plane / n1, o1 = plane % n1;
@@ -176,8 +175,8 @@ __global__ void __launch_bounds__(RBX *RBY, KX <= 5 ? 4 : RQ == 4 ? 3 : 2)
       const int64_t i0 = ndf__map_index(o0 + j0 - l0, n0, m0);
       const int64_t i1 = ndf__map_index(o1 + j1 - l1, n1, m1);
       const bool cv = i0 < 0 || i1 < 0; // the whole slice is cval
-      stage_tile<SW>(buf0 + (t & 1) * H * SW, in + ((cv ? 0 : i0 * n1 + i1) * Y) * X, cv,
-                     inside, y0, x0, H, Y, X, ly, lx, my, mx, cval);
+      stage_tile<SW>(buf0 + (t & 1) * H * SW, in + ((cv ? 0 : i0 * n1 + i1) * Y) * X, cv, inside,
+                     y0, x0, H, Y, X, ly, lx, my, mx, cval);
     };
     __syncthreads(); // the previous plane's readers are done with both buffers
     stage(0);
@@ -263,9 +262,9 @@ static int launch_reg(const float *in, outs_t o, int nf, const int64_t n[4], con
   const int64_t planes = n[0] * n[1];
   const dim3 grid((unsigned)((n[3] + RTX - 1) / RTX), (unsigned)((n[2] + RTY - 1) / RTY),
                   (unsigned)(planes < 65535 ? planes : 65535));
-  corr_reg<KX, RQ><<<grid, dim3(RBX, RBY), sm, st>>>(
-      in, o, nf, n[0], n[1], n[2], n[3], k[0], k[1], (int)k[2], left[0], left[1], left[2],
-      left[3], mode[0], mode[1], mode[2], mode[3], cval, w);
+  corr_reg<KX, RQ><<<grid, dim3(RBX, RBY), sm, st>>>(in, o, nf, n[0], n[1], n[2], n[3], k[0], k[1],
+                                                     (int)k[2], left[0], left[1], left[2], left[3],
+                                                     mode[0], mode[1], mode[2], mode[3], cval, w);
   return (int)cudaGetLastError();
 }
 
@@ -292,6 +291,8 @@ extern "C" int ndf__launch_corr_direct(const float *in, float *const *outs, int 
         o.p[i] = outs[f0 + i];
       const float *w = w_dev + f0 * nw;
       int e = -1;
+      // (a list of macro calls clang-format cannot lay out)
+      // clang-format off
       switch (k[3]) {
 #define NDF_REG(KX)                                                                                \
   case KX: e = launch_reg<KX, (KX <= 7 ? 4 : 8)>(in, o, m, n, k, left, mode, cval, w, st); break;
@@ -299,6 +300,7 @@ extern "C" int ndf__launch_corr_direct(const float *in, float *const *outs, int 
 #undef NDF_REG
       default: break;
       }
+      // clang-format on
       if (e > 0) return e;
       if (e < 0) break; /* not specialised: the generic path */
       if (f0 + m == nf) return 0;
@@ -316,10 +318,9 @@ extern "C" int ndf__launch_corr_direct(const float *in, float *const *outs, int 
   const dim3 grid((unsigned)tiles_x, (unsigned)tiles_y,
                   (unsigned)(planes < 65535 ? planes : 65535));
   for (int f = 0; f < nf && e == cudaSuccess; f++) {
-    tile<<<grid, dim3(BX, BY), sm, st>>>(in, outs[f], n[0], n[1], n[2], n[3], k[0], k[1],
-                                              ky, kx, left[0], left[1], left[2], left[3],
-                                              mode[0], mode[1], mode[2], mode[3], cval,
-                                              w_dev + f * nw);
+    tile<<<grid, dim3(BX, BY), sm, st>>>(in, outs[f], n[0], n[1], n[2], n[3], k[0], k[1], ky, kx,
+                                         left[0], left[1], left[2], left[3], mode[0], mode[1],
+                                         mode[2], mode[3], cval, w_dev + f * nw);
     e = cudaGetLastError();
   }
   return (int)e;

@@ -80,9 +80,8 @@ static int chunked(const ndf__iir *f, int64_t L) {
  * 0.148; bench/results/iir-segments-2026-11-23-h200/). NDF_CUDA_IIR_SEG (development probe: a
  * length) forces segments. */
 static int tc_pass(const ndf__iir *f, int64_t L, double bytes) {
-  return tc_takes(f, L) &&
-         (L <= NDF__IIR_TC_LINE || !ndf__iir_chunks_fit(f, L) || bytes > 32e6 ||
-          getenv("NDF_CUDA_IIR_SEG"));
+  return tc_takes(f, L) && (L <= NDF__IIR_TC_LINE || !ndf__iir_chunks_fit(f, L) || bytes > 32e6 ||
+                            getenv("NDF_CUDA_IIR_SEG"));
 }
 
 static void filters_run(const ndf__iirp *in, const int64_t *shape, int nd, ndf__iirp *q) {
@@ -290,6 +289,5 @@ static ndf_status make(ndf_plan *p) {
 }
 
 const ndf__solver ndf__cuda_iir = {
-    "cuda_iir", NDF__OP_IIR, NDF_PLACE_CUDA, applicable, cost, make,
-    ndf__always_finite_only,
+    "cuda_iir", NDF__OP_IIR, NDF_PLACE_CUDA, applicable, cost, make, ndf__always_finite_only,
 };

@@ -1383,8 +1383,7 @@ extern "C" int ndf__iir_tc_filter(const ndf__iir *f, int64_t L) {
 extern "C" int ndf__iir_tc_pass_make(ndf__iir_tc_pass **out, int64_t P, int64_t L, int64_t Q,
                                      const ndf__iir *f) {
   *out = NULL;
-  if (P <= 0 || L <= 0 || Q <= 0 || !ndf__iir_tc_fits(NULL, NULL, L) ||
-      !ndf__iir_tc_filter(f, L))
+  if (P <= 0 || L <= 0 || Q <= 0 || !ndf__iir_tc_fits(NULL, NULL, L) || !ndf__iir_tc_filter(f, L))
     return 0;
   ndf__iir_tc_pass *p = (ndf__iir_tc_pass *)malloc(sizeof *p);
   if (!p) return (int)cudaErrorMemoryAllocation;

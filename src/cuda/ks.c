@@ -154,8 +154,8 @@ static int scatter(int variant, int rm, int ty, int by, const float *in, float *
     return NDF__KS_SCATTER_FN(v, t, b)(rm, in, out, sig, rad, g, tiles, ntiles, stream);
 #define NDF__CALLS(t, b)                                                                           \
   NDF__CALL(0, t, b)                                                                               \
-  NDF__CALL(1, t, b) NDF__CALL(2, t, b) NDF__CALL(3, t, b) NDF__CALL(4, t, b) NDF__CALL(5, t, b)   \
-      NDF__CALL(6, t, b)
+  NDF__CALL(1, t, b)                                                                               \
+  NDF__CALL(2, t, b) NDF__CALL(3, t, b) NDF__CALL(4, t, b) NDF__CALL(5, t, b) NDF__CALL(6, t, b)
   NDF__KS_SHAPES(NDF__CALLS)
 #undef NDF__CALLS
 #undef NDF__CALL

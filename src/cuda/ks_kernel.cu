@@ -413,6 +413,8 @@ int scatter_rm(int rm, const float *in, float *out, const float *sig, const int 
                const ndf__ks_geom &g, const int *tiles, int ntiles, cudaStream_t st) {
   const dim3 b(TX, BY);
   if constexpr (V == NDF__KS_QUAD) {
+    // (a list of macro calls clang-format cannot lay out)
+    // clang-format off
     switch (rm) {
 #define NDF__Q(r)                                                                                  \
   case r: {                                                                                        \
@@ -420,15 +422,11 @@ int scatter_rm(int rm, const float *in, float *out, const float *sig, const int 
     if (e) return e;                                                                               \
     break;                                                                                         \
   }
-      NDF__Q(0)
-      NDF__Q(1)
-      NDF__Q(2)
-      NDF__Q(4)
-      NDF__Q(8) NDF__Q(16) NDF__Q(32)
+      NDF__Q(0) NDF__Q(1) NDF__Q(2) NDF__Q(4) NDF__Q(8) NDF__Q(16) NDF__Q(32)
 #undef NDF__Q
-          default : ks_scatter_big<<<ntiles, dim3(TX, 8), 0, st>>>(in, out, sig, rad, g, tiles, TYT,
-                                                                   4 * TX);
+    default: ks_scatter_big<<<ntiles, dim3(TX, 8), 0, st>>>(in, out, sig, rad, g, tiles, TYT, 4 * TX);
     }
+    // clang-format on
     return (int)cudaGetLastError();
   } else {
     switch (rm) {

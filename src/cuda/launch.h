@@ -171,8 +171,8 @@ int ndf__launch_ks_gather(int lut, int narr, int ty, int by, const float *in, fl
   NDF__KS_SCATTER_DECL(0, t, b)                                                                    \
   NDF__KS_SCATTER_DECL(1, t, b)                                                                    \
   NDF__KS_SCATTER_DECL(2, t, b)                                                                    \
-  NDF__KS_SCATTER_DECL(3, t, b) NDF__KS_SCATTER_DECL(4, t, b) NDF__KS_SCATTER_DECL(5, t, b)        \
-      NDF__KS_SCATTER_DECL(6, t, b)
+  NDF__KS_SCATTER_DECL(3, t, b)                                                                    \
+  NDF__KS_SCATTER_DECL(4, t, b) NDF__KS_SCATTER_DECL(5, t, b) NDF__KS_SCATTER_DECL(6, t, b)
 NDF__KS_SHAPES(NDF__KS_SCATTER_DECLS)
 
 #ifdef __cplusplus

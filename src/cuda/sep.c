@@ -33,8 +33,8 @@ typedef struct {
 static int fusable(const ndf__sep *c, int ndim) {
   if (c->naxes < 2) return 0;
   const ndf__sepaxis *y = &c->ax[c->naxes - 2], *x = &c->ax[c->naxes - 1];
-  return y->axis == ndim - 2 && x->axis == ndim - 1 && y->n == x->n && x->n % 2 == 1 &&
-         x->n >= 3 && x->n <= 17;
+  return y->axis == ndim - 2 && x->axis == ndim - 1 && y->n == x->n && x->n % 2 == 1 && x->n >= 3 &&
+         x->n <= 17;
 }
 
 static int applicable(const ndf__problem *pb, const ndf_context *ctx) {
@@ -126,8 +126,8 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
       const int nd = g.ndim;
       e = (cudaError_t)ndf__launch_sep_yx(
           src, to, ndf_array_size(&g) / (g.shape[nd - 2] * g.shape[nd - 1]), g.shape[nd - 2],
-          g.shape[nd - 1], s->hw + y->off, s->hw + x->off, x->n, y->left, x->left, y->mode,
-          x->mode, (float)c->cval, st);
+          g.shape[nd - 1], s->hw + y->off, s->hw + x->off, x->n, y->left, x->left, y->mode, x->mode,
+          (float)c->cval, st);
     } else {
       e = (cudaError_t)pass(c, s, &g, k, src, to, st);
     }

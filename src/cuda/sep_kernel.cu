@@ -29,9 +29,7 @@ constexpr int RT = 128, RP = 4;        // rows: threads per block, outputs per t
 constexpr int CX = 32, CY = 8, CP = 8; // cols: block CX x CY threads, CP outputs each
 constexpr int NT_MAX = 256;            // largest tap bucket
 
-template <int NT> struct Taps {
-  float w[NT];
-};
+template <int NT> struct Taps { float w[NT]; };
 
 // ------------------------------------------------------------------ rows
 
@@ -41,7 +39,7 @@ __device__ __forceinline__ void stage_line(float *s, const float *line, int64_t 
                                            int len, int mode, float cval, int t, int nt) {
   if (first >= 0 && first + len <= X) {
     if ((reinterpret_cast<uintptr_t>(line) & 15) == 0) { // whole float4 from global memory
-      const int64_t a0 = first & ~(int64_t)3;             // aligned start at or before first
+      const int64_t a0 = first & ~(int64_t)3;            // aligned start at or before first
       const int sh = (int)(first - a0), n4 = (len + sh + 3) / 4;
       const float4 *g4 = reinterpret_cast<const float4 *>(line + a0);
       for (int k = t; k < n4; k += nt) {
@@ -148,48 +146,48 @@ template <int NT, int NP, bool EXACT> __device__ __forceinline__ int whole_group
 // run over groups of rb rows in x and tiles of a line in y (no divisions: on
 // short filters they cost as much as the arithmetic).
 template <int NT, bool EXACT>
-__global__ void __launch_bounds__(RT) sep_rows(const float *__restrict__ in,
-                                               float *__restrict__ out, int64_t nrows, int64_t X,
-                                               int n, int64_t left, int mode, float cval, int rb,
-                                               int64_t groups, int64_t tiles,
-                                               const float *__restrict__ wg, Taps<NT> taps) {
+__global__ void __launch_bounds__(RT)
+    sep_rows(const float *__restrict__ in, float *__restrict__ out, int64_t nrows, int64_t X, int n,
+             int64_t left, int mode, float cval, int rb, int64_t groups, int64_t tiles,
+             const float *__restrict__ wg, Taps<NT> taps) {
   extern __shared__ float4 smem4[];
   const int nt = RT >> (rb >> 1), tw = nt * RP, len = row_len(tw, n); // rb = 1, 2, 4
   const int r = threadIdx.x / nt, t = threadIdx.x % nt;
   float *s = reinterpret_cast<float *>(smem4) + r * len;
   const int ng = whole_groups<NT, RP, EXACT>(n);
   for (int64_t gq = blockIdx.x; gq < groups; gq += gridDim.x)
-  for (int64_t tl = blockIdx.y; tl < tiles; tl += gridDim.y) {
-    const int64_t row = gq * rb + r, x0 = tl * tw;
-    __syncthreads(); // the previous tile's readers are done
-    if (row < nrows) stage_line(s, in + row * X, X, x0 - left, len, mode, cval, t, nt);
-    __syncthreads();
-    if (row >= nrows) continue;
-    float acc[RP];
+    for (int64_t tl = blockIdx.y; tl < tiles; tl += gridDim.y) {
+      const int64_t row = gq * rb + r, x0 = tl * tw;
+      __syncthreads(); // the previous tile's readers are done
+      if (row < nrows) stage_line(s, in + row * X, X, x0 - left, len, mode, cval, t, nt);
+      __syncthreads();
+      if (row >= nrows) continue;
+      float acc[RP];
 #pragma unroll
-    for (int p = 0; p < RP; p++)
-      acc[p] = 0.f;
-    const float *st = s + t * RP;
-    const float4 *s4 = reinterpret_cast<const float4 *>(st);
+      for (int p = 0; p < RP; p++)
+        acc[p] = 0.f;
+      const float *st = s + t * RP;
+      const float4 *s4 = reinterpret_cast<const float4 *>(st);
 #pragma unroll
-    for (int g = 0; g < (NT + RP - 1 + 7) / 8; g++) {
-      if (g >= ng) break;
-      const float4 a = s4[2 * g], c = s4[2 * g + 1];
-      const float v[8] = {a.x, a.y, a.z, a.w, c.x, c.y, c.z, c.w};
-      if (EXACT || !masked_tail<NT>() || 8 * g + 8 <= n) feed8<NT, RP>(acc, taps, 8 * g, v);
-      else feed8m<NT, RP>(acc, taps, 8 * g, v, n);
+      for (int g = 0; g < (NT + RP - 1 + 7) / 8; g++) {
+        if (g >= ng) break;
+        const float4 a = s4[2 * g], c = s4[2 * g + 1];
+        const float v[8] = {a.x, a.y, a.z, a.w, c.x, c.y, c.z, c.w};
+        if (EXACT || !masked_tail<NT>() || 8 * g + 8 <= n)
+          feed8<NT, RP>(acc, taps, 8 * g, v);
+        else
+          feed8m<NT, RP>(acc, taps, 8 * g, v, n);
+      }
+      if (!EXACT && !masked_tail<NT>())
+        feed_tail<RP>(acc, wg, n, 8 * ng, [&](int e) { return st[e]; });
+      store_rp(out + row * X, x0 + (int64_t)t * RP, X, acc);
     }
-    if (!EXACT && !masked_tail<NT>())
-      feed_tail<RP>(acc, wg, n, 8 * ng, [&](int e) { return st[e]; });
-    store_rp(out + row * X, x0 + (int64_t)t * RP, X, acc);
-  }
 }
 
 // Any tap count: taps in global memory, a plain loop.
-__global__ void __launch_bounds__(RT) sep_rows_any(const float *__restrict__ in,
-                                                   float *__restrict__ out, int64_t nrows,
-                                                   int64_t X, int n, int64_t left, int mode,
-                                                   float cval, const float *__restrict__ w) {
+__global__ void __launch_bounds__(RT)
+    sep_rows_any(const float *__restrict__ in, float *__restrict__ out, int64_t nrows, int64_t X,
+                 int n, int64_t left, int mode, float cval, const float *__restrict__ w) {
   extern __shared__ float4 smem4[];
   float *s = reinterpret_cast<float *>(smem4);
   const int64_t tiles = (X + RT * RP - 1) / (RT * RP);
@@ -245,60 +243,61 @@ __global__ void __launch_bounds__(CX *CY)
   const int need = CY * CP + n + 7; // rows the loads below may touch
   // Blocks run over chunks of the axis in y and planes in z (no divisions).
   for (int64_t p = blockIdx.z; p < P; p += gridDim.z)
-  for (int64_t ib = blockIdx.y; ib < iblocks; ib += gridDim.y) {
-    const int64_t ib0 = ib * (CY * CP) - left;
-    __syncthreads(); // the previous block's readers are done
-    for (int k = threadIdx.y * CX + threadIdx.x; k < need; k += CX * CY)
-      rows[k] = (int)ndf__map_index(ib0 + k, L, mode);
-    __syncthreads();
-    const int i0 = threadIdx.y * CP; // within the block
-    if (!active || ib * (CY * CP) + i0 >= L) continue;
-    const float *plane = in + p * L * Q + q;
-    float acc[CP];
+    for (int64_t ib = blockIdx.y; ib < iblocks; ib += gridDim.y) {
+      const int64_t ib0 = ib * (CY * CP) - left;
+      __syncthreads(); // the previous block's readers are done
+      for (int k = threadIdx.y * CX + threadIdx.x; k < need; k += CX * CY)
+        rows[k] = (int)ndf__map_index(ib0 + k, L, mode);
+      __syncthreads();
+      const int i0 = threadIdx.y * CP; // within the block
+      if (!active || ib * (CY * CP) + i0 >= L) continue;
+      const float *plane = in + p * L * Q + q;
+      float acc[CP];
 #pragma unroll
-    for (int k = 0; k < CP; k++)
-      acc[k] = 0.f;
-    // The same unrolled loop over either loader: direct rows when all of this
-    // thread's rows are inside, else rows through the block's table.
-    auto run = [&](auto load) {
+      for (int k = 0; k < CP; k++)
+        acc[k] = 0.f;
+      // The same unrolled loop over either loader: direct rows when all of this
+      // thread's rows are inside, else rows through the block's table.
+      auto run = [&](auto load) {
 #pragma unroll
-      for (int g = 0; g < (NT + CP - 1 + 7) / 8; g++) {
-        if (g >= ng) break;
-        const bool full = !EXACT && (!masked_tail<NT>() || 8 * g + 8 <= n); // rows below n
-        float v[8];
+        for (int g = 0; g < (NT + CP - 1 + 7) / 8; g++) {
+          if (g >= ng) break;
+          const bool full = !EXACT && (!masked_tail<NT>() || 8 * g + 8 <= n); // rows below n
+          float v[8];
 #pragma unroll
-        for (int k = 0; k < 8; k++) { // rows past n + CP - 2 meet no tap: not read
-          const int e = 8 * g + k;
-          v[k] = full || e < n + CP - 1 ? load(e) : 0.f;
+          for (int k = 0; k < 8; k++) { // rows past n + CP - 2 meet no tap: not read
+            const int e = 8 * g + k;
+            v[k] = full || e < n + CP - 1 ? load(e) : 0.f;
+          }
+          if (EXACT || full)
+            feed8<NT, CP>(acc, taps, 8 * g, v);
+          else
+            feed8m<NT, CP>(acc, taps, 8 * g, v, n);
         }
-        if (EXACT || full) feed8<NT, CP>(acc, taps, 8 * g, v);
-        else feed8m<NT, CP>(acc, taps, 8 * g, v, n);
+        if (!EXACT && !masked_tail<NT>()) feed_tail<CP>(acc, wg, n, 8 * ng, load);
+      };
+      const int64_t r0 = ib0 + i0; // input row of e = 0
+      if (r0 >= 0 && r0 + n + CP - 1 <= L) {
+        const float *x = plane + r0 * Q;
+        run([&](int e) { return __ldg(x + e * Q); });
+      } else {
+        run([&](int e) {
+          const int r = rows[i0 + e];
+          return r < 0 ? cval : __ldg(plane + (int64_t)r * Q);
+        });
       }
-      if (!EXACT && !masked_tail<NT>()) feed_tail<CP>(acc, wg, n, 8 * ng, load);
-    };
-    const int64_t r0 = ib0 + i0; // input row of e = 0
-    if (r0 >= 0 && r0 + n + CP - 1 <= L) {
-      const float *x = plane + r0 * Q;
-      run([&](int e) { return __ldg(x + e * Q); });
-    } else {
-      run([&](int e) {
-        const int r = rows[i0 + e];
-        return r < 0 ? cval : __ldg(plane + (int64_t)r * Q);
-      });
-    }
-    const int64_t o0 = ib * (CY * CP) + i0;
-    float *o = out + p * L * Q + q;
+      const int64_t o0 = ib * (CY * CP) + i0;
+      float *o = out + p * L * Q + q;
 #pragma unroll
-    for (int k = 0; k < CP; k++)
-      if (o0 + k < L) o[(o0 + k) * Q] = acc[k];
-  }
+      for (int k = 0; k < CP; k++)
+        if (o0 + k < L) o[(o0 + k) * Q] = acc[k];
+    }
 }
 
-__global__ void __launch_bounds__(CX *CY) sep_cols_any(const float *__restrict__ in,
-                                                       float *__restrict__ out, int64_t P,
-                                                       int64_t L, int64_t Q, int n, int64_t left,
-                                                       int mode, float cval,
-                                                       const float *__restrict__ w) {
+__global__ void __launch_bounds__(CX *CY)
+    sep_cols_any(const float *__restrict__ in, float *__restrict__ out, int64_t P, int64_t L,
+                 int64_t Q, int n, int64_t left, int mode, float cval,
+                 const float *__restrict__ w) {
   const int64_t q = (int64_t)blockIdx.x * CX + threadIdx.x;
   if (q >= Q) return;
   const int64_t iblocks = (L + CY * CP - 1) / (CY * CP);
@@ -329,7 +328,6 @@ __global__ void __launch_bounds__(CX *CY) sep_cols_any(const float *__restrict__
 
 // ------------------------------------------------------------------ launch
 
-
 int64_t capped(int64_t b) { return b < (1LL << 30) ? b : (1LL << 30); }
 
 // ------------------------------------------------------------------ fused yx
@@ -351,14 +349,13 @@ __host__ __device__ __forceinline__ size_t fused_smem(int n) {
 }
 
 template <int N>
-__global__ void __launch_bounds__(FT) sep_yx(const float *__restrict__ in,
-                                             float *__restrict__ out, int64_t P, int64_t Y,
-                                             int64_t X, int64_t ly, int64_t lx, int my, int mx,
-                                             float cval, Taps<N> wy, Taps<N> wx) {
+__global__ void __launch_bounds__(FT)
+    sep_yx(const float *__restrict__ in, float *__restrict__ out, int64_t P, int64_t Y, int64_t X,
+           int64_t ly, int64_t lx, int my, int mx, float cval, Taps<N> wy, Taps<N> wx) {
   extern __shared__ float4 smem4[];
   constexpr int W = fused_w(N), W4 = W / 4, RI = FY + N - 1;
   float *sin = reinterpret_cast<float *>(smem4); // RI x W input
-  float *mid = sin + RI * W;                      // FY x W after the y filter
+  float *mid = sin + RI * W;                     // FY x W after the y filter
   int *cm = reinterpret_cast<int *>(mid + FY * W), *rm = cm + W;
   const int tid = threadIdx.x;
   const int64_t tx = (X + FX - 1) / FX, ty = (Y + FY - 1) / FY;
@@ -449,11 +446,10 @@ cudaError_t yx_n(const float *in, float *out, int64_t P, int64_t Y, int64_t X, c
     if (e != cudaSuccess) return e;
   }
   const int64_t blocks = P * ((Y + FY - 1) / FY) * ((X + FX - 1) / FX);
-  sep_yx<N><<<(unsigned)capped(blocks), FT, sm, st>>>(in, out, P, Y, X, ly, lx, my, mx, cval, ty,
-                                                      tx);
+  sep_yx<N>
+      <<<(unsigned)capped(blocks), FT, sm, st>>>(in, out, P, Y, X, ly, lx, my, mx, cval, ty, tx);
   return cudaGetLastError();
 }
-
 
 template <int NT, bool EXACT>
 cudaError_t rows_nt(const float *in, float *out, int64_t nrows, int64_t X, const float *w,
@@ -465,8 +461,8 @@ cudaError_t rows_nt(const float *in, float *out, int64_t nrows, int64_t X, const
   size_t sm = (size_t)rb * row_len(tw, n) * sizeof(float);
   const int64_t groups = (nrows + rb - 1) / rb, tiles = (X + tw - 1) / tw;
   const dim3 grid((unsigned)capped(groups), (unsigned)(tiles < 65535 ? tiles : 65535));
-  sep_rows<NT, EXACT><<<grid, RT, sm, st>>>(in, out, nrows, X, n, left, mode, cval, rb, groups,
-                                            tiles, wg, t);
+  sep_rows<NT, EXACT>
+      <<<grid, RT, sm, st>>>(in, out, nrows, X, n, left, mode, cval, rb, groups, tiles, wg, t);
   return cudaGetLastError();
 }
 
@@ -542,8 +538,8 @@ extern "C" int ndf__launch_sep_rows(const float *in, float *out, int64_t nrows, 
     return (int)pick<Rows>(ni, in, out, nrows, X, w_host, w_dev, left, mode, cval, st);
   size_t sm = (size_t)row_len(RT * RP, ni) * sizeof(float);
   if (sm > 48 * 1024) {
-    cudaError_t e = cudaFuncSetAttribute(sep_rows_any, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         (int)sm);
+    cudaError_t e =
+        cudaFuncSetAttribute(sep_rows_any, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm);
     if (e != cudaSuccess) return (int)e;
   }
   sep_rows_any<<<(unsigned)capped(nrows * ((X + RT * RP - 1) / (RT * RP))), RT, sm, st>>>(
@@ -565,7 +561,6 @@ extern "C" int ndf__launch_sep_cols(const float *in, float *out, int64_t P, int6
   sep_cols_any<<<grid, dim3(CX, CY), 0, st>>>(in, out, P, L, Q, ni, left, mode, cval, w_dev);
   return (int)cudaGetLastError();
 }
-
 
 // Filters along the last two axes of a contiguous [P][Y][X] array in one pass
 // (sep_yx), y first; n, the tap count on both, odd and at most 17. Returns

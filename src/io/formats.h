@@ -10,11 +10,10 @@
 
 #include "image.h"
 
-#define NDF__IO_FORMAT(name)                                                                  \
-  ndf_status ndf__##name##_read(const char *path, const ndf_read_opts *o, ndf_image *img,     \
-                                char *err, size_t errlen);                                    \
-  ndf_status ndf__##name##_write(const char *path, const ndf_image *img, char *err,          \
-                                 size_t errlen);
+#define NDF__IO_FORMAT(name)                                                                       \
+  ndf_status ndf__##name##_read(const char *path, const ndf_read_opts *o, ndf_image *img,          \
+                                char *err, size_t errlen);                                         \
+  ndf_status ndf__##name##_write(const char *path, const ndf_image *img, char *err, size_t errlen);
 
 NDF__IO_FORMAT(npy)
 NDF__IO_FORMAT(raw)

@@ -35,8 +35,7 @@ static size_t bound(size_t n) {
 }
 
 /* One chunk into one gzip member: its length, or 0 on failure. */
-static size_t member(const unsigned char *in, size_t n, unsigned char *out, size_t cap,
-                     int level) {
+static size_t member(const unsigned char *in, size_t n, unsigned char *out, size_t cap, int level) {
 #ifdef NDF_HAVE_LIBDEFLATE
   struct libdeflate_compressor *c = libdeflate_alloc_compressor(level);
   if (!c) return 0;
@@ -84,8 +83,9 @@ static int flush(ndf_gzw *g) {
   if (!g->fill || g->failed) return g->failed ? -1 : 0;
   const int nchunks = (int)((g->fill + CHUNK - 1) / CHUNK);
   int bad = 0;
-#pragma omp parallel for num_threads(nchunks < g->threads ? nchunks : g->threads) \
-    schedule(static, 1) reduction(| : bad)
+#pragma omp parallel for num_threads(nchunks < g->threads ? nchunks : g->threads)                  \
+    schedule(static, 1) reduction(|                                                                \
+                                  : bad)
   for (int t = 0; t < nchunks; t++) {
     const size_t off = (size_t)t * CHUNK, n = g->fill - off < CHUNK ? g->fill - off : CHUNK;
     g->outlen[t] = member(g->in + off, n, g->out[t], g->outcap, g->level);

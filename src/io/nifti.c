@@ -30,9 +30,9 @@
 #include <zlib.h>
 
 #include "convert.h"
-#include "gzw.h"
 #include "core/elem.h"
 #include "formats.h"
+#include "gzw.h"
 
 /* The compression level of .nii.gz output (gzw.h: libdeflate's where the build has it). */
 #define NDF__NII_GZ_LEVEL 3
@@ -681,11 +681,11 @@ ndf_status ndf__nifti_write(const char *path, const ndf_image *img, char *err, s
       /* The rotation as the standard gives it, a = sqrt(1 - b^2 - c^2 - d^2) (nibabel and ITK
        * read it so; nifticlib takes a as 0 below 3.2e-4, a rotation up to 6e-4 rad apart) */
       const double b = nim.quatern_b, c = nim.quatern_c, d = nim.quatern_d,
-                   a = sqrt(fmax(0.0, 1.0 - (b * b + c * c + d * d)));
+                   q = sqrt(fmax(0.0, 1.0 - (b * b + c * c + d * d))); /* the standard's a */
       const double R[3][3] = {
-          {a * a + b * b - c * c - d * d, 2 * (b * c - a * d), 2 * (b * d + a * c)},
-          {2 * (b * c + a * d), a * a + c * c - b * b - d * d, 2 * (c * d - a * b)},
-          {2 * (b * d - a * c), 2 * (c * d + a * b), a * a + d * d - c * c - b * b}};
+          {q * q + b * b - c * c - d * d, 2 * (b * c - q * d), 2 * (b * d + q * c)},
+          {2 * (b * c + q * d), q * q + c * c - b * b - d * d, 2 * (c * d - q * b)},
+          {2 * (b * d - q * c), 2 * (c * d + q * b), q * q + d * d - c * c - b * b}};
       double step[3]; /* voxel steps in mm along i, j, k (a voxel size that is none: 1) */
       for (int n = 0; n < 3; n++) {
         const double z = fabs(nim.pixdim[n + 1]);

@@ -66,8 +66,7 @@ static ndf_status check_n_sigma(ndf_context *ctx, double *n_sigma) {
 }
 
 static ndf_status take(ndf_context *ctx, ndf_ks_opts *o, const ndf_ks_opts *opts) {
-  ndf_status st =
-      ndf__take_opts(ctx, o, opts, sizeof *o, offsetof(ndf_ks_opts, tile_rows), "ks");
+  ndf_status st = ndf__take_opts(ctx, o, opts, sizeof *o, offsetof(ndf_ks_opts, tile_rows), "ks");
   if (st == NDF_OK) st = check_n_sigma(ctx, &o->n_sigma);
   if (st != NDF_OK) return st;
   if (o->index != NDF_KS_INPUT && o->index != NDF_KS_OUTPUT)
