@@ -246,6 +246,20 @@ static int ttype_overflows(char *card, long long tfields, char name[FLEN_KEYWORD
   return value[0] != '\'' && strlen(value) >= sizeof((tcolumn *)0)->ttype;
 }
 
+/* The bit of a tile compression keyword whose repetition check_headers refuses, or -1 (ZNAMEn
+ * may repeat: the Rice parameters are checked by their ZVALn, whatever the names say). */
+static int zkey_bit(const char *key) {
+  static const char *const once[] = {"ZIMAGE", "ZCMPTYPE", "ZBITPIX", "ZNAXIS", "ZSIMPLE",
+                                     "ZTENSION", "ZQUANTIZ", "ZDITHER0"};
+  int n;
+  for (int i = 0; i < (int)(sizeof once / sizeof once[0]); i++)
+    if (!strcmp(key, once[i])) return i;
+  if ((n = indexed(key, "ZNAXIS", 9))) return 8 + n;
+  if ((n = indexed(key, "ZTILE", 9))) return 17 + n;
+  if ((n = indexed(key, "ZVAL", 9))) return 26 + n;
+  return -1;
+}
+
 /* cfitsio 4.2 trusts headers further than it checks them, as fuzzing found: on some corrupt
  * required keywords it goes on with an uninitialised count; it divides by a tile-compressed
  * image's ZTILEn (SIGFPE for 0) and sizes buffers by them, and divides by a Rice image's
@@ -271,7 +285,8 @@ static ndf_status check_headers(gzFile g, const char *path, int all, char *err, 
     long long bitpix = 0, naxis = 0, pcount = 0, gcount = 1, tfields = 0;
     long long znaxis = 0, zn[ZDIM + 1] = {0}, zt[ZDIM + 1] = {0}, zval[3] = {0};
     int zimage = 0, groups = 0, tiled = 0, table = 0, bintable = 0, ended = 0, rice = 0, zset = 0,
-        hcomp = 0, zfirst = 0;
+        hcomp = 0;
+    unsigned long long zimage_keys = 0; /* the compression keywords seen (zkey_bit) */
     memset(naxes, 0, sizeof naxes);
     for (int pos = 0; !ended; pos++) {
       if (pos % (BLOCK / 80) == 0 && gzread(g, blk, BLOCK) != BLOCK) goto done;
@@ -343,21 +358,26 @@ static ndf_status check_headers(gzFile g, const char *path, int all, char *err, 
       ended = !strcmp(key, "END");
       if (!strcmp(key, "ZIMAGE")) zimage = strchr(card + 9, 'T') != NULL;
       if (!strcmp(key, "GROUPS")) groups = strchr(card + 9, 'T') != NULL;
-      /* cfitsio reads a keyword's first card: so do these (a repeated ZTILE1 = 0 after a
-       * good one is still the 0 it divides by) */
-      if (!strcmp(key, "ZNAXIS") && !(zfirst & 1)) zfirst |= card_int(card, &znaxis);
-      if ((n = indexed(key, "ZNAXIS", ZDIM)) && !(zfirst & 2 << n))
-        zfirst |= card_int(card, &zn[n]) << (n + 1);
-      if ((n = indexed(key, "ZTILE", ZDIM)) && !(tiled & 1 << n) && card_int(card, &zt[n]))
-        tiled |= 1 << n;
+      /* cfitsio looks a keyword up from the card it read last, so of a repeated one it may
+       * read any (a ZTILE1 = 0 after a good one is the 0 it divides by): the compression's
+       * keywords must each appear once */
+      const int zbit = zkey_bit(key);
+      if (zbit >= 0 && zimage_keys >> zbit & 1) {
+        s = ndf_io_error(err, errlen, NDF_EINVAL, path,
+                         "corrupt header in HDU %d: %s appears more than once", hdu, key);
+        goto done;
+      }
+      if (zbit >= 0) zimage_keys |= 1ull << zbit;
+      if (!strcmp(key, "ZNAXIS")) card_int(card, &znaxis);
+      if ((n = indexed(key, "ZNAXIS", ZDIM))) card_int(card, &zn[n]);
+      if ((n = indexed(key, "ZTILE", ZDIM)) && card_int(card, &zt[n])) tiled |= 1 << n;
       if ((n = indexed(key, "ZVAL", 2)) && !(zset & 1 << n) && card_int(card, &zval[n]))
         zset |= 1 << n; /* cfitsio reads the first */
-      if (!strcmp(key, "ZCMPTYPE") && !(zfirst & 1 << 30)) {
+      if (!strcmp(key, "ZCMPTYPE")) {
         for (char *p = card; *p; p++)
           *p = (char)toupper((unsigned char)*p);
         rice |= strstr(card, "'RICE_1") || strstr(card, "'RICE_ONE");
         hcomp |= strstr(card, "'HCOMPRESS_1") != NULL;
-        zfirst |= 1 << 30;
       }
     }
     long long cells = 1; /* the pixels of a tile, as cfitsio sizes its buffers */
