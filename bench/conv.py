@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """bench/conv.py - the non-separable convolution and FFT filtering families (issue 04; the seed
 is Eklund's thesis, Figs 1.6/1.8/1.10: throughput against kernel size in 2-D, 3-D and 4-D).
-Run by bench/peers.py (`--families conv`) with its timers, peers and measured ceilings, or alone:
+It takes bench/peers.py's timers, peers and measured ceilings:
 
-  python3 bench/conv.py --out DIR [--quick] [--families F,..] [--append-to FILE]
+  python3 bench/conv.py --out DIR [--quick] [--families F,..]
 
-which takes the same things from peers.py and writes DIR/conv.json, DIR/conv.md and
-DIR/conv_2d.png, conv_3d.png, conv_4d.png (with matplotlib); --append-to adds the section to an
-existing markdown file (scripts/gpu-check.sh part `conv`: $OUT/BENCHMARKS.md).
+writes DIR/conv.json, DIR/conv.md and DIR/conv_2d.png, conv_3d.png, conv_4d.png (with
+matplotlib): the layout of bench/results/conv/, from which bench/report.py makes BENCHMARKS.md.
+scripts/gpu-check.sh (part `conv`) runs it into $OUT/conv/.
 
   conv_2d    (GPU) 2048² float32, k×k kernels, k = 3..17
   conv_3d    (GPU) 256³, k³ kernels, k = 3..17
@@ -807,7 +807,7 @@ def md_cpu(res):
     return L + notes + [""]
 
 
-def markdown(results, img_prefix="bench/results/"):
+def markdown(results, img_prefix=""):
     """The 'Non-separable convolution' section, as a list of lines; images under img_prefix."""
     L = ["## Non-separable convolution (issue 04)", "",
          "`bench/conv.py`: ndfilt.correlate (auto, cuda_direct, cuda_fft) against "
@@ -922,22 +922,6 @@ def _clean(v):
     return v
 
 
-def append_section(path, lines):
-    """Appends the section to the markdown file at path, first taking out one that an earlier
-    run left there (from its '## ' heading to the next '## ' heading)."""
-    with open(path) as f:
-        old = f.read().split("\n")
-    head = lines[0]
-    if head in old:
-        i = old.index(head)
-        j = next((n for n in range(i + 1, len(old)) if old[n].startswith("## ")), len(old))
-        old = old[:i] + old[j:]
-    text = "\n".join(old).rstrip("\n") + "\n\n" + "\n".join(lines) + "\n"
-    with open(path + ".tmp", "w") as f:
-        f.write(text)
-    os.replace(path + ".tmp", path)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -947,8 +931,6 @@ def main():
                     help="comma-separated subset of: %(default)s")
     ap.add_argument("--require-gpu", action="store_true",
                     help="exit 1 when the GPU families are skipped (no CuPy, GPU or CUDA build)")
-    ap.add_argument("--append-to", metavar="FILE",
-                    help="append the section (images under bench/results/) to FILE if it exists")
     a = ap.parse_args()
     fams = [f for f in a.families.split(",") if f]
     bad = [f for f in fams if f not in FAMILIES]
@@ -989,15 +971,10 @@ def main():
             if ceil else "- ceilings: not measured (no GPU)",
             "- seconds: " + ", ".join(f"{k} {v:g}" for k, v in secs.items()), ""]
     with open(os.path.join(a.out, "conv.md"), "w") as f:
-        f.write("\n".join(head + markdown(res, img_prefix="")) + "\n")
+        f.write("\n".join(head + markdown(res)) + "\n")
     plots = plot(res, a.out)
-    if a.append_to and os.path.exists(a.append_to):
-        append_section(a.append_to, markdown(res) + [
-            "Seconds (conv): " + ", ".join(f"{k} {v:g}" for k, v in secs.items()) + ".", ""])
     total = time.time() - t0
-    print(f"wrote {a.out}/conv.json, conv.md" + "".join(f", {os.path.basename(p)}" for p in plots)
-          + (f"; appended to {a.append_to}" if a.append_to and os.path.exists(a.append_to)
-             else ""))
+    print(f"wrote {a.out}/conv.json, conv.md" + "".join(f", {os.path.basename(p)}" for p in plots))
     print(f"conv total: {total:.0f} s")
     print("conv summary: " + summary_line(res, fsecs), flush=True)
     errs = [k for k, v in res.items() if isinstance(v, dict) and "error" in v]

@@ -508,7 +508,7 @@ def markdown(results):
         if fam in results:
             L += mk[fam](results[fam])
     if _plottable(results):
-        L += ["![gaussian](bench/results/gaussian.png)", "",
+        L += ["![gaussian](gaussian.png)", "",
               "gaussian.png: left, gaussian_sweep's throughput vs σ on the GPU; right, "
               "gaussian_cpu's times vs threads.", ""]
     return L

@@ -5,7 +5,8 @@ Zou, "3D Recursive Gaussian IIR on GPUs and FPGAs", Tables I-II):
   python3 bench/iir.py [--families F,..] [--out DIR] [--quick] [--require-gpu]
 
 writes DIR/iir.json (every figure), DIR/iir.md (tables, the summary last), DIR/iir_accuracy.png
-and DIR/iir_sigma.png (with matplotlib). scripts/gpu-check.sh runs it as part `iir`.
+and DIR/iir_sigma.png (with matplotlib): the layout of bench/results/iir/, from which
+bench/report.py makes BENCHMARKS.md. scripts/gpu-check.sh (part `iir`) runs it into $OUT/iir/.
 
   iir_gpu       (GPU) float32, mode 'nearest', on CuPy arrays: 256x256x{64,128,256} and 512^3 at
                 sigma 4.5, 256^3 at sigma 1, 2, 8, 16, 32, 64 (time against sigma), a
@@ -118,10 +119,9 @@ HEADER_CLAIM = {"deriche": (1e-3, 0.5), "vyv 3": (2e-2, 2), "vyv 4": (7e-3, 2),
                 "vyv 5": (2.5e-3, 2), "alvarez 3": (0.2, 2)}
 GETREUER = ("Getreuer, \"A Survey of Gaussian Convolution Algorithms\", IPOL 2013 "
             "(http://www.ipol.im/pub/art/2013/87/)")
-GETREUER_NOTE = ("Getreuer's own figures are not quoted: the search tool reached only the "
-                 "article's abstract and his code, not its results. His benchmark's accuracy "
-                 "measure (gaussian_bench.c, 'accuracy') is computed below for ndfilt's methods "
-                 "instead, so that they can be set beside the article's.")
+GETREUER_NOTE = ("Getreuer's own figures are not reproduced here. His benchmark's accuracy "
+                 "measure (gaussian_bench.c, 'accuracy') is computed below for ndfilt's methods, "
+                 "so that they can be set beside the article's.")
 # Getreuer's measure: the operator's error as his gaussian_bench.c takes it, the l1 norm of an
 # impulse response's error (against a near-exact Gaussian), the largest over the impulse
 # positions. His code extends the signal half-sample symmetrically; under nearest, the one mode

@@ -7,7 +7,9 @@
   python3 bench/ks_plots.py DIR          (fig2_gather.png, fig3_scatter.png, fig6_groups.png)
 
 writes DIR/ks.json (every figure; rewritten after each case, so a cut-off run keeps what it
-measured) and DIR/ks.md (tables), and prints the short summary table last on stdout.
+measured) and DIR/ks.md (tables), and prints the short summary table last on stdout. With
+ks_plots.py's figures that is the layout of bench/results/ks/, from which bench/report.py makes
+BENCHMARKS.md; scripts/gpu-check.sh (part `ks`) runs both into $OUT/ks/.
 
 The seed's protocol: a uniform random image in [0, 1) (float32), sigma ~ U[0, r_max / n_sigma)
 with n_sigma 3, index input (Eq. 2a), output 'same'; 512^2 for r_max 1..32 (--quick: 1, 2, 4, 8,

@@ -1,14 +1,20 @@
 #!/usr/bin/env python3
-"""ncu.py - Nsight Compute profile of ndfilt's GPU kernels: separable (issue 03) and
-non-separable direct and FFT (issue 04).
+"""ncu.py - Nsight Compute profile of ndfilt's GPU kernels (family `ncu`): separable (issue 03)
+and non-separable direct and FFT (issue 04).
 
 `python3 bench/ncu.py run OP SHAPE PARAM METHOD` runs one call on a random CuPy array (the
 process ncu profiles): OP gauss (PARAM = sigma) or corr (PARAM = kernel size per axis).
-`python3 bench/ncu.py table CSV...` turns the CSV files of `ncu --csv --metrics METRICS` (one
-per case, named CASE.csv) into a Markdown table, and `section TABLE.md` wraps that table as a
-BENCHMARKS.md section. scripts/gpu-check.sh (part `profile`) runs both."""
+`python3 bench/ncu.py write DIR CSV...` turns the CSV files of `ncu --csv --metrics METRICS` (one
+per case, named CASE.csv) into DIR/ncu.json (the GPU, date and commit, and every figure) and
+DIR/ncu.md: the layout of bench/results/ncu/, from which bench/report.py makes BENCHMARKS.md.
+`md DIR` writes DIR/ncu.md again from DIR/ncu.json; `table CSV...` prints the table alone.
+scripts/gpu-check.sh (part `profile`) runs `cases`, `run` under ncu, then `write` into
+$OUT/ncu/."""
 import csv
+import datetime
+import json
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -56,7 +62,9 @@ def _kernel(name):
     return base.replace(" ", "").replace("(anonymousnamespace)::", "")
 
 
-def table(paths):
+def rows_of(paths):
+    """One dict a kernel launch: case, kernel and each metric's label with its value (None where
+    ncu gave none), in METRICS' units."""
     rows = []
     for p in paths:
         case = os.path.basename(p)[:-4]
@@ -72,12 +80,59 @@ def table(paths):
         for k in by_id.values():
             if FFMA in k and k.get("smsp__inst_executed.sum"):  # thread FFMAs / 32 per warp
                 k[FFMA] = 100.0 * k[FFMA] / 32.0 / k["smsp__inst_executed.sum"]
-            rows.append([case, k["kernel"]] + [
-                "%.1f" % (k[m] * (s or 1)) if m in k else "–" for m, _, s in METRICS])
+            row = {"case": case, "kernel": k["kernel"]}
+            row.update({lab: k[m] * (s or 1) if m in k else None for m, lab, s in METRICS})
+            rows.append(row)
+    return rows
+
+
+def table_lines(rows):
     head = ["case", "kernel"] + [lab for _, lab, _ in METRICS]
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    out += ["| " + " | ".join(r) + " |" for r in rows]
-    print("\n".join(out))
+    for r in rows:
+        out.append("| " + " | ".join([r["case"], r["kernel"]] + [
+            "%.1f" % r[lab] if r.get(lab) is not None else "–" for _, lab, _ in METRICS]) + " |")
+    return out
+
+
+def markdown(doc):
+    m = doc["meta"]
+    return "\n".join([
+        "# Nsight Compute profile of the GPU kernels (bench/ncu.py)", "",
+        f"- GPU: {m['gpu']} (driver {m['driver']}); date {m['date']}; ndfilt commit {m['commit']}"]
+        + ([f"- note: {m['note']}"] if m.get("note") else []) + [
+        "", "One call per case on CuPy arrays, mode constant: gauss = gaussian_filter (sigma), "
+        "corr = correlate with a random k^ndim kernel (`bench/ncu.py`, run by "
+        "`scripts/gpu-check.sh` part `profile`); every kernel the call launches, cuFFT's "
+        "included (a one-shot cuda_fft call also transforms its kernel). FFMA share = warp-level "
+        "FFMA instructions / all warp instructions executed: the rest is addressing, staging, "
+        "boundary handling and loads. Nsight Compute runs the GPU at its own clocks, so its "
+        "times are above the benchmarks' (about 20% on an H200).", ""] + table_lines(doc["rows"])
+    ) + "\n"
+
+
+def _gpu():
+    try:
+        q = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version",
+                            "--format=csv,noheader"], capture_output=True, text=True)
+        name, _, driver = q.stdout.strip().split("\n")[0].partition(", ")
+        return name or "none", driver or "?"
+    except OSError:
+        return "none", "?"
+
+
+def write(out, paths):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from timing import commit  # bench/timing.py: NDF_COMMIT, else git's
+    gpu, driver = _gpu()
+    doc = {"meta": {"gpu": gpu, "driver": driver, "date": datetime.date.today().isoformat(),
+                    "commit": commit(), "metrics": {lab: m for m, lab, _ in METRICS}},
+           "rows": rows_of(paths)}
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "ncu.json"), "w") as f:
+        json.dump(doc, f, indent=1, ensure_ascii=False)
+    with open(os.path.join(out, "ncu.md"), "w") as f:
+        f.write(markdown(doc))
 
 
 if __name__ == "__main__":
@@ -86,17 +141,14 @@ if __name__ == "__main__":
     elif sys.argv[1] == "cases":
         for op, shape, param, method in CASES:
             print(f"{op} {shape} {param:g} {method}")
-    elif sys.argv[1] == "section":  # the table as a BENCHMARKS.md section
-        print("## ncu profile of the GPU kernels\n")
-        print("Nsight Compute, one call per case on CuPy arrays, mode constant: gauss = "
-              "gaussian_filter (sigma), corr = correlate with a random k^ndim kernel "
-              "(`bench/ncu.py`, run by `scripts/gpu-check.sh` part `profile`); every kernel the "
-              "call launches, cuFFT's included. FFMA share = "
-              "warp-level FFMA instructions / all warp instructions executed: the rest is "
-              "addressing, staging, boundary handling and loads.\n")
-        with open(sys.argv[2]) as f:
-            print(f.read())
     elif sys.argv[1] == "metrics":
         print(",".join(m for m, _, _ in METRICS))
+    elif sys.argv[1] == "write":
+        write(sys.argv[2], sys.argv[3:])
+    elif sys.argv[1] == "md":
+        with open(os.path.join(sys.argv[2], "ncu.json")) as f:
+            text = markdown(json.load(f))
+        with open(os.path.join(sys.argv[2], "ncu.md"), "w") as f:
+            f.write(text)
     else:
-        table(sys.argv[2:])
+        print("\n".join(table_lines(rows_of(sys.argv[2:]))))

@@ -1,7 +1,7 @@
 """bench/timing.py - the CPU timer bench/peers.py and bench/gaussian.py share (the latter also
-in its child processes, which do not import peers.py), and the CUDA-event timer of the
-development probes (quick_sep.py, quick_conv.py); the bench scripts' line for a family that
-did not run, the commit and GPU they report, and their JSON's cleaning."""
+in its child processes, which do not import peers.py), the CUDA-event timer of bench/iir.py and
+bench/ks.py; the bench scripts' line for a family that did not run, the commit and GPU they
+report, and their JSON's cleaning."""
 import math
 import os
 import subprocess
@@ -23,7 +23,7 @@ def cpu_ms(fn, x, reps=5):
 
 def events_ms(f, reps=20, batch=1, warm=3):
     """Median ms per call of f() on the current CuPy stream, CUDA events around `batch` calls
-    back to back, over reps timings after `warm` calls (the development probes' timer)."""
+    back to back, over reps timings after `warm` calls."""
     import cupy as cp
     for _ in range(warm):
         f()

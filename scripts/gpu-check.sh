@@ -1,17 +1,26 @@
 #!/usr/bin/env bash
 # gpu-check.sh - everything GPU in one call, for the lent GPU machine: build for sm_90 with all
 # cores, run every test (CUDA ones must run, not skip), compute-sanitizer memcheck / racecheck /
-# synccheck over the CUDA tests, the demo, and a short summary table last. Logs go to $OUT.
-# GPU_CHECK_PARTS (comma-separated: tests, sanitize, bench, profile, conv, iir, ks) splits it into calls under the
-# device's 10-minute limit; the default runs tests and bench. profile: Nsight Compute metrics of the
-# separable and non-separable (direct, FFT) kernels into $OUT/ncu.md. conv: the non-separable convolution benchmark (issue 04,
-# bench/conv.py, about 3 minutes) into $OUT/conv.json, conv.md and conv_{2d,3d,4d}.png, its
-# section also appended to $OUT/BENCHMARKS.md when the bench part wrote one. iir: the recursive
-# Gaussian benchmark (issue 05, bench/iir.py: GPU, CPU threads, accuracy; about 2-4 minutes) into
-# $OUT/iir/ (iir.json, iir.md, iir_accuracy.png, iir_sigma.png). ks: the kernel-superposition
-# benchmark (issue 06, bench/ks.py: every solver and tile shape, the peer gather, the CPU twin;
-# about 7 minutes) into $OUT/ks/ (ks.json, ks.md). The build has every ks tile shape
-# (NDF_KS_ALL_SHAPES) and the ks tests draw random shapes.
+# synccheck / initcheck over the CUDA tests, the demo, the benchmarks, and a short summary table
+# last. Everything goes to $OUT (default gpu-check-out/): the summary (summary.txt, summary.json),
+# the step logs (logs.txt), and each benchmark family's results in $OUT/<family>/, laid out as
+# bench/results/<family>/ is: to make a run's results the current ones, copy $OUT/<family>/ over
+# bench/results/<family>/ and run `python3 bench/report.py`, which writes BENCHMARKS.md.
+# GPU_CHECK_PARTS (comma-separated: tests, sanitize, bench, profile, conv, iir, ks) splits it into
+# calls under the device's 10-minute limit; the default runs tests, sanitize and bench.
+#   bench    the separable family (bench/peers.py) into $OUT/sep/: sep.json, sep.md,
+#            correlate1d.png, gaussian.png.
+#   conv     the non-separable convolution benchmark (issue 04, bench/conv.py, about 3 minutes)
+#            into $OUT/conv/: conv.json, conv.md, conv_{2d,3d,4d}.png.
+#   iir      the recursive Gaussian benchmark (issue 05, bench/iir.py: GPU, CPU threads,
+#            accuracy; about 2-4 minutes) into $OUT/iir/: iir.json, iir.md, iir_accuracy.png,
+#            iir_sigma.png.
+#   ks       the kernel-superposition benchmark (issue 06, bench/ks.py: every solver and tile
+#            shape, the peer gather, the CPU twin; about 7 minutes) into $OUT/ks/: ks.json, ks.md
+#            and bench/ks_plots.py's fig2_gather.png, fig3_scatter.png, fig6_groups.png. The
+#            build has every ks tile shape (NDF_KS_ALL_SHAPES) and the ks tests draw random shapes.
+#   profile  Nsight Compute metrics of the separable and non-separable (direct, FFT) kernels
+#            (bench/ncu.py) into $OUT/ncu/: ncu.json, ncu.md.
 set -u
 cd "$(dirname "$0")/.."
 PARTS=${GPU_CHECK_PARTS:-tests,sanitize,bench}
@@ -138,10 +147,10 @@ fi
 fi # tests
 
 if want bench; then
-# Benchmark with peers (same process, same arrays); JSON, BENCHMARKS.md and plots to $OUT.
+# Benchmark with peers (same process, same arrays): the separable family into $OUT/sep/.
 if NDF_COMMIT=$COMMIT NDFILT_LIBRARY="$PWD/$B/libndfilt.so" PYTHONUNBUFFERED=1 \
-     python3 bench/peers.py --out "$OUT" >"$LOG/bench.log" 2>&1; then
-  row benchmark ok "peers.json, BENCHMARKS.md"
+     python3 bench/peers.py --out "$OUT/sep" >"$LOG/bench.log" 2>&1; then
+  row benchmark ok "sep/: sep.json, sep.md"
 else
   row benchmark FAIL "see bench.log"; tail -20 "$LOG/bench.log"
 fi
@@ -149,11 +158,9 @@ fi # bench
 
 if want conv; then
 # Non-separable convolution and FFT filtering vs cupyx / torch (bench/conv.py, standalone: it
-# takes peers.py's timers and measures the ceilings itself).
-app=()
-[ -f "$OUT/BENCHMARKS.md" ] && app=(--append-to "$OUT/BENCHMARKS.md")
+# takes peers.py's timers and measures the ceilings itself), into $OUT/conv/.
 if NDF_COMMIT=$COMMIT NDFILT_LIBRARY="$PWD/$B/libndfilt.so" PYTHONUNBUFFERED=1 \
-     python3 bench/conv.py --out "$OUT" --require-gpu ${app[@]+"${app[@]}"} >"$LOG/conv.log" 2>&1; then
+     python3 bench/conv.py --out "$OUT/conv" --require-gpu >"$LOG/conv.log" 2>&1; then
   row "conv benchmark" ok "$(sed -n 's/^conv summary: //p' "$LOG/conv.log" | tail -1)"
 else
   row "conv benchmark" FAIL "see conv.log"; tail -20 "$LOG/conv.log"
@@ -162,7 +169,7 @@ fi # conv
 
 if want iir; then
 # Recursive (IIR) Gaussian vs cupyx / scipy, CPU thread scaling and accuracy (bench/iir.py,
-# standalone: it measures the copy bandwidth itself).
+# standalone: it measures the copy bandwidth itself), into $OUT/iir/.
 if NDF_COMMIT=$COMMIT NDFILT_LIBRARY="$PWD/$B/libndfilt.so" PYTHONUNBUFFERED=1 \
      python3 bench/iir.py --out "$OUT/iir" --require-gpu >"$LOG/iir.log" 2>&1; then
   row "iir benchmark" ok "$(sed -n 's/^iir summary: //p' "$LOG/iir.log" | tail -1)"
@@ -173,13 +180,15 @@ fi # iir
 
 if want ks; then
 # Kernel superposition: every solver and tile shape against the issue's naive gather (a CuPy
-# kernel in the same run) and the CPU twin (bench/ks.py).
+# kernel in the same run) and the CPU twin (bench/ks.py), into $OUT/ks/ with its figures.
 if NDF_COMMIT=$COMMIT NDFILT_LIBRARY="$PWD/$B/libndfilt.so" PYTHONUNBUFFERED=1 \
      python3 bench/ks.py --out "$OUT/ks" --budget "${KS_BUDGET:-400}" >"$LOG/ks.log" 2>&1; then
   row "ks benchmark" ok "$(tail -3 "$LOG/ks.log" | tr '\n' ' ' | cut -c1-150)"
 else
   row "ks benchmark" FAIL "see ks.log"; tail -20 "$LOG/ks.log"
 fi
+# The figures need only ks.json and matplotlib; a machine without matplotlib leaves them out.
+python3 bench/ks_plots.py "$OUT/ks" >>"$LOG/ks.log" 2>&1 || echo "ks_plots: no figures (ks.log)"
 fi # ks
 
 if want profile; then
@@ -195,9 +204,8 @@ if [ -n "$NCU" ]; then
       python3 bench/ncu.py run "$op" "$shape" "$param" "$method" \
       >"/tmp/ncu/${op}_${shape}_${param}_${method}.csv" 2>>"$LOG/ncu.log"
   done
-  if python3 bench/ncu.py table /tmp/ncu/*.csv >"$OUT/ncu.md" 2>>"$LOG/ncu.log"; then
-    row "ncu profile" ok "ncu.md"
-    [ -f "$OUT/BENCHMARKS.md" ] && python3 bench/ncu.py section "$OUT/ncu.md" >>"$OUT/BENCHMARKS.md"
+  if NDF_COMMIT=$COMMIT python3 bench/ncu.py write "$OUT/ncu" /tmp/ncu/*.csv 2>>"$LOG/ncu.log"; then
+    row "ncu profile" ok "ncu/: ncu.json, ncu.md"
   else
     row "ncu profile" FAIL "see ncu.log"
   fi
@@ -209,9 +217,9 @@ fi # profile
 echo
 [ -f "$LOG/demo.log" ] && sed -n '/^operation/,$p' "$LOG/demo.log" # (the tests part ran the demo)
 echo
-sed -n '/^## /,$p' "$OUT/BENCHMARKS.md" 2>/dev/null
-[ -f "$OUT/BENCHMARKS.md" ] || sed -n '/^## /,$p' "$OUT/conv.md" 2>/dev/null
-cat "$OUT/ncu.md" 2>/dev/null
+want bench && sed -n '/^## /,$p' "$OUT/sep/sep.md" 2>/dev/null
+want conv && sed -n '/^## /,$p' "$OUT/conv/conv.md" 2>/dev/null
+want profile && sed -n '/^| /,$p' "$OUT/ncu/ncu.md" 2>/dev/null
 want iir && sed -n '/^## /,$p' "$OUT/iir/iir.md" 2>/dev/null
 echo
 echo "== gpu-check summary: ${gpu:-no GPU}, commit $COMMIT"
