@@ -6,18 +6,21 @@ FUZZ_SECONDS ?= 5
 JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
 PREFIX    ?= /usr/local
 CMAKE_FLAGS ?=
+# ON in CI (.ci/run): compiler warnings are errors.
+WERROR    ?= OFF
 # nvcc is often installed outside PATH.
 NVCC := $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
 ifneq ($(NVCC),)
 CUDA_FLAG := -DCMAKE_CUDA_COMPILER=$(NVCC)
 endif
 
-.PHONY: all build configure deps demo test test-asan test-fuzz gpu-check install clean
+.PHONY: all build configure deps demo test test-asan test-fuzz format-check gpu-check install clean
 
 all: build
 
 configure:
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CUDA_FLAG) $(CMAKE_FLAGS) >/dev/null
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DNDF_WERROR=$(WERROR) $(CUDA_FLAG) \
+	  $(CMAKE_FLAGS) >/dev/null
 
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -31,12 +34,22 @@ demo: deps build
 # CPU tests always run; CUDA tests report "skipped" without a usable GPU.
 # Then the same tests once more under AddressSanitizer + UBSan (CPU build).
 test: deps build
+	$(MAKE) --no-print-directory format-check
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	$(MAKE) --no-print-directory test-asan
 	$(MAKE) --no-print-directory test-fuzz
 
+# The C, CUDA and header sources as the checked-in .clang-format lays them out (the generated
+# golden data aside); `clang-format -i` on the files it names fixes them.
+FORMAT_FILES = $(shell git ls-files 'src/*' 'include/*' 'tools/*' 'tests/*' 'fuzz/*' 2>/dev/null \
+                 | grep -E '\.(c|h|cu|cuh)$$' | grep -v golden_scipy)
+format-check:
+	@command -v clang-format >/dev/null || { echo "format-check: clang-format not found (make deps)"; exit 1; }
+	@clang-format --dry-run --Werror $(FORMAT_FILES) && echo "format-check: $(words $(FORMAT_FILES)) files formatted"
+
 test-asan:
-	cmake -S . -B $(ASAN) -DCMAKE_BUILD_TYPE=Debug -DNDF_SANITIZE=ON -DNDF_ENABLE_CUDA=OFF >/dev/null
+	cmake -S . -B $(ASAN) -DCMAKE_BUILD_TYPE=Debug -DNDF_SANITIZE=ON -DNDF_ENABLE_CUDA=OFF \
+	  -DNDF_WERROR=$(WERROR) >/dev/null
 	cmake --build $(ASAN) -j $(JOBS)
 	cd $(ASAN) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j $(JOBS)
