@@ -249,8 +249,8 @@ static int ttype_overflows(char *card, long long tfields, char name[FLEN_KEYWORD
 /* The bit of a tile compression keyword whose repetition check_headers refuses, or -1 (ZNAMEn
  * may repeat: the Rice parameters are checked by their ZVALn, whatever the names say). */
 static int zkey_bit(const char *key) {
-  static const char *const once[] = {"ZIMAGE", "ZCMPTYPE", "ZBITPIX", "ZNAXIS", "ZSIMPLE",
-                                     "ZTENSION", "ZQUANTIZ", "ZDITHER0"};
+  static const char *const once[] = {"ZIMAGE",  "ZCMPTYPE", "ZBITPIX",  "ZNAXIS",
+                                     "ZSIMPLE", "ZTENSION", "ZQUANTIZ", "ZDITHER0"};
   int n;
   for (int i = 0; i < (int)(sizeof once / sizeof once[0]); i++)
     if (!strcmp(key, once[i])) return i;
