@@ -444,7 +444,7 @@ typedef struct ndf_ks_opts {
   /* nonzero: a solver whose result is bitwise the same on every run (no order-dependent atomic
    * additions): cpu_ks or cuda_ks_gather */
   int deterministic;
-  /* The CUDA solvers' tile (the seed's t_y rows of 32 pixels) and thread block (b_y rows of 32
+  /* The CUDA solvers' tile (the paper's t_y rows of 32 pixels) and thread block (b_y rows of 32
    * threads): 0 and 0 (8 and 8), or (t_y, b_y) in (8, 8), (16, 8), (32, 8), (16, 16),
    * (32, 16); builds without NDF_KS_ALL_SHAPES have only (8, 8) (others: NDF_EUNSUPPORTED). */
   int tile_rows, block_rows;

@@ -44,10 +44,11 @@ static void expand(const double complex *p, int K, double *a) {
  * actually run has DC gain 1 and the steady state of a constant x is x itself, where every
  * solver starts it (iir.h). prod (1 - p_k), the gain of the poles before rounding, is off from
  * it by the rounding of a relative to 1 + sum a: 2.3e-8 for Alvarez's 3 steps at sigma 1000,
- * 4.6e-8 for VYV's order 3, so the solvers' starts were that far from the recursion's own
- * steady state and a short line kept the offset. The sum, in long double, is exact where it
- * cancels, the poles near 1 (the a are then multiples of 2^-53 below 2^4 in magnitude: 58 bits
- * of the 64; seen exact for every design above sigma 1.6) and within 1e-19 relative below. */
+ * 4.6e-8 for VYV's order 3, so solvers starting from it would be that far from the recursion's
+ * own steady state, and a short line would keep the offset. The sum, in long double, is exact
+ * where it cancels, the poles near 1 (the a are then multiples of 2^-53 below 2^4 in magnitude:
+ * 58 bits of the 64; seen exact for every design above sigma 1.6) and within 1e-19 relative
+ * below. */
 static void unit_gain(ndf__iir *f) {
   long double sa = 1;
   for (int j = 0; j < f->K; j++)
@@ -367,7 +368,7 @@ ndf_status ndf__iir_design(ndf__iir *f, ndf__iir_method m, int order, double sig
     }
     /* The direct-form recursion of K clustered poles near 1 loses accuracy as sigma grows
      * (relative L2 error on noise, float64: K = 5 9e-3 at sigma 64, K = 4 3e-2 at 200; K = 5
-     * at sigma 40 was 3e-5 off the float64 reference near the ends). */
+     * at sigma 40 is 3e-5 off the float64 reference near the ends). */
     const double smax = order == 5 ? 20 : order == 4 ? 100 : INFINITY;
     if (sigma > smax) {
       snprintf(why, (size_t)len,

@@ -1,5 +1,6 @@
 /* iir.h - recursive (IIR) Gaussian smoothing along one axis: the filters' design and the
- * float64 line filter every IIR solver follows (issue 05, seed 004).
+ * float64 line filter every IIR solver follows (the GPU and CPU designs after Cong, Huang and
+ * Zou, "3D Recursive Gaussian IIR on GPUs and FPGAs").
  *
  * Every method filters a line x[0..n-1] with the 'nearest' boundary (x[i] = x[0] for i < 0,
  * x[n-1] for i >= n) exactly: the recursions start from the state an infinitely long constant
@@ -25,14 +26,14 @@
  *    within the rounding of bp, bm and a relative to 1 + sum a: 1 + 1.2e-5 at sigma 1000.)
  *
  * Design (ndf__iir_design), sigma in samples:
- *  - iir_alvarez (Alvarez and Mazorra 1994; the seed's Figs 1-2), `order` = steps S, 1..5:
+ *  - iir_alvarez (Alvarez and Mazorra 1994; Cong et al.'s Figs 1-2), `order` = steps S, 1..5:
  *    each step is one implicit Euler step of the heat equation, (I - lambda Laplacian) u = f,
  *    with lambda = sigma^2 / (2 S) (the step's Green's function has variance 2 lambda, S steps
  *    add to sigma^2). Factoring (1 + 2 lambda) - lambda (z + 1/z) = (lambda / nu)(1 - nu/z)
- *    (1 - nu z) gives nu = (1 + 2 lambda - sqrt(1 + 4 lambda)) / (2 lambda). The seed's c2 is
- *    nu, its c1 = 1 / (1 - nu) the causal start (the steady state of a constant history), its
+ *    (1 - nu z) gives nu = (1 + 2 lambda - sqrt(1 + 4 lambda)) / (2 lambda). Cong et al.'s c2 is
+ *    nu, their c1 = 1 / (1 - nu) the causal start (the steady state of a constant history), their
  *    scaling c3 = (nu / lambda)^(S * axes) is b0^2 per axis here, with nu / lambda = (1 - nu)^2.
- *    The seed runs the S steps one after the other, each starting from its own input's end
+ *    Cong et al. run the S steps one after the other, each starting from its own input's end
  *    values; that is exact for 'nearest' only for S = 1 (an earlier step's output past the end
  *    is not constant). Here the S causal sweeps are one recursion of order K = S (the pole nu
  *    S times, b0 = (1 - nu)^S up to rounding) and the S anticausal sweeps the other, started

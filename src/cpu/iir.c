@@ -8,13 +8,13 @@
  * (dtype conversion, rounding). The first filtered axis reads the input instead of B, so no pass
  * only copies.
  *
- * Passes over memory, as the seed's section III: where there are enough slabs (the array's
- * last two axes, e.g. z-slices of a volume) for the threads, each thread takes whole slabs and
- * filters their last axis then the one before while the slab is in cache; the other axes get a
- * pass each. A 3-D volume is then read and written twice instead of three times. Lines of one
- * group are neighbours in memory on every axis but the last (W consecutive elements per step),
- * and on the last axis W consecutive rows. Axes are filtered last-first (x, y, then z): the
- * filters are linear and separable, so the order only changes rounding. */
+ * Passes over memory, as in section III of Cong, Huang and Zou: where there are enough slabs
+ * (the array's last two axes, e.g. z-slices of a volume) for the threads, each thread takes
+ * whole slabs and filters their last axis then the one before while the slab is in cache; the
+ * other axes get a pass each. A 3-D volume is then read and written twice instead of three
+ * times. Lines of one group are neighbours in memory on every axis but the last (W consecutive
+ * elements per step), and on the last axis W consecutive rows. Axes are filtered last-first (x,
+ * y, then z): the filters are linear and separable, so the order only changes rounding. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,8 +26,8 @@
  * loader picks one for the machine (GCC's target_clones, an ifunc): 4 float64 lanes per
  * instruction and fused multiply-adds instead of 2 lanes and separate ones. The clone is
  * x86-64-v3 (a feature level, picked on any CPU that has it), not "arch=haswell": GCC picks a
- * clone named after a CPU only on that very CPU model, so until 2026-11-22 every other CPU ran
- * the baseline clone. */
+ * clone named after a CPU only on that very CPU model, and would run the baseline clone on every
+ * other CPU. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
 #define CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
@@ -47,9 +47,8 @@
 
 /* A group's W float64 lanes are G vectors of V lanes (GCC and Clang vector extensions), V = 4:
  * one AVX register. The recursions below run the G vectors as G independent chains, so that a
- * step's FMAs overlap. A single vector of all W lanes (vector_size(64)) was tried first: on an
- * AVX2 target GCC kept it on the stack, half a register at a time, and cpu_iir ran 3x slower
- * (256^3, one thread of the CI machine: 366 against 120-140 ms). A sample's group is
+ * step's FMAs overlap. (A single vector of all W lanes, vector_size(64), GCC keeps on the stack
+ * on an AVX2 target, half a register at a time: about 3x slower.) A sample's group is
  * X[i * G .. i * G + G - 1]; lane w of it is ((double *)X)[i * W + w]. */
 #define V 4
 #define G (W / V)
@@ -174,8 +173,8 @@ INLINE void filter_block(const ndf__iir *f, vec_t *X, vec_t *T, int64_t n) {
 }
 
 /* Rows (lines along the last axis, contiguous float32): 4 samples of 4 lines at a time, loaded
- * as 4 vectors and transposed in registers (element by element, the x pass took 45 against
- * 28 ms for y, 256^3, one thread of the CI machine). */
+ * as 4 vectors and transposed in registers (element by element, the x pass takes 1.6 times as
+ * long as y). */
 typedef float f4_t __attribute__((vector_size(4 * sizeof(float)), may_alias, aligned(4)));
 
 /* GCC before 12 lacks __builtin_shufflevector: rows then go element by element. */
@@ -292,8 +291,8 @@ INLINE void group_at(group *q, const source *src, int64_t so, const int64_t bs[D
  * the second starting where the first ends) are read and written together, 2W neighbours a
  * step: whole 64-byte cache lines. One group a time reads half a line a step and leaves the
  * other half for the next group; along the slowest axis of a 256^3 volume (steps 256 KB apart,
- * a group's lines in one set of the L1 and L2 caches) that half was gone by then, and the z
- * pass took 3.4-3.9 ns a sample against 2.4-2.5 in pairs (one thread of the CI machine). With
+ * a group's lines in one set of the L1 and L2 caches) that half is gone by then, and the z pass
+ * takes 3.4-3.9 ns a sample against 2.4-2.5 in pairs (one thread of the CI machine). With
  * shorter steps the other half stays in L2, and the pair's third buffer (48 KB in all for
  * 256-sample lines) costs more than it saves: y on 256^3 1.7 against 2.0 ns. */
 CLONES static void lines(const ndf__iir *f, const source *src, int64_t so, float *B,
@@ -352,7 +351,7 @@ static int applicable(const ndf__problem *pb, const ndf_context *ctx) {
   return pb->in.place.kind == NDF_PLACE_HOST && pb->out.place.kind == NDF_PLACE_HOST;
 }
 
-/* Measured on one core of the CI machine (x86-64 with AVX2 and AVX-512, 256^2 x 64, 2026-11-23):
+/* Fitted to one core of the CI machine (x86-64 with AVX2 and AVX-512, 256^2 x 64):
  * about 1.0 + 0.12 K ns per sample and axis for a cascade of order K (VYV 3-5: 1.38-1.59) and
  * 1.0 + 0.25 K for the parallel form (Deriche: 1.96), gathering and storing included. On the
  * same core cpu_sep took 2.8 ns at sigma 4.5 (37 taps), so FIR is the cheaper below sigma ~ 2-3;

@@ -50,7 +50,7 @@
 /* The hot loops built for AVX2 and the baseline, the loader picking one for the CPU (GCC's
  * target_clones): the results are the same bit for bit (no reduction changes its order, and ISO
  * C mode fuses no multiply-add). 1.1 to 1.25 times faster on 512^2 (r_max 8 to 32); an AVX-512
- * build was slower on the short rows of small radii. */
+ * build is slower on the short rows of small radii. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12 &&           \
     !defined(__SANITIZE_ADDRESS__)
 #define CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))

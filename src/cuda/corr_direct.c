@@ -38,8 +38,8 @@ static double cost(const ndf__problem *pb, const ndf_context *ctx) {
   const int nd = pb->in.ndim;
   const int64_t kx = c->k[nd - 1], ky = nd > 1 ? c->k[nd - 2] : 1;
   /* FMA rate: corr_reg (odd x taps 3..17, at most 17 y taps, more than 8 rows) keeps ~1.15
-   * TFMA/s per x tap, up to ~20 (H200 at 9952102: 3-D k5 6.2, k7 8.9, k11 12.6, k17 16.9; 2-D
-   * k17 20 TFMA/s); the generic tile path less. Plus the read and the writes, and a launch. */
+   * TFMA/s per x tap, up to ~20 (fitted to H200 rates: 3-D k5 6.2, k7 8.9, k11 12.6, k17 16.9;
+   * 2-D k17 20 TFMA/s); the generic tile path less. Plus the read and the writes, and a launch. */
   const int reg =
       kx % 2 == 1 && kx >= 3 && kx <= 17 && ky <= 17 && nd >= 2 && pb->in.shape[nd - 2] > 8;
   const double rate = reg ? fmin(1.15e12 * (double)kx, 2e13) : 3e12;

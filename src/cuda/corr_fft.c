@@ -54,8 +54,8 @@ static int sizes(const ndf__problem *pb, state *s, size_t *bytes) {
     s->mode[d] = q < 0 ? NDF_MODE_REFLECT : (int)c->mode[q];
     s->e[d] = s->n[d] + s->k[d] - 1;
     if (s->e[d] > INT_MAX / 2) return 0;
-    /* no factors of 7: cuFFT's radix-7 passes measured slow (a 2058^2 transform, 2 * 3 * 7^3,
-     * spent 41 us of its ~80 in one 7-14-21 pass on an H200) */
+    /* no factors of 7: cuFFT's radix-7 passes are slow (a 2058^2 transform, 2 * 3 * 7^3, spends
+     * 41 us of its ~80 in one 7-14-21 pass on an H200) */
     s->L[d] = ndf__next_smooth(s->e[d], 0);
     total *= d == D - 1 ? (double)(s->L[d] / 2 + 1) : (double)s->L[d];
   }
@@ -81,8 +81,8 @@ static int applicable(const ndf__problem *pb, const ndf_context *ctx) {
 }
 
 /* One transform over the buffer of sizes L: cuFFT makes ~one pass over the buffer per axis
- * (two for an axis past 4096), each reading and writing it at ~2.2 TB/s (H200, ncu at 9952102:
- * 288^3 took an r2c pass and two c2c passes of ~85-140 us each). */
+ * (two for an axis past 4096), each reading and writing it at ~2.2 TB/s (fitted to H200 profiles:
+ * 288^3 takes an r2c pass and two c2c passes of ~85-140 us each). */
 static double fft_seconds(const int64_t L[4]) {
   double N = 1, passes = 0;
   for (int d = 0; d < D; d++) {
@@ -101,8 +101,8 @@ static double cost(const ndf__problem *pb, const ndf_context *ctx) {
   const double N = (double)s.L[0] * (double)s.L[1] * (double)s.L[2] * (double)s.L[3];
   const double nf = (double)c->nf, n = (double)ndf_array_size(&pb->in), f = fft_seconds(s.L);
   /* pad (read n, write N), forward, per kernel: product (~3 N/2 complex), inverse, crop; the
-   * element-wise passes at ~3.5 TB/s. Checked against measured times at 9952102 (H200): 256^3
-   * k7..17 0.57-0.70 ms (model 0.59-0.70), 32x128^3 k5..11 4.0-4.7 ms (model 3.2-4.8). */
+   * element-wise passes at ~3.5 TB/s. Checked against H200 timings: 256^3 k7..17 0.57-0.70 ms
+   * (model 0.59-0.70), 32x128^3 k5..11 4.0-4.7 ms (model 3.2-4.8). */
   return (4 * n + 4 * N) / 3.5e12 + f + nf * (f + 12 * N / 3.5e12 + 8 * n / 3.5e12 + 6e-6);
 }
 

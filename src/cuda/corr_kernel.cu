@@ -6,7 +6,7 @@
 // the apron of a chunk of at most KC x KC kernel rows and columns, the modes applied once at
 // staging; then each thread accumulates its TY/BY x TX/BX outputs from shared memory, the
 // weight of each tap a uniform load. 3-D and 4-D kernels are thus accumulated 2-D passes
-// over kernel slices, as in the seed (Eklund, sections 1.7-1.8), all in one launch.
+// over kernel slices, as in Eklund and Dufort (sections 1.7-1.8), all in one launch.
 #include <stdint.h>
 
 #include <cuda_pipeline.h>

@@ -17,8 +17,7 @@
  * tensor-core kernel, one fused pass takes them together (iir_tc_kernel.cu: a slice to a
  * thread-block cluster; the array crosses DRAM once for both): see fused_yx. The plan makes the
  * tensor-core passes (their matrices, blocks and shared memory) once, so that a call only launches
- * them (H200, host time a call: 64^3 20.7 -> 13.0 us, 256^3 13.5 -> 9.5;
- * bench/results/iir-host-2026-11-23-h200). */
+ * them (making them costs about 4 us of host time a pass). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,14 +50,6 @@ static int64_t extent(const int64_t *shape, int from, int to) {
   return n;
 }
 
-/* The filters cuda_iir runs, in *q: each cascade's parallel twin (core/iir.h: iir_vyv of order 3
- * or 4, one iir_alvarez step) on the axes where the chunked pass takes it, so that these methods
- * run the chunked and tensor-core passes too; the other filters as they are (where the cascade
- * would lose accuracy the problem carries the twin already: ndf__iir_twin_for_accuracy, iir_vyv
- * of order 4 past sigma 64 and of order 3 past 300; iir_kernel.cu runs it on the other shapes).
- * Until 2026-11-23 order 4 kept its cascade here past sigma 64: that cascade is up to 6.9e-6 off
- * the reference there, the twin within 4.3e-9, and an H200 saw the GPU's 1.1e-5 off on 128-long
- * lines at sigma 100. */
 /* Whether a tensor-core pass takes filter f on lines of L (at plan time; it takes arrays of any
  * alignment, ndf__iir_tc_pass_launch). */
 static int tc_takes(const ndf__iir *f, int64_t L) {
@@ -73,17 +64,21 @@ static int chunked(const ndf__iir *f, int64_t L) {
 
 /* Whether exec runs f's pass on lines of L on the tensor cores, the array of `bytes`. On lines of
  * 1025 to 2048 (segments, iir_tc_kernel.cu's iir_tc_seg, past 1024) the FFMA chunked kernel, which
- * takes them whole, is as fast or faster on arrays that the L2 holds: the segments' two more
- * launches (H200, back to back: 2048^2 rows 0.027-0.029 ms against 0.026-0.036, columns
- * 0.021-0.023 against 0.025-0.034; 1500^2 0.018-0.023 against 0.025-0.033); past that the
- * segments are faster (columns of 1200 x 256^2 0.393 against 0.327 ms, 2048 x 128^2 0.157 against
- * 0.148; bench/results/iir-segments-2026-11-23-h200/). NDF_CUDA_IIR_SEG (development probe: a
- * length) forces segments. */
+ * takes them whole, is as fast or faster on arrays that the L2 holds, where the segments' two more
+ * launches cost more than they save; on larger arrays the segments are faster (figures:
+ * docs/design/recursive-gaussian.md). NDF_CUDA_IIR_SEG (a development switch: a length) forces
+ * segments. */
 static int tc_pass(const ndf__iir *f, int64_t L, double bytes) {
   return tc_takes(f, L) && (L <= NDF__IIR_TC_LINE || !ndf__iir_chunks_fit(f, L) || bytes > 32e6 ||
                             getenv("NDF_CUDA_IIR_SEG"));
 }
 
+/* The filters cuda_iir runs, in *q: each cascade's parallel twin (core/iir.h: iir_vyv of order 3
+ * or 4, one iir_alvarez step) on the axes where the chunked pass takes it, so that these methods
+ * run the chunked and tensor-core passes too; the other filters as they are (where the cascade
+ * would lose accuracy the problem carries the twin already: ndf__iir_twin_for_accuracy, iir_vyv
+ * of order 4 past sigma 64 and of order 3 past 300; iir_kernel.cu runs it on the other shapes).
+ * Past sigma 64 order 4's cascade is up to 6.9e-6 off the reference, the twin within 4.3e-9. */
 static void filters_run(const ndf__iirp *in, const int64_t *shape, int nd, ndf__iirp *q) {
   *q = *in;
   for (int d = 0; d < nd; d++) {
@@ -93,8 +88,8 @@ static void filters_run(const ndf__iirp *in, const int64_t *shape, int nd, ndf__
 }
 
 /* Per pass. The tensor-core pass (lines up to 1024): the array read and written at ~3.6 TB/s
- * plus ~4 us; measured on an H200, 256^3 36-39 us a pass, 512^3 279-325 (columns on 8 chunks a
- * warp; 280-360 at da35ee3), 64 x 256^2 0.042 ms for the filter back to back. It is slower, and
+ * plus ~4 us, fitted to H200 timings: 256^3 36-39 us a pass, 512^3 279-325 (columns on 8 chunks
+ * a warp), 64 x 256^2 0.042 ms for the filter back to back. It is slower, and
  * the model does not say so, where rows or columns of a line are not a multiple of 4 long or
  * wide (4- or 8-byte copies: 182 x 218 x 182 0.083 ms against 0.065 for 184 x 218 x 184), on
  * columns of an odd number of lines under 16 a row (interleaved channels, 4-byte copies: the X
@@ -169,13 +164,11 @@ static int all_in_place(const ndf__iirp *q, const int64_t *shape, const int *ax,
  * filter on both axes, every pass in place, and the tensor-core kernel fitting both (alignment
  * aside: exec checks the arrays, ndf__iir_tc_aligned; NDF_CUDA_IIR_TC=0, which turns the
  * tensor-core kernels off, turns them off too). The cluster pass runs by default on 256 slices
- * or more of up to 512 x 512 (H200, back to back: 256^3 0.110-0.114 against 0.121-0.124 ms for
- * three passes; 512^3, 8 chunks a warp and L2 hints, 0.878-0.884 against 0.908-0.911; not on 64
- * or 128 slices of 256^2, where it was no faster, 64 perhaps slower: 0.055-0.062 against
- * 0.044-0.059 in one run).
- * NDF_CUDA_IIR_FUSED=0, 1 or 2 picks one (development probe); the ticketed pass is slower than the
- * passes it replaces (256^3 0.127 against 0.122 ms, 512^3 1.015 against 0.954: its groups' latency
- * bounds it, see iir_tc_kernel.cu). */
+ * or more of up to 512 x 512, where it saves a tenth of the three passes' time at 256^3 and a
+ * little at 512^3; on 64 or 128 slices of 256^2 it is no faster (figures:
+ * docs/design/recursive-gaussian.md). NDF_CUDA_IIR_FUSED=0, 1 or 2 picks one (a development
+ * switch); the ticketed pass, bound by its groups' latency (iir_tc_kernel.cu), is slower than
+ * the passes it replaces. */
 static int fused_yx(const ndf__iirp *q, const int64_t *shape, int nd, const int *ax, int np) {
   if (np < 2 || ax[0] != nd - 1 || ax[1] != nd - 2) return 0;
   const ndf__iir *fx = &q->ax[nd - 1], *fy = &q->ax[nd - 2];

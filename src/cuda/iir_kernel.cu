@@ -7,13 +7,13 @@
 //    current ones (a thread's only parallelism is the loads: the recursion is serial).
 //  - iir_rows: along the last axis of [R][X]: a warp takes 32 rows and walks them in chunks
 //    of 32 columns through a shared-memory tile (loaded and stored a row per instruction,
-//    coalesced; each lane then runs its row through the tile), the seed's section IV.B
-//    without a transpose pass. The next chunk's loads are in flight during the recursion.
+//    coalesced; each lane then runs its row through the tile): section IV.B of Cong, Huang
+//    and Zou without a transpose pass. The next chunk's loads are in flight during the recursion.
 // Both sweep forward writing the causal result to dst (float32), then backward reading it
 // back and writing the final result. (On 256^3 every line's forward sweep ends before the
 // backward sweeps start and the array does not fit in L2, so the re-reads come from DRAM: a
 // pass moves the array ~5 times, not twice. Keeping the causal result in shared memory
-// instead, a warp-wide block per 32 lines, measured slower still: 0.19 ms instead of 0.12 ms
+// instead, a warp-wide block per 32 lines, is slower still: 0.19 ms instead of 0.12 ms
 // a pass, too few warps per SM to cover the serial recursion.) The parallel form (Deriche, and
 // iir_vyv of order 3 or 4 as its twin where its cascade would lose accuracy: core/iir.h) reads
 // the input again in the backward sweep, so its src and dst must differ; the cascade may run in

@@ -1,6 +1,7 @@
 // iir_tc_kernel.cu - cuda_iir's pass for the parallel form (Deriche) on tensor cores: the
 // chunked recursion of iir_chunk_kernel.cu written as matrix products, one warp to a group of
-// lines.
+// lines. The design's figures, and the alternatives they rule out:
+// docs/design/recursive-gaussian.md.
 //
 // With the filter as two first-order complex recursions (iir_chunk.cuh), a chunk of 16
 // samples x (a column of X, a line per column) and the states entering it, z (causal, before
@@ -11,9 +12,7 @@
 // The same holds for any 4 real states a direction, z' = A z + b x, output c^T z: iir_alvarez of
 // 2 to 4 steps (a pole repeated, no first-order form) runs so as its sections (make_params),
 // whose A is not diagonal: its chain (CPL) takes each lane's 2 x 2 blocks of A^16 with its
-// partner lane's states, one shuffle a step (H200, sigma 4.5, back to back: 256^3 0.121 ms
-// against 0.337 for the float64 thread-a-line kernel, 512^3 0.97 against 2.42;
-// bench/results/gpu-check-2026-11-23-h200-21e1a50-iir).
+// partner lane's states, one shuffle a step.
 // A warp takes 16 lines and KU chunks (16 KU samples) at a time and computes, per chunk, the
 // transposes: the end states x^T V^T (16 lines x 8 states) and y^T = x^T T^T + [z; s]^T U^T,
 // each an m16n8k8 TF32 mma.sync with every operand split in two halves (a = a_hi + a_lo,
@@ -22,18 +21,15 @@
 // (states 2t, 2t + 1; t = lane % 4) of two lines, so the end states are chained along the
 // line in the lane's registers (z' = p^16 z + E), and the chained states are the A operand of
 // [z; s]^T U^T as they stand (U^T's rows taken in the order 0, 2, 4, 6, 1, 3, 5, 7). x^T T^T is
-// taken with x^T V^T, from one read and split of x, and kept in registers until the states are
-// known (without the second read and split, 256^3 on an H100: a row pass 17.6 -> 15.5 M warp
-// instructions, a column pass 13.9 -> 13.1 M). A line of
+// taken with x^T V^T, from one read and split of x, and kept in registers while the states are
+// chained (a second read and split would add 6-14 % to a pass's warp instructions). A line of
 // up to 1024 samples goes to a team of W = ceil(L / (16 KU)) warps (a block), each chaining its
 // own chunks from a zero start, then adding the states entering its range, which the team
 // passes through shared memory (one barrier). KU is 4 (128 registers, 16 warps an SM), and 8
 // for columns longer than 256 (168 registers, 12 warps an SM: each warp holds twice the
-// samples, so an SM has 1.5 times the work in flight;
-// bench/results/iir-ku8-probe-2026-11-22-h200/). Longer lines are cut in segments of 256
+// samples, so an SM has 1.5 times the work in flight). Longer lines are cut in segments of 256
 // (iir_tc_seg): one launch exports each segment's leaving states, a small one chains them, and
-// a third filters each segment from its entering states (H200, 4096^2 0.156 ms against 2.01 on
-// the float64 thread-a-line kernel; bench/results/iir-segments-2026-11-23-h200/).
+// a third filters each segment from its entering states.
 //
 // A team's group is staged in shared memory (cp.async, the next group's copies in flight in a
 // second stage while the current one is filtered), written over its stage and stored: all
@@ -42,28 +38,17 @@
 //
 // The fused (y, x) passes run the same groups: a slice's rows, and a little later its columns,
 // read back from L2, so the array crosses DRAM once for both axes. iir_tc_yxc (a slice to a
-// thread-block cluster; by default on 256 slices or more of up to 512 x 512, iir.c) pays:
-// without global traffic a pass's arithmetic takes only 0.29-0.42 SM-cycles a sample, the rest
-// of its time is data movement and its latency (bench/results/iir-cluster-2026-11-22-h200/).
-// iir_tc_yx (tickets) is opt-in.
+// thread-block cluster; by default on 256 slices or more of up to 512 x 512, iir.c) pays
+// because a pass's arithmetic is cheap (0.29-0.42 SM-cycles a sample): most of its time is data
+// movement and its latency. iir_tc_yx (tickets) is opt-in: twice the groups on the same teams,
+// it is slower than the two passes it replaces.
 //
-// Measured (sigma 4.5, Nsight Compute on an H200; bench/results/iir-y0-l2-probe-2026-11-22/
-// and iir-ku8-probe-2026-11-22-h200/): a 256^3 pass takes 36-38 us (x, y, z) against a 34.6 us
-// copy; 512^3 279 (x), 290 (y, KU 8; 315-336 with 4) and 325 us (z; 340-356) against 254. The
-// fused pass is bound by its groups' latency, not by its issue (43% of cycles) nor DRAM
-// (26-33%): 87.6 us for 256^3, more than the two passes it replaces, so it stays off by
-// default. Its warps wait on each other at the item bookkeeping, but removing those barriers
-// (static items, per-warp acquire and release) only moved the waits to the fences (README
-// there). More warps an SM (y0 in the stage, 5 teams) and a slice to a cluster were slower too
-// (bench/results/iir-slab-pdl-probe-2026-11-22-h200/), and a third copy stage gained 2% at most
-// (iir-stages-probe-2026-11-22-h200/). Neither is the cluster pass bound by its issue: loading
-// and storing the row groups' fragments with ldmatrix / stmatrix took 16 % of a row pass's
-// instructions away and made it slower (256^3 38.3 against 36.3 us; the cluster pass 76.2
-// against 72.7), and its tail (256 slices on 62 clusters) costs 2 us, not a round
-// (bench/results/iir-yxc-ku8-2026-11-22-h200/). A column group moves 64 bytes a sample row: a
-// plain copy of that pattern takes 351 us at 512^3 against 281 at 256 bytes a row; a cluster of
-// blocks as the team, moving 64 lines at a time, was slower still (512^3 z pass 372 against
-// 325 us: lockstep blocks, three barriers a group; bench/results/iir-zc-probe-2026-11-23-h200/).
+// Every pass is bound by its groups' latency (each group a chain of dependent steps: load,
+// split, products, chain, exchange, products, store), not by its issue nor DRAM: fewer
+// instructions (ldmatrix / stmatrix for the row fragments), a third copy stage or a cluster of
+// blocks as the column team do not make it faster, and more warps an SM cost spills or another
+// trip through shared memory. A column group moves 64 bytes a sample row: the long stride
+// costs about 35 us at 512^3, in whichever pass it lies.
 
 #include <cuda_runtime.h>
 
@@ -87,7 +72,7 @@ using namespace ndf_iir;
 constexpr int kC = 16, kNL = 16, kMaxL = NDF__IIR_TC_LINE, kMaxYX = 512;
 constexpr int kXch = 32 * 4; // a warp's floats in a team's exchange buffer
 // 4 teams of 4 warps an SM (at 96, 5 teams, the chunks' zero-start responses kept from step 1
-// to step 3 spill: 256^3 0.200 against 0.162 ms on an H100)
+// to step 3 spill)
 constexpr int kRegs = 128;
 // The register cap for KU chunks a warp (KU: see the header; 8: 12 warps an SM)
 template <int KU> constexpr int regs_of() { return KU == 8 ? 168 : kRegs; }
@@ -242,8 +227,7 @@ __device__ __forceinline__ void wait_prior1() {
 }
 // A 16-byte copy from global memory at gp to shared memory at address sa (cp.async, through L2),
 // the L2 fetching the whole 128 bytes around it: a column group's rows are 64 bytes, and the
-// next group's lie beside them (H100, 512^3: the y pass 437 -> 394 us, z 503 -> 418; with
-// 256 bytes 431 and 455).
+// next group's lie beside them (128 bytes serve the column passes better than 64 or 256).
 __device__ __forceinline__ void cp_async16(uint32_t sa, const float *gp) {
   asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16;" ::"r"(sa), "l"(gp));
 }
@@ -287,11 +271,9 @@ template <int KU> __host__ __device__ __forceinline__ int team_of(int L) {
 //      counted across the rows of [P][Q], none padded, so that a group may span rows (c0, its
 //      first line's place in its row); a lane's 4 lines moved 16 bytes at a time where they
 //      are one piece (Q % 4 == 0, aligned), else 4 bytes at a time each from its own row.
-//      Padded (1 or 2), a group of [Z][Y][X][3]'s x pass had 3 live lines of 16 (H100, 256^3
-//      x 3: that pass 0.62 ms against 0.16 for y or z).
-// The column pass has a kernel for each, so that where Q % 16 == 0 its code stays as it was
-// before the others were taken (the 512^3 z pass with the partial groups in the same kernel
-// took 382-390 us against 329-332 under Nsight Compute on an H200: same groups, other code).
+//      Padded (1 or 2), a group of [Z][Y][X][3]'s x pass would have 3 live lines of 16.
+// The column pass has a kernel for each, so that the code for Q % 16 == 0 carries none of the
+// others' (sharing a kernel with the partial groups slows the 512^3 z pass by some 15 %).
 template <bool ROW, int KU = 4, int M = 0> struct team_group {
   // rows: a line's 16-byte pieces in a warp's span, and the lines a warp instruction covers
   static constexpr int PL = KU * kC / 4, LPI = 32 / PL;
@@ -329,8 +311,8 @@ template <bool ROW, int KU = 4, int M = 0> struct team_group {
   // between the stage and global memory at gm (IN: into the stage, cp.async through L2, not
   // waited for). A lane's pieces: rows, piece lane % PL of lines lane / PL + LPI k; columns,
   // piece lane % 4 of samples s0 + lane / 4 + 8k. The addresses are worked out once: piece k
-  // is at a constant offset in the stage, and a global pointer steps along (the loops' 64-bit
-  // products per piece were over a quarter of the pass's instructions).
+  // is at a constant offset in the stage, and a global pointer steps along (64-bit products
+  // per piece would be over a quarter of the pass's instructions).
   template <bool IN> __device__ __forceinline__ void move(float *gm, int64_t Q, int live) const {
     const int lane = threadIdx.x % 32;
     const uint32_t sb = (uint32_t)__cvta_generic_to_shared(xs);
@@ -373,12 +355,9 @@ template <bool ROW, int KU = 4, int M = 0> struct team_group {
       }
     }
     // A whole span, the common case, goes without a test between its pieces, which would also
-    // cost each copy the three no-op loads that ptxas puts before a run of them (H200, 256^3:
-    // the cluster pass 28.1 M warp instructions against 32.0 M, 70.3-71.4 against 72.7-73.5
-    // us; the column pass 12.2 M against 13.0 M, 37.1 against 36.5-37.0 us; back to back
-    // within the noise; bench/results/iir-copies-2026-11-22-h200). Not on 8 chunks a warp:
-    // their 16 pieces' addresses, all worked out first, spill (512^3's cluster pass 533-603
-    // against 549 us).
+    // cost each copy the three no-op loads that ptxas puts before a run of them (an eighth of
+    // the cluster pass's warp instructions). Not on 8 chunks a warp: their 16 pieces'
+    // addresses, all worked out first, spill.
     if (KU == 8 || n < N || (IN ? ef & 1 : ef & 2))
       pieces<IN, false>(sb, so, gp, gs, ss, n);
     else
@@ -407,9 +386,8 @@ template <bool ROW, int KU = 4, int M = 0> struct team_group {
     }
   }
   // The same 4 bytes at a time (M == 2), the first e samples (rows) or lines (columns) of each;
-  // 8 bytes at a time where two (e even, the pairs aligned). (The two loops written once, as a
-  // template on the width, moved ptxas's allocation: 4-8 bytes of spills in iir_tc_seg's M 2
-  // kernels, which had none.)
+  // 8 bytes at a time where two (e even, the pairs aligned). (Written once, as a template on
+  // the width, the two loops make ptxas spill 4-8 bytes in iir_tc_seg's M 2 kernels.)
   template <bool IN>
   __device__ __forceinline__ void pieces4(uint32_t sb, const int (&so)[2], float *gp, int64_t gs,
                                           int ss, int n, int e, bool two) const {
@@ -688,9 +666,7 @@ template <bool ROW, int KU = 4> size_t smem_of(int L, int W) {
 // Along L of [P][L][Q] (rows: Q == 1; columns: any Q, team_group's M). The blocks (teams) stay
 // resident and take the groups of 16 lines in turn. last: the filter's last pass; a column
 // pass then stores with the L2 told that its results may go first, keeping the lines still to
-// be read, which the pass before left there (H200, 256^3 back to back, the z pass after the
-// cluster pass: 0.1071-0.1077 ms against 0.1089-0.1093 with four arrays in turn, 0.1072-0.1087
-// against 0.1092-0.1107 with one; 512^3 unchanged; bench/results/iir-issue-2026-11-23-h200).
+// be read, which the pass before left there (a gain at 256^3, none at 512^3).
 template <bool ROW, int KU, bool CPL, int M>
 __global__ void __maxnreg__(regs_of<KU>())
     iir_tc(const float *src, float *dst, int64_t lines, int L, int64_t Q, int last,
@@ -725,7 +701,7 @@ __global__ void __maxnreg__(regs_of<KU>())
     const int64_t gn = gi + gridDim.x;
     cur = off();
     // (a partial group's live lines come from l0, so before next(); the others' from gi, after
-    // it, as before partial groups, keeping their code: team_group's M)
+    // it, in code of their own: team_group's M)
     const int lc = PART ? live(gi) : 0, c0 = (int)l0.c;
     l0.next();
     gr.xs = smem + (b ^ 1) * stage; // the next group's copies, into the other stage
@@ -836,7 +812,7 @@ __global__ void __maxnreg__(regs_of<KU>())
 // not used), each step z' = A^S z + e. A line's 4 states a direction lie in two lanes (2m: states
 // 0 and 1, 2m + 1: 2 and 3; m even causal, odd anticausal), so a thread takes both, by MS, the
 // blocks of A^S as tcparams's M. (Deriche's A is block-diagonal, a 2 x 2 block a pole, so its
-// cross blocks are zero; until 2026-11-24 it had a chain of its own, by p^S.)
+// cross blocks are zero: one chain serves every filter.)
 struct seg_blocks {
   float4 M[2][2];
 };
@@ -877,8 +853,8 @@ template <int KU = 4> struct yx_teams {
 // groups (x), then, lag slices later, its column groups (y), taken in ticket order (sync[0])
 // by the resident teams. A slice's column groups read what its row groups wrote, from L2,
 // once sync[2 + s] counts all of them; they come about two rounds of the resident teams
-// behind (one round left the next group's copies waiting: 256^3 0.179 against 0.171 ms on an
-// H100), so the wait is short, and a team never waits on a group not yet handed out (no
+// behind (at one round the next group's copies wait), so the wait is short, and a team never
+// waits on a group not yet handed out (no
 // deadlock). A team's next group is copied into its other stage as soon as it may start. The
 // rows are read from src, the columns read and written in dst. The last team to finish
 // (sync[1] counts them) zeroes the counters for the next launch.
@@ -995,19 +971,13 @@ __global__ void __maxnreg__(kRegs)
 // r, r + C, ... (read back from dst: the slice was written a few groups earlier, so from L2).
 // The clusters take the slices in turn. A block waits only for the blocks of its own cluster,
 // which run at the same time: no counters, no tickets. The next group's copies are in flight
-// while a group is filtered, except across the barrier. (Starting a block's next slice's rows
-// before the columns of the one before, to hide the barrier, was slower: two slices a cluster
-// in L2 and a longer wait between writing rows and reading them back sent the column reads to
-// DRAM: 256^3 0.117 against 0.110-0.114 ms back to back,
-// bench/results/iir-cluster-2026-11-22-h200; so was running only its first row group there,
-// 256^3 kernel 75.2 against 72.7 us, even with the L2 hints below.) KU chunks a warp (yxc_ku):
-// 4 up to 256 x 256, else 8. With 8, the clusters hold some 45 slices of 512 x 512 at a time,
-// more than the L2 keeps, so the source's rows and the columns (read back, then written) are
-// copied and stored with the L2 told they may go first, and the rows' results stay for their
-// columns (512^3 kernel 553 against 566 us without the hints; DRAM 52 against 66 % busy; at
-// 256^3 the hints gained nothing). Measured on an H200, back to back: 256^3 0.112 ms against
-// 0.122-0.125 for the three passes; 512^3 0.878-0.884 against 0.908-0.911
-// (bench/results/iir-yxc-ku8-2026-11-22-h200).
+// while a group is filtered, except across the barrier. (The barrier is not hidden by starting
+// the next slice's rows, or its first row group, before the columns: two slices a cluster in L2
+// and a longer wait between writing rows and reading them back send the column reads to DRAM.)
+// KU chunks a warp (yxc_ku): 4 up to 256 x 256, else 8. With 8, the clusters hold some 45
+// slices of 512 x 512 at a time, more than the L2 keeps, so the source's rows and the columns
+// (read back, then written) are copied and stored with the L2 told they may go first, and the
+// rows' results stay for their columns (at 256^3 the hints gain nothing).
 template <int KU, bool CPL>
 __global__ void __maxnreg__(regs_of<KU>())
     iir_tc_yxc(const float *src, float *dst, int64_t P, int Y, int X,
@@ -1215,11 +1185,9 @@ tcparams state_params(const mat4 &A, const double *b, const double *c, double R)
 // tcparams for filter f (state_of):
 //  - iir_alvarez of 2 to 4 steps as its sections, every state's steady state 1; coupled.
 //  - else its two complex recursions. From f's float64 poles: every entry is worked out in float64
-//  and rounded once, and the chain steps by p^16 (iir_chunk.cuh's
-//    FFMA passes step by p, so they round the poles first and scale rho to them; so did these until
-//    2026-11-23: at large sigma the rounded poles alone move the filter, Deriche's by up to 2.3e-6
-//    of the largest output an axis at sigma 160 and 4.7e-6 at 256, and an H200 saw 7.3e-6 at sigma
-//    176 in test_iir, against the bound of 1e-5; bench/results/iir-twin-accuracy-2026-11-23-h200/).
+//    and rounded once, and the chain steps by p^16. (iir_chunk.cuh's FFMA passes step by p, so
+//    they round the poles first and scale rho to them; at large sigma the rounded poles alone
+//    move the filter by several 1e-6 of the largest output, too near test_iir's bound of 1e-5.)
 tcparams make_params(const ndf__iir &f) {
   mat4 A;
   double b[4], c[4], R;
@@ -1268,8 +1236,8 @@ struct ndf__iir_tc_pass {
 namespace {
 // A kernel's shared-memory limit is set to the most it takes on any shape (its lines of kMaxL),
 // not to one plan's need, so that a plan made later for a shorter line cannot lower it under
-// another's (H200: making the matrices and querying the occupancy took 2.0 and 1.8 us of the
-// ~10 us of host time a pass launched on each call).
+// another's. (A pass is made once because making the matrices and querying the occupancy would
+// take about 4 us of host time a pass launched on each call.)
 template <bool ROW, int KU> cudaError_t tc_init(ndf__iir_tc_pass &p, int64_t lines, int L) {
   const int W = team_of<KU>(L);
   constexpr int M1 = ROW ? 0 : 1, M3 = ROW ? 2 : 3; // (team_group's M; rows have no 1 or 3)
@@ -1356,10 +1324,10 @@ cudaError_t pass_init(ndf__iir_tc_pass &p, int64_t P, int64_t L, int64_t Q, cons
   memset(&p, 0, sizeof p);
   p.q = make_params(f);
   p.P = P, p.L = L, p.Q = Q;
-  // columns longer than 256: 8 chunks a warp (H200, 512^3: y 315-336 -> 290 us, z 340-356 ->
-  // 325; rows of 512 and all of 256^3 are as fast or faster with 4)
+  // columns longer than 256: 8 chunks a warp (a tenth faster on 512^3's y and z passes; rows of
+  // 512 and all of 256^3 are as fast or faster with 4)
   const int li = (int)L;
-  const char *senv = getenv("NDF_CUDA_IIR_SEG"); // development probe: segments past this length
+  const char *senv = getenv("NDF_CUDA_IIR_SEG"); // development switch: segments past this length
   if (L > (senv && atoi(senv) > 0 ? std::min(atoi(senv), kMaxL) : kMaxL))
     return Q == 1 ? seg_init<true>(p, P, f) : seg_init<false>(p, P * Q, f);
   if (Q == 1) return tc_init<true, 4>(p, P * Q, li);
@@ -1476,7 +1444,7 @@ extern "C" int ndf__launch_iir_tc_yx(const float *src, float *dst, int64_t P, in
   const cudaError_t err = resident_blocks(kern, 32 * W, smem, &resident);
   if (err != cudaSuccess) return (int)err;
   const int64_t grid = std::min(resident, P * per);
-  const char *lenv = getenv("NDF_CUDA_IIR_LAG"); // development probe: slices behind
+  const char *lenv = getenv("NDF_CUDA_IIR_LAG"); // development switch: slices behind
   const int64_t lag = lenv ? atoll(lenv) : 2 * ((grid + per - 1) / per) + 1;
   kern<<<(unsigned)grid, 32 * W, smem, (cudaStream_t)stream>>>(
       src, dst, P, y, x, (int)std::min<int64_t>(P, lag), q, sync);
@@ -1493,9 +1461,8 @@ cudaError_t yxc_plan(const yxc_config &k, int *cluster, int *clusters) {
   cudaError_t e = cudaGetDevice(&dev);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
   if (e != cudaSuccess || major < 9) return e; // (below 9.0: no clusters)
-  // 8 blocks a cluster (H200, 256^3 back to back: 0.110-0.114 ms; 2: 0.118, 4: 0.120, 16:
-  // 0.121-0.123; the three passes 0.121-0.124. 512^3, the kernel: 553 us; 4: 664, 16: 595)
-  const char *cenv = getenv("NDF_CUDA_IIR_CLUSTER"); // development probe
+  // 8 blocks a cluster: 2, 4 and 16 are slower at 256^3, 4 and 16 at 512^3
+  const char *cenv = getenv("NDF_CUDA_IIR_CLUSTER"); // development switch
   const int C = cenv && atoi(cenv) > 0 ? atoi(cenv) : 8;
   e = cudaFuncSetAttribute(k.kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)k.most);
   if (e == cudaSuccess && C > 8)

@@ -4,8 +4,8 @@
  *
  *  - cuda_ks_gather[_smem1|_smem2]: exact, both index modes, any radius (the shared-memory
  *    ones up to 32), 1-3 axes; bitwise repeatable (the solvers "deterministic" asks for).
- *  - cuda_ks_approx_gather_<lut>[_smem1|_smem2]: the seed's look-up-table gathers, index input,
- *    radii up to 64; approximate, so never chosen by auto.
+ *  - cuda_ks_approx_gather_<lut>[_smem1|_smem2]: da Silva, Ansorge and Jena's look-up-table
+ *    gathers, index input, radii up to 64; approximate, so never chosen by auto.
  *  - cuda_ks_scatter_{global_atomic, shared_atomic, sync, threadfence, warpsync, shuffle, quad}:
  *    Eq. 2a (index input), 1-3 axes, any radius. The input's 32 x t_y tiles (128 x t_y for
  *    quad) are grouped by their

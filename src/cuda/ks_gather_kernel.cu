@@ -1,5 +1,5 @@
-// ks_gather_kernel.cu - the gathers of kernel superposition (ndf.h, "ks") on the GPU: the seed's
-// eighteen (000, "gather approach"), over arrays seen as 3-D [z][y][x].
+// ks_gather_kernel.cu - the gathers of kernel superposition (ndf.h, "ks") on the GPU: the
+// eighteen of da Silva, Ansorge and Jena ("gather approach"), over arrays seen as 3-D [z][y][x].
 //
 // ks_gather<LUT, NARR, TYT, BY>: a block of 32 x BY threads makes a tile of 32 x TYT outputs
 // of one slice, each thread TYT / BY of them, BY rows apart. Each output sums its
@@ -14,7 +14,7 @@
 //        memory by each block, or in a texture interpolated by the hardware (9-bit weights);
 //      LUT2D_{GLOBAL,TEXTURE}: Eq. 4 tabulated for d = 0..nd - 1 at ns sigmas evenly spaced on
 //        [0, the map's largest], one interpolation in sigma a weight, in global memory or a
-//        2-D texture (too large for shared memory, as in the seed).
+//        2-D texture (too large for shared memory, as in the paper).
 //    The LUT ones are approximate (their errors: docs/ks.md) and take index input only.
 //  - NARR: how many of the input (1) and the sigma maps with their radii (2) a block first
 //    copies, for the tile and its halo, into shared memory, one input slice at a time; 0: each

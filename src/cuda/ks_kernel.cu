@@ -1,6 +1,6 @@
 // ks_kernel.cu - the scatters of kernel superposition (ndf.h, "ks", Eq. 2a) on the GPU: the
-// seed's five variants (000, Algorithm 1) and a sixth, over arrays seen as 3-D [z][y][x]. The
-// gathers are in ks_gather_kernel.cu.
+// five variants of da Silva, Ansorge and Jena (Algorithm 1) and a sixth, over arrays seen as 3-D
+// [z][y][x]. The gathers are in ks_gather_kernel.cu.
 //
 // Every kernel evaluates Eq. 4 in float32 by core/ks_weight.h, with the radius r of each pixel
 // and axis precomputed on the host in float64 (so the cut-off is the reference's exactly) and
@@ -9,20 +9,20 @@
 // y and x, the y weights are the x weights.
 //
 // ks_scatter<RM, V, TYT, BY>: a block of 32 x BY threads takes a tile of 32 x TYT pixels of one
-// input slice (the seed's t_x = b_x = 32, t_y, b_y), each thread TYT / BY pixels, BY rows
+// input slice (the paper's t_x = b_x = 32, t_y, b_y), each thread TYT / BY pixels, BY rows
 // apart. RM (0, 1, 2, 4, 8, 16, 32) bounds the radii of the tile's pixels (blocks are launched
 // grouped by it, from the host's lists; a pixel's own r still cuts its kernel). Each thread
 // makes a pixel's 1-D kernels once and adds I * kz * ky * kx over its neighbourhood: into the
 // output directly with atomics (V = global atomics), or into a shared tile with a 2 RM halo,
-// one z offset at a time (the seed's split of 3-D into 2-D problems), then added to the output
+// one z offset at a time (the paper's split of 3-D into 2-D problems), then added to the output
 // with atomics. In the shared tile, for a fixed (y, x) offset every thread writes its own
 // element; between offsets the variants differ:
 //   shared atomics: atomicAdd, no ordering needed;
 //   sync: __syncthreads() after every offset;
-//   threadfence: the seed's __threadfence_block() after every x offset, which since Volta
+//   threadfence: the paper's __threadfence_block() after every x offset, which since Volta
 //     orders memory but does not keep a warp's lanes together, so __syncwarp() as well;
 //     __syncthreads() after every y offset;
-//   warpsync: the seed's volatile warp-synchronous version made correct: the lanes of a warp
+//   warpsync: the paper's volatile warp-synchronous version made correct: the lanes of a warp
 //     write one row, a step apart, with __syncwarp() between x offsets (the ordering lock-step
 //     execution used to give), __syncthreads() after every y offset so that the warps, a row
 //     each, never meet;

@@ -126,8 +126,9 @@ enum {
   NDF__KS_SHUFFLE,
   NDF__KS_QUAD /* tiles of 128 x ty, the others' 32 x ty */
 };
-/* The tile shapes (t_y rows of 32 pixels, b_y rows of 32 threads) built: all five of the seed
- * with NDF_KS_ALL_SHAPES (the benchmark's build), else the default. X(ty, by) per shape. */
+/* The tile shapes (t_y rows of 32 pixels, b_y rows of 32 threads) built: all five of da Silva,
+ * Ansorge and Jena's with NDF_KS_ALL_SHAPES (the benchmark's build), else the default. X(ty, by)
+ * per shape. */
 #ifdef NDF_KS_ALL_SHAPES
 #define NDF__KS_SHAPES(X) X(8, 8) X(16, 8) X(32, 8) X(16, 16) X(32, 16)
 #else

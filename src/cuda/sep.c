@@ -8,11 +8,11 @@
  *
  * cuda_sep_fused does the last two axes in one pass (sep_yx) when both are
  * filtered with the same odd tap count up to 17: the input tile and its aprons
- * are read once and the intermediate stays in shared memory. It measured
- * slower than the two passes on an H100 (bench/results, BENCHMARKS.md: 0.126
- * vs 0.122 ms at 4096² and 9 taps, the fused kernel stalled on its staging and
- * barriers at 47% issue utilisation), so it runs only when asked for by name:
- * the planner never prefers it. */
+ * are read once and the intermediate stays in shared memory. It is slower
+ * than the two passes: it stalls on its staging and barriers, and the passes
+ * are not bound by DRAM, so reading the image once saves little (figures:
+ * docs/design/separable.md). So it runs only when asked for by name: the
+ * planner never prefers it. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,5 +1,5 @@
-/* ks.c - spatially varying Gaussian kernel superposition (ndf.h, "ks"; seed 000): option and
- * sigma-map validation, the full output's shape, plans. */
+/* ks.c - spatially varying Gaussian kernel superposition (ndf.h, "ks"; da Silva, Ansorge and
+ * Jena): option and sigma-map validation, the full output's shape, plans. */
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
