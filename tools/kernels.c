@@ -282,17 +282,18 @@ ndf_status ndf_cli_kernel_read(const char *path, ndf_cli_kernel *k, char *err, s
   }
   /* Fortran order: element i of the file is at C index sum_d c_d * stride_d, with c the file
    * index's digits, the first axis fastest. */
+  int64_t cstride[NDF_MAX_DIMS], acc = 1;
+  for (int ax = k->ndim - 1; ax >= 0; ax--) {
+    cstride[ax] = acc;
+    acc *= k->shape[ax];
+  }
   for (int64_t i = 0; i < n; i++) {
     int64_t at = i;
     if (fortran) {
-      int64_t r = i, st_c[NDF_MAX_DIMS], acc = 1;
-      for (int ax = k->ndim - 1; ax >= 0; ax--) {
-        st_c[ax] = acc;
-        acc *= k->shape[ax];
-      }
+      int64_t r = i;
       at = 0;
       for (int ax = 0; ax < k->ndim; ax++) {
-        at += r % k->shape[ax] * st_c[ax];
+        at += r % k->shape[ax] * cstride[ax];
         r /= k->shape[ax];
       }
     }

@@ -562,14 +562,11 @@ static ndf_array filtered_view(const ndf_image *img) {
 typedef ndf_status (*plan_fn)(ndf_plan **p, ndf_context *ctx, const ndf_array *in,
                               const ndf_array *out, const void *args);
 
-/* The nf outputs in out, each of in's shape, as views. */
-static ndf_array *bank_views(const ndf_array *in, const ndf_array *out, int nf) {
-  ndf_array *outs = malloc((size_t)nf * sizeof *outs);
-  if (!outs) return NULL;
+/* The nf outputs in out, each of in's shape, as views into outs[0..nf-1]. */
+static void bank_views(const ndf_array *in, const ndf_array *out, int nf, ndf_array *outs) {
   const size_t step = (size_t)ndf_array_size(in) * ndf_dtype_size(out->dtype);
   for (int f = 0; f < nf; f++)
     outs[f] = ndf_array_contiguous(out->dtype, in->ndim, in->shape, (char *)out->data + f * step);
-  return outs;
 }
 
 /* A progress bar on stderr, drawn only when stderr is a terminal and the work has taken
@@ -654,13 +651,7 @@ static int filter_to_shape(ndf_context *ctx, ndf_image *in, int ndim, const int6
       a.data = (char *)in->a.data + (size_t)k * sa;
       b.data = (char *)out.a.data + (size_t)k * sb;
       if (nf > 1) {
-        ndf_array *v = bank_views(&a, &b, nf);
-        if (!v) {
-          st = NDF_ENOMEM;
-          break;
-        }
-        memcpy(outs, v, (size_t)nf * sizeof *outs);
-        free(v);
+        bank_views(&a, &b, nf, outs);
         st = ndf_execute_bank(p, &a, nf, outs);
       } else {
         st = ndf_execute(p, &a, &b);
@@ -1125,8 +1116,9 @@ static ndf_status plan_conv(ndf_plan **p, ndf_context *ctx, const ndf_array *in,
   if (nf == 1)
     return c->convolve ? ndf_plan_convolve(p, ctx, in, out, c->k.w, c->k.shape, &c->o)
                        : ndf_plan_correlate(p, ctx, in, out, c->k.w, c->k.shape, &c->o);
-  ndf_array *outs = bank_views(in, out, nf); /* descriptions: data is not read */
+  ndf_array *outs = malloc((size_t)nf * sizeof *outs);
   if (!outs) return NDF_ENOMEM;
+  bank_views(in, out, nf, outs); /* descriptions: data is not read */
   ndf_status st = c->convolve
                       ? ndf_plan_convolve_bank(p, ctx, in, nf, outs, c->k.w, c->k.shape, &c->o)
                       : ndf_plan_correlate_bank(p, ctx, in, nf, outs, c->k.w, c->k.shape, &c->o);

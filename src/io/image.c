@@ -140,12 +140,18 @@ static int64_t default_limit(void) {
   return (int64_t)((double)pages * (double)page / 2);
 }
 
+/* NDF_READ_LIMIT: 1 and its size in *b, 0 where unset, -1 where it is not a size. */
+static int env_limit(int64_t *b, const char **text) {
+  *text = getenv("NDF_READ_LIMIT");
+  if (!*text || !**text) return 0;
+  return ndf_io_parse_size(*text, b) ? 1 : -1;
+}
+
 int64_t ndf_io_read_limit(void) {
-  if (read_limit > 0) return read_limit;
   int64_t b;
-  const char *env = getenv("NDF_READ_LIMIT");
-  if (env && *env && ndf_io_parse_size(env, &b)) return b;
-  return default_limit();
+  const char *text;
+  if (read_limit > 0) return read_limit;
+  return env_limit(&b, &text) == 1 ? b : default_limit();
 }
 
 /* A byte count for messages: "1.33 GB (1331691520 bytes)". */
@@ -165,13 +171,14 @@ static void show_bytes(char *out, size_t n, double b) {
 
 ndf_status ndf_io_check_alloc(const char *path, int64_t count, size_t elem, char *err,
                               size_t errlen) {
-  const char *env = getenv("NDF_READ_LIMIT");
-  int64_t lim;
-  if (read_limit <= 0 && env && *env && !ndf_io_parse_size(env, &lim))
+  const char *env;
+  int64_t lim = read_limit;
+  const int from_env = lim > 0 ? 0 : env_limit(&lim, &env);
+  if (from_env < 0)
     return ndf_io_error(err, errlen, NDF_EINVAL, path,
                         "NDF_READ_LIMIT='%s' is not a size (a byte count, or with K, M, G or T)",
                         env);
-  lim = ndf_io_read_limit();
+  if (!from_env && read_limit <= 0) lim = default_limit();
   if (count < 0 || elem == 0 || (uint64_t)count > (uint64_t)INT64_MAX / elem)
     return ndf_io_error(err, errlen, NDF_EINVAL, path, "the image's size overflows");
   const int64_t need = count * (int64_t)elem;
