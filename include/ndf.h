@@ -179,6 +179,14 @@ typedef struct ndf_plan ndf_plan;
  * work is queued on the context's stream; host arrays are staged through
  * pinned memory and the call returns when `out` is written. */
 NDF_API ndf_status ndf_execute(const ndf_plan *plan, const ndf_array *in, ndf_array *out);
+/* Runs a plan whose operation takes operands beside the image, given per call (ks's sigma maps
+ * planned from their descriptions): ins[0] is the image, ins[1..nin-1] the operands in the
+ * order the planning call described them, each with the dtype, shape and place it was planned
+ * for (data and strides free; operands are read only and must not overlap an output); outs:
+ * nout outputs (1, or a bank's nf). ndf_execute(p, in, out) is ndf_execute_n(p, 1, in, 1,
+ * out). */
+NDF_API ndf_status ndf_execute_n(const ndf_plan *plan, int nin, const ndf_array *ins, int nout,
+                                 ndf_array *outs);
 NDF_API void ndf_plan_destroy(ndf_plan *plan); /* NULL is a no-op */
 /* Name of the solver chosen, e.g. "cpu_direct". */
 NDF_API const char *ndf_plan_solver(const ndf_plan *plan);
@@ -448,14 +456,25 @@ typedef struct ndf_ks_opts {
    * threads): 0 and 0 (8 and 8), or (t_y, b_y) in (8, 8), (16, 8), (32, 8), (16, 16),
    * (32, 16); builds without NDF_KS_ALL_SHAPES have only (8, 8) (others: NDF_EUNSUPPORTED). */
   int tile_rows, block_rows;
+  /* 0, or a bound on every pixel's radius ceil(n_sigma * sigma): a pixel past it is NDF_EINVAL.
+   * With the maps as operands it is NDF_KS_FULL's margin R, and lets the CUDA solvers size
+   * their work (the shared-memory gathers need r_max <= 32, the look-up tables <= 64). A
+   * struct_size that ends before it means 0. */
+  int64_t r_max;
 } ndf_ks_opts;
 
-/* The plan binds the sigma maps (copied): nsig arrays, 1 (every axis) or in->ndim (axis a's
- * in sigma[a]), each of in's shape, any dtype, on the host; every value finite and >= 0 (else
- * NDF_EINVAL, naming the first bad pixel). out has in's shape (NDF_KS_SAME) or
- * ndf_ks_full_shape's (NDF_KS_FULL). in has 1 to 4 axes (the CUDA solvers take 1 to 3). The
- * CPU computes in float64, the GPU in float32 (Eq. 4 through erfc in the tails; within 1e-5 of
- * the largest output value, tests measure ~3e-7). */
+/* The sigma maps: nsig arrays, 1 (every axis) or in->ndim (axis a's in sigma[a]), each of in's
+ * shape, any dtype, every value finite and >= 0 (else NDF_EINVAL, naming the first bad pixel).
+ * Either the plan binds them (their data given: host memory, copied; their radii and the
+ * CUDA solvers' tables made once), or, with every map's data NULL, they are operands of each
+ * execute (ndf_execute_n: ins[1..nsig]), on the host or, for a CUDA plan, on its device, of the
+ * dtype and place planned: the plan holds all it needs, a CUDA plan checks the maps and makes
+ * its tables on the device, and an execute that finds a bad value changes no output (a CUDA
+ * execute with operand maps returns when its work is done, to report them). out has in's shape
+ * (NDF_KS_SAME) or, for NDF_KS_FULL, in's plus 2 R: R the maps' largest radius when bound
+ * (ndf_ks_full_shape), r_max when they are operands (which NDF_KS_FULL then needs). in has 1 to
+ * 4 axes (the CUDA solvers take 1 to 3). The CPU computes in float64, the GPU in float32 (Eq. 4
+ * through erfc in the tails; within 1e-5 of the largest output value, tests measure ~3e-7). */
 NDF_API ndf_status ndf_plan_ks(ndf_plan **plan, ndf_context *ctx, const ndf_array *in,
                                const ndf_array *out, const ndf_array *sigma, int nsig,
                                const ndf_ks_opts *opts);

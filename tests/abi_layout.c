@@ -66,6 +66,7 @@ int main(void) {
   F(ndf_ks_opts, normalize);
   F(ndf_ks_opts, deterministic);
   F(ndf_ks_opts, tile_rows);
+  F(ndf_ks_opts, r_max);
   F(ndf_ks_opts, block_rows);
   return 0;
 }

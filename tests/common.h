@@ -193,20 +193,39 @@ static inline void t_random_layout(t_layout *l, uint64_t *r, int cuda) {
 
 /* Executes plan p on in -> po (twice when reuse, the output re-poisoned in
  * between: an execute must be repeatable), synchronises, and downloads po. */
-static inline ndf_status t_execute(ndf_context *ctx, ndf_plan *p, t_arr *in, t_arr *po,
-                                   const void *poisoned, int reuse) {
+/* One execute of p on in and the nops operands ops (ndf_execute_n; none: ndf_execute). */
+static inline ndf_status t_exec1(ndf_plan *p, t_arr *in, int nops, const ndf_array *ops,
+                                 t_arr *po) {
+  if (!nops) return ndf_execute(p, &in->view, &po->view);
+  ndf_array ins[1 + NDF_MAX_DIMS];
+  ins[0] = in->view;
+  for (int k = 0; k < nops; k++)
+    ins[1 + k] = ops[k];
+  return ndf_execute_n(p, 1 + nops, ins, 1, &po->view);
+}
+
+/* Executes p (twice with reuse, the output poisoned again between) and downloads the output;
+ * first_ops: the operands of the first of two runs (NULL: ops). */
+static inline ndf_status t_execute_ops(ndf_context *ctx, ndf_plan *p, t_arr *in, int nops,
+                                       const ndf_array *ops, const ndf_array *first_ops, t_arr *po,
+                                       const void *poisoned, int reuse) {
   ndf_status st = NDF_OK;
   if (reuse) {
-    st = ndf_execute(p, &in->view, &po->view);
+    st = t_exec1(p, in, nops, first_ops ? first_ops : ops, po);
     if (st == NDF_OK) st = ndf_context_synchronize(ctx);
     t_arr_download(po, ctx);
     memcpy(po->host, poisoned, po->bytes);
     t_arr_upload(po, ctx);
   }
-  if (st == NDF_OK) st = ndf_execute(p, &in->view, &po->view);
+  if (st == NDF_OK) st = t_exec1(p, in, nops, ops, po);
   if (st == NDF_OK) st = ndf_context_synchronize(ctx);
   t_arr_download(po, ctx);
   return st;
+}
+
+static inline ndf_status t_execute(ndf_context *ctx, ndf_plan *p, t_arr *in, t_arr *po,
+                                   const void *poisoned, int reuse) {
+  return t_execute_ops(ctx, p, in, 0, NULL, NULL, po, poisoned, reuse);
 }
 
 /* The output against the float64 reference. Float outputs: max |out - ref| /

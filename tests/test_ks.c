@@ -31,6 +31,9 @@ static int short_radii(void) {
 
 typedef struct {
   int nd, nsig, index, full, normalize, kind;
+  /* the maps as operands of each execute (2: on the device), with r_max (0: none) */
+  int operands;
+  int64_t r_max;
   int ty, by; /* the tile shape (0: the default) */
   double n_sigma, smax;
   int64_t shape[NDF_MAX_DIMS];
@@ -46,12 +49,16 @@ static void describe(const kcase *c) {
     fprintf(stderr, "%lld%s", (long long)c->shape[d], d + 1 < c->nd ? "," : "");
   fprintf(stderr,
           ") maps=%d (%s, %s, sigma < %g) index=%s output=%s normalize=%d n_sigma=%g in=%s%s "
-          "out=%s%s%s solver=%s tile=%dx%d\n",
+          "out=%s%s%s solver=%s tile=%dx%d maps=%s r_max=%lld\n",
           c->nsig, ndf_dtype_name(c->sdt), kinds[c->kind], c->smax, c->index ? "output" : "input",
           c->full ? "full" : "same", c->normalize, c->n_sigma, ndf_dtype_name(c->lay.idt),
           c->lay.strided_in ? "/strided" : "", ndf_dtype_name(c->lay.odt),
           c->lay.strided_out ? "/strided" : "", c->lay.inplace ? " in-place" : "",
-          solver ? solver : "auto", c->ty, c->by);
+          solver ? solver : "auto", c->ty, c->by,
+          c->operands == 2   ? "device operands"
+          : c->operands == 1 ? "host operands"
+                             : "bound",
+          (long long)c->r_max);
 }
 
 /* Maps of the case's kind: sigma ~ U[0, smax) as the paper, blocks of a few values (many radii
@@ -83,21 +90,45 @@ static ndf_ks_opts kopts(const kcase *c) {
   o.normalize = c->normalize;
   o.tile_rows = c->ty;
   o.block_rows = c->by;
+  o.r_max = c->r_max;
   return o;
 }
 
-static void run_case(ndf_context *ctx, int cuda, const kcase *c, uint64_t *r) {
-  t_arr in, out, maps[NDF_MAX_DIMS];
+static void run_case(ndf_context *ctx, int cuda, kcase *c, uint64_t *r) {
+  t_arr in, out, maps[NDF_MAX_DIMS], other[NDF_MAX_DIMS];
   t_arr_make(&in, r, c->lay.idt, c->nd, c->shape, c->lay.strided_in, c->lay.dev_in ? ctx : NULL);
   t_fill_random(&in, r);
-  ndf_array mv[NDF_MAX_DIMS];
+  ndf_array mv[NDF_MAX_DIMS], desc[NDF_MAX_DIMS], ops[NDF_MAX_DIMS], first[NDF_MAX_DIMS];
+  ndf_context *mctx = c->operands == 2 ? ctx : NULL;
   for (int m = 0; m < c->nsig; m++) {
-    t_arr_make(&maps[m], r, c->sdt, c->nd, c->shape, (int)t_randint(r, 0, 1), NULL);
+    const int strided = (int)t_randint(r, 0, 1);
+    t_arr_make(&maps[m], r, c->sdt, c->nd, c->shape, strided, mctx);
+    t_arr_make(&other[m], r, c->sdt, c->nd, c->shape, strided, mctx);
     mv[m] = maps[m].hview;
   }
   fill_maps(c, maps, r);
+  fill_maps(c, other, r); /* a first execute's maps, where the plan runs twice */
   const double ns = c->n_sigma == 0 ? 3 : c->n_sigma;
-  const int64_t R = c->full ? ndf_ref_ks_margin(&in.hview, mv, c->nsig, ns) : 0;
+  const int64_t Rm = ndf_ref_ks_margin(&in.hview, mv, c->nsig, ns), R = c->full ? Rm : 0;
+  if (c->r_max && c->r_max < Rm) c->r_max = Rm; /* a bound the maps keep */
+  if (c->operands && c->full) c->r_max = R;     /* the margin; r_max 0 is no bound */
+  if (c->operands && c->full && R == 0) c->operands = 0;
+  for (int m = 0; m < c->nsig; m++) {
+    t_arr_upload(&maps[m], ctx);
+    t_arr_upload(&other[m], ctx);
+    ops[m] = maps[m].view;
+    first[m] = other[m].view;
+    desc[m] = c->operands ? maps[m].view : mv[m];
+    if (c->operands) desc[m].data = NULL;
+    if (c->operands && c->r_max) { /* the other maps within the bound too */
+      const ndf_array *a = &other[m].hview;
+      for (int64_t i = 0; i < ndf_array_size(a); i++) {
+        const double v = ndf__load(a->dtype, a->data, ndf__offset(a, i));
+        if (ceil(ns * v) > (double)c->r_max) ndf__store(a->dtype, a->data, ndf__offset(a, i), 0);
+      }
+      t_arr_upload(&other[m], ctx);
+    }
+  }
   int64_t oshape[NDF_MAX_DIMS];
   for (int d = 0; d < c->nd; d++)
     oshape[d] = c->shape[d] + 2 * R;
@@ -125,8 +156,10 @@ static void run_case(ndf_context *ctx, int cuda, const kcase *c, uint64_t *r) {
   if (!inplace) t_arr_upload(&out, ctx);
   ndf_ks_opts o = kopts(c);
   ndf_plan *p = NULL;
-  ndf_status st = ndf_plan_ks(&p, ctx, &in.view, &po->view, mv, c->nsig, &o);
-  if (st == NDF_OK) st = t_execute(ctx, p, &in, po, poisoned, c->lay.reuse && !inplace);
+  ndf_status st = ndf_plan_ks(&p, ctx, &in.view, &po->view, desc, c->nsig, &o);
+  if (st == NDF_OK)
+    st = t_execute_ops(ctx, p, &in, c->operands ? c->nsig : 0, ops, first, po, poisoned,
+                       c->lay.reuse && !inplace);
   CHECK(st == NDF_OK, "%s: %s", ndf_status_str(st), ndf_context_message(ctx));
   const char *used = p ? ndf_plan_solver(p) : "?";
   CHECK(!solver || !strcmp(used, solver), "solver %s, asked for %s", used, solver);
@@ -147,8 +180,10 @@ static void run_case(ndf_context *ctx, int cuda, const kcase *c, uint64_t *r) {
   free(mag);
   free(ax);
   free(poisoned);
-  for (int m = 0; m < c->nsig; m++)
-    t_arr_free(&maps[m], NULL);
+  for (int m = 0; m < c->nsig; m++) {
+    t_arr_free(&maps[m], mctx);
+    t_arr_free(&other[m], mctx);
+  }
   t_arr_free(&in, ctx);
   if (!inplace) t_arr_free(&out, ctx);
 }
@@ -171,8 +206,11 @@ static void random_case(kcase *c, uint64_t *r, int cuda) {
   c->smax = rmax / (c->n_sigma == 0 ? 3 : c->n_sigma);
   c->sdt = t_randint(r, 0, 1) ? NDF_F32 : NDF_F64;
   t_random_layout(&c->lay, r, cuda);
-  if (input_only()) c->index = 0; /* Eq. 2a only */
-  if (all_shapes) {               /* the seed's five (t_y, b_y) */
+  c->operands = (int)t_randint(r, 0, cuda ? 2 : 1);
+  if (c->operands && t_randint(r, 0, 1)) c->r_max = rmax + t_randint(r, 0, 2);
+  if (short_radii() && c->operands && !c->r_max) c->r_max = rmax; /* they need a bound */
+  if (input_only()) c->index = 0;                                 /* Eq. 2a only */
+  if (all_shapes) {                                               /* the seed's five (t_y, b_y) */
     static const int shapes[5][2] = {{8, 8}, {16, 8}, {32, 8}, {16, 16}, {32, 16}};
     const int k = (int)t_randint(r, 0, 4);
     c->ty = shapes[k][0];
@@ -600,6 +638,113 @@ static void refusals(ndf_context *ctx) {
   s[3] = 1;
 }
 
+/* Maps given at execute: bad values, a radius past r_max, a wrong operand count or kind are
+ * refused with a message naming the pixel where there is one, the output untouched; with
+ * cuda, the maps on the device as well as on the host. */
+static void operand_refusals(ndf_context *ctx, int cuda) {
+  enum { N = 6 * 7 };
+  static float x[N], s[N], y[N], poison[N];
+  const int64_t shape[2] = {6, 7};
+  for (int i = 0; i < N; i++) {
+    x[i] = (float)(i % 5) + 1;
+    s[i] = 1;
+    poison[i] = NAN;
+  }
+  for (int dev = 0; dev <= cuda; dev++)
+    for (int k = 0; k < 7; k++) {
+      kcase c = {0};
+      ndf_ks_opts o = kopts(&c);
+      const char *what = "?", *needle = NULL;
+      for (int i = 0; i < N; i++)
+        s[i] = 1;
+      o.r_max = k == 3 || short_radii() ? 3 : 0; /* the forced solver may need a bound */
+      int nin = 2, plain = 0;
+      switch (k) {
+      case 0: s[17] = -1, what = "a negative sigma", needle = "element 17"; break;
+      case 1: s[40] = NAN, what = "a NaN sigma", needle = "element 40"; break;
+      case 2: s[0] = INFINITY, what = "an infinite sigma", needle = "element 0"; break;
+      case 3: s[23] = 1.5, what = "a radius past r_max", needle = "r_max 3"; break;
+      case 4: nin = 1, what = "no operand"; break;
+      case 5: nin = 3, what = "two operands for one map"; break;
+      default: plain = 1, what = "ndf_execute on a plan with operands"; break;
+      }
+      ndf_array xv = ndf_array_contiguous(NDF_F32, 2, shape, x),
+                yv = ndf_array_contiguous(NDF_F32, 2, shape, y),
+                sv = ndf_array_contiguous(NDF_F32, 2, shape, s);
+      ndf_array dx = {0}, dy = {0}, ds = {0};
+      if (dev) {
+        if (ndf_array_alloc(ctx, &dx, NDF_F32, 2, shape) ||
+            ndf_array_alloc(ctx, &dy, NDF_F32, 2, shape) ||
+            ndf_array_alloc(ctx, &ds, NDF_F32, 2, shape) || ndf_array_copy(ctx, &dx, &xv) ||
+            ndf_array_copy(ctx, &ds, &sv))
+          abort();
+        xv = dx;
+        sv = ds;
+      }
+      memcpy(y, poison, sizeof y);
+      ndf_array out = dev ? dy : yv;
+      if (dev && ndf_array_copy(ctx, &dy, &yv)) abort();
+      ndf_array desc = sv;
+      desc.data = NULL;
+      ndf_plan *p = NULL;
+      ndf_status st = ndf_plan_ks(&p, ctx, &xv, &out, &desc, 1, &o);
+      CHECK(st == NDF_OK, "%s: planning: %s", what, ndf_context_message(ctx));
+      ndf_array ins[3] = {xv, sv, sv};
+      if (st == NDF_OK)
+        st = plain ? ndf_execute(p, &xv, &out) : ndf_execute_n(p, nin, ins, 1, &out);
+      CHECK(st == NDF_EINVAL, "%s (maps on the %s): status %s", what, dev ? "GPU" : "host",
+            ndf_status_str(st));
+      CHECK(!needle || strstr(ndf_context_message(ctx), needle), "%s: message '%s' lacks '%s'",
+            what, ndf_context_message(ctx), needle);
+      if (dev) {
+        ndf_array h = yv;
+        if (ndf_array_copy(ctx, &h, &dy)) abort();
+      }
+      for (int i = 0; i < N; i++)
+        CHECK(isnan(y[i]), "%s: out[%d] written", what, i);
+      /* the plan still works after a refusal */
+      for (int i = 0; i < N; i++)
+        s[i] = 0.5f;
+      if (dev &&
+          ndf_array_copy(
+              ctx, &ds,
+              &(ndf_array){
+                  .dtype = NDF_F32, .ndim = 2, .shape = {6, 7}, .strides = {7, 1}, .data = s}))
+        abort();
+      ndf_array good[2] = {xv, sv};
+      st = p ? ndf_execute_n(p, 2, good, 1, &out) : NDF_EINVAL;
+      if (st == NDF_OK) st = ndf_context_synchronize(ctx);
+      CHECK(st == NDF_OK, "%s: the next execute: %s", what, ndf_context_message(ctx));
+      ndf_plan_destroy(p);
+      if (dev) {
+        ndf_array_free(ctx, &dx);
+        ndf_array_free(ctx, &dy);
+        ndf_array_free(ctx, &ds);
+      }
+    }
+  /* planning: full output without r_max, maps half given */
+  ndf_array xv = ndf_array_contiguous(NDF_F32, 2, shape, x),
+            sv = ndf_array_contiguous(NDF_F32, 2, shape, s);
+  ndf_array desc[2] = {sv, sv};
+  desc[0].data = NULL;
+  kcase c = {0};
+  ndf_ks_opts o = kopts(&c);
+  ndf_plan *p = NULL;
+  int64_t big[2] = {6 + 2, 7 + 2};
+  ndf_array yf = ndf_array_contiguous(NDF_F32, 2, big, NULL);
+  o.output = NDF_KS_FULL;
+  CHECK(ndf_plan_ks(&p, ctx, &xv, &yf, desc, 1, &o) == NDF_EINVAL, "full output without r_max");
+  o.r_max = 1;
+  CHECK(ndf_plan_ks(&p, ctx, &xv, &yf, desc, 1, &o) == NDF_OK, "full output, r_max 1: %s",
+        ndf_context_message(ctx));
+  ndf_plan_destroy(p);
+  o.output = NDF_KS_SAME;
+  o.r_max = 0;
+  CHECK(ndf_plan_ks(&p, ctx, &xv, &xv, desc, 2, &o) == NDF_EINVAL, "maps half given");
+  o.r_max = -1;
+  CHECK(ndf_plan_ks(&p, ctx, &xv, &xv, desc, 1, &o) == NDF_EINVAL, "r_max -1");
+}
+
 int main(int argc, char **argv) {
   const char *dev = argc > 1 ? argv[1] : "cpu";
   const int cuda = !strcmp(dev, "cuda");
@@ -630,6 +775,7 @@ int main(int argc, char **argv) {
   lut_report(ctx);
   determinism(ctx);
   refusals(ctx);
+  operand_refusals(ctx, cuda);
   if (!cuda) threads_agree(&r);
   if (!cuda) threads_agree_shapes(&r);
   ndf_context_destroy(ctx);

@@ -10,8 +10,8 @@ nearest and clamped to the type's range (scipy truncates and wraps).
 import atexit
 import collections
 import ctypes as C
-import hashlib
 import math
+import numbers
 import operator
 import struct
 import threading
@@ -342,9 +342,10 @@ def last_solver():
         return lib.ndf_plan_last_solver(_last_plan).decode()
 
 
-def _run(key, ctx, src, dst, make, bank=None):
+def _run(key, ctx, src, dst, make, bank=None, ops=None):
     """Executes the cached plan for key, first making it with make(byref(handle)); bank: a
-    ctypes array of output descriptors (dst is then the first's operand)."""
+    ctypes array of output descriptors (dst is then the first's operand); ops: the operands
+    beside the image (ndf_execute_n)."""
     with _lock:
         if src.kind != "numpy" and _lib.HAVE_STREAMS:  # before planning: a plan may queue work
             stream = _stream_of(src.kind, src.dev)
@@ -364,7 +365,10 @@ def _run(key, ctx, src, dst, make, bank=None):
             _plans.move_to_end(key)
         global _last_plan
         _last_plan = plan
-        if bank is None:
+        if ops:
+            ins = (_lib.Array * (1 + len(ops)))(src.desc, *[o.desc for o in ops])
+            st = lib.ndf_execute_n(plan, len(ins), ins, 1, C.byref(dst.desc))
+        elif bank is None:
             st = lib.ndf_execute(plan, C.byref(src.desc), C.byref(dst.desc))
         else:
             st = lib.ndf_execute_bank(plan, C.byref(src.desc), len(bank), bank)
@@ -892,17 +896,23 @@ def _to_host(x):
 
 
 def _ks_map(m, shape, what):
-    """One sigma map as the C side takes it: a C-contiguous host array of image's shape, its
-    own dtype where libndfilt has it, else float64."""
-    a = _to_host(m)
-    if a.dtype not in _NP_CODE:
-        if a.dtype.kind not in "biuf":
-            raise ValueError(f"{what} must hold real numbers, not dtype {a.dtype}")
-        a = a.astype(np.float64)
-    if a.shape != tuple(shape):
-        raise ValueError(f"{what} has shape {a.shape}; a sigma map must have the image's shape "
-                         f"{tuple(shape)}")
-    return np.ascontiguousarray(a)
+    """One sigma map as it goes to the library: a numpy, CuPy or torch array of image's shape
+    where libndfilt has its dtype (any strides, on the host or a GPU), else converted to
+    float64 where it lies."""
+    kind = _kind(m)
+    if kind == "torch-cpu":
+        m, kind = m.numpy(), "numpy"
+    if kind == "numpy":
+        m = np.asarray(m)
+    dt = _np_dtype(m.dtype) if kind != "torch" else _np_dtype(str(m.dtype).replace("torch.", ""))
+    if tuple(m.shape) != tuple(shape):
+        raise ValueError(f"{what} has shape {tuple(m.shape)}; a sigma map must have the image's "
+                         f"shape {tuple(shape)}")
+    if dt not in _NP_CODE or dt.byteorder == ">":
+        if dt.kind not in "biuf":
+            raise ValueError(f"{what} must hold real numbers, not dtype {dt}")
+        m = m.double() if kind == "torch" else m.astype(np.float64)
+    return m, kind
 
 
 def _ks_per_axis(sigma, shape):
@@ -952,7 +962,7 @@ def _ks_back(out, gpu):
 
 
 def ks(image, sigma, *, index="input", n_sigma=3.0, output="same", normalize=False,
-       method="auto", deterministic=False):
+       method="auto", deterministic=False, r_max=None):
     """Spatially varying Gaussian kernel superposition (KS; da Silva, Ansorge and Jena):
     each pixel blurred with its own Gaussian width. With I the image, s_a the sigma map of
     axis a and p, q pixel positions:
@@ -968,11 +978,16 @@ def ks(image, sigma, *, index="input", n_sigma=3.0, output="same", normalize=Fal
     image: numpy array (any strides), CuPy array or torch tensor, 1-4 axes, dtype
     uint8/uint16/int16/float32/float64. sigma: one array of image's shape (isotropic: every
     axis), or a list or tuple of image.ndim such arrays (one per axis); maps may be any real
-    dtype and on the host or a GPU (they are copied to the host), with every value finite and
-    >= 0. output: 'same' (the image's grid; what falls outside is dropped) or 'full' (shape +
-    2 R on every axis, R the largest ceil(n_sigma * s) over the maps; image pixel q lands at
-    q + R; with index='output' a pixel outside the image takes the nearest image pixel's
-    sigma). n_sigma: the cut-off in
+    dtype (non-native ones are converted to float64) and on the host or the image's GPU; they
+    are operands of a plan made once for their shapes, dtypes and places, checked and prepared
+    on the device that runs it (every value finite and >= 0, else ValueError naming the first
+    bad pixel), so a new map each call costs no host round trip. output: 'same' (the image's
+    grid; what falls outside is dropped) or 'full' (shape + 2 R on every axis, R = r_max if
+    given, else the largest ceil(n_sigma * s) over the maps; image pixel q lands at q + R;
+    with index='output' a pixel outside the image takes the nearest image pixel's sigma).
+    r_max: None, or a bound on every pixel's radius ceil(n_sigma * s) (a pixel past it is a
+    ValueError): it lets the GPU solvers size their work (and plan the shared-memory and
+    look-up-table gathers) and, with output='full', fixes the margin. n_sigma: the cut-off in
     sigmas, finite and > 0. deterministic: a solver whose result is bitwise the same on every
     run (cpu_ks always is; on a GPU it rules out the scatters' atomic additions). method:
     'auto' (a solver of the image's device, or of the current device for numpy arrays, where
@@ -1004,6 +1019,9 @@ def ks(image, sigma, *, index="input", n_sigma=3.0, output="same", normalize=Fal
     idx, ext = _lib.KS_INDEX[index], _lib.KS_EXTENT[output]
     normalize, deterministic = bool(normalize), bool(deterministic)
 
+    if r_max is not None and (isinstance(r_max, bool) or not isinstance(r_max, numbers.Integral)
+                              or r_max < 0):
+        raise ValueError(f"r_max must be an integer >= 0 (0: no bound), not {r_max!r}")
     src, arr, kind, back = _input(image)
     nd = src.desc.ndim
     shape = tuple(src.desc.shape[:nd])
@@ -1015,36 +1033,44 @@ def ks(image, sigma, *, index="input", n_sigma=3.0, output="same", normalize=Fal
     else:
         maps = [_ks_map(sigma, shape, "sigma")]
     nsig = len(maps)
-    descs = (_lib.Array * nsig)(*[_numpy_operand(m).desc for m in maps])
-    h = hashlib.blake2b(digest_size=20)
-    for m in maps:
-        h.update(f"{m.dtype.str}{m.shape};".encode())
-        h.update(memoryview(m).cast("B"))
-    problem = (nsig, h.digest(), idx, ns, ext, normalize, meth, deterministic)
+    bound = int(r_max or 0)
+    if ext == _lib.KS_EXTENT["full"] and not bound:
+        # the margin: the largest radius over the maps (a reduction where they lie)
+        top = max(float(m.max()) for m, _ in maps)
+        bound = math.ceil(ns * top) if math.isfinite(top) and top >= 0 else 1
+    # every sigma zero: 'full' has no margin, and is 'same'
+    ext_run = ext if bound or ext != _lib.KS_EXTENT["full"] else _lib.KS_EXTENT["same"]
+    problem = (nsig, idx, ns, ext_run, normalize, meth, deterministic, bound)
 
     def run(ctx, fallback):
         """ks on ctx (a GPU image staged through the host if ctx is the CPU's); fallback: no
         ks solver applying there raises _NoKsSolver instead of ValueError."""
-        staged = kind != "numpy" and lib.ndf_context_place(ctx).kind != _lib.PLACE_CUDA
+        on_gpu = lib.ndf_context_place(ctx).kind == _lib.PLACE_CUDA
+        staged = kind != "numpy" and not on_gpu
         s = _numpy_operand(_to_host(arr)) if staged else src
-        if ext == _lib.KS_EXTENT["full"]:
-            full, R = (C.c_int64 * _lib.MAX_DIMS)(), C.c_int64()
-            st = lib.ndf_ks_full_shape(ctx, C.byref(s.desc), descs, nsig, ns, full,
-                                       C.byref(R))
-            if st != _lib.OK:
-                _raise(st, ctx)
-            oshape = tuple(full[:nd])
-        else:
-            oshape = shape
+        ops = []
+        for m, mk in maps:
+            if mk == "numpy" or not on_gpu:
+                ops.append(_numpy_operand(_to_host(m)))
+            else:
+                o = _cuda_operand(m, mk)
+                if o.dev != src.dev:
+                    raise ValueError(f"a sigma map is on GPU {o.dev}, the image on GPU {src.dev}")
+                ops.append(o)
+        oshape = tuple(n + 2 * bound for n in shape) if ext_run else shape
         if s.kind == "numpy":
             dst = _numpy_operand(np.empty(oshape, s.arr.dtype), True)
         else:
             dst = _cuda_operand(_empty_like(s, arr.dtype, oshape), kind)
-        key = ("ks", ctx, _place_key(s.desc), _place_key(dst.desc)) + problem
+        key = (("ks", ctx, _place_key(s.desc), _place_key(dst.desc))
+               + tuple(_place_key(o.desc) for o in ops) + problem)
 
         def make(hp):
-            opts = _lib.KsOpts(C.sizeof(_lib.KsOpts), meth, idx, ns, ext, int(normalize),
-                               int(deterministic))
+            opts = _lib.KsOpts(C.sizeof(_lib.KsOpts), meth, idx, ns, ext_run, int(normalize),
+                               int(deterministic), 0, 0, bound)
+            descs = (_lib.Array * nsig)(*[_lib.Array.from_buffer_copy(o.desc) for o in ops])
+            for d in descs:
+                d.data = None  # the maps come with each call
             st = lib.ndf_plan_ks(hp, ctx, C.byref(s.desc), C.byref(dst.desc), descs, nsig,
                                  C.byref(opts))
             if st == _lib.EUNSUPPORTED and fallback:
@@ -1055,13 +1081,9 @@ def ks(image, sigma, *, index="input", n_sigma=3.0, output="same", normalize=Fal
         with _lock:
             if fallback and key in _ks_nodev:
                 raise _NoKsSolver
-            # A ks plan holds copies of its maps (image-sized): keep only the latest.
-            if key not in _plans:
-                for k in [k for k in _plans if k[0] == "ks"]:
-                    lib.ndf_plan_destroy(_plans.pop(k))
-                if len(_ks_nodev) > _MAX_PARSED:
-                    _ks_nodev.clear()
-            _run(key, ctx, s, dst, make)
+            if len(_ks_nodev) > _MAX_PARSED:
+                _ks_nodev.clear()
+            _run(key, ctx, s, dst, make, ops=ops)
         return _ks_back(dst.arr, src) if staged else _result(dst, back, None)
 
     ctx = _ks_context(src, meth)

@@ -54,7 +54,8 @@ class CorrelateOpts(C.Structure):
 class KsOpts(C.Structure):
     _fields_ = [("struct_size", C.c_size_t), ("method", C.c_char_p), ("index", C.c_int),
                 ("n_sigma", C.c_double), ("output", C.c_int), ("normalize", C.c_int),
-                ("deterministic", C.c_int), ("tile_rows", C.c_int), ("block_rows", C.c_int)]
+                ("deterministic", C.c_int), ("tile_rows", C.c_int), ("block_rows", C.c_int),
+                ("r_max", C.c_int64)]
 
 
 KS_INDEX = {"input": 0, "output": 1}  # ndf_ks_index
@@ -128,6 +129,7 @@ _sig = {
                                          P(Array), P(C.c_double), P(C.c_int64),
                                          P(CorrelateOpts)]),
     "ndf_execute_bank": (C.c_int, [C.c_void_p, P(Array), C.c_int, P(Array)]),
+    "ndf_execute_n": (C.c_int, [C.c_void_p, C.c_int, P(Array), C.c_int, P(Array)]),
 }
 for _name, (_res, _args) in _sig.items():
     _f = getattr(lib, _name)

@@ -887,6 +887,50 @@ class TestKs(unittest.TestCase):
             self.assertLessEqual(float(np.abs(got.astype(np.float64) - r).max()), 1.0,
                                  f"image dtype {np.dtype(dt)}")
 
+    def test_new_maps_each_call(self):
+        # the plan is made once for the maps' shapes, dtypes and places; each call's maps are
+        # its own (a dose engine's new spread per beam)
+        rng = np.random.default_rng(SEED + 47)
+        x = rng.uniform(-1, 1, (10, 12))
+        for method in ["cpu_ks", "auto"]:
+            for k in range(3):
+                [s] = ks_maps(rng, x.shape, 1)
+                got = ndfilt.ks(x, s, method=method)
+                ref = ks_reference(x, [s], "input", 3.0, "same", False)
+                self.assert_close(got, ref, f"call {k} ({ndfilt.last_solver()})",
+                                  ks_tol(ndfilt.last_solver()))
+
+    def test_r_max(self):
+        rng = np.random.default_rng(SEED + 48)
+        x = rng.uniform(-1, 1, (9, 8))
+        [s] = ks_maps(rng, x.shape, 1)
+        R = int(np.ceil(3 * s.max()))
+        ref = ks_reference(x, [s], "output", 3.0, "full", False)
+        got = self.ks(x, s, index="output", output="full", r_max=R)
+        self.assert_close(got, ref, "full with r_max the maps' radius")
+        wide = self.ks(x, s, index="output", output="full", r_max=R + 2)
+        self.assertEqual(wide.shape, (9 + 2 * R + 4, 8 + 2 * R + 4))
+        self.assert_close(wide[2:-2, 2:-2], ref, "full with a wider margin")
+        same = self.ks(x, s, r_max=R)
+        self.assert_close(same, ks_reference(x, [s], "input", 3.0, "same", False), "same, r_max")
+        with self.assertRaisesRegex(ValueError, "r_max"):
+            self.ks(x, s, r_max=max(R - 1, 1) if R > 1 else 0.5)
+        for bad in [-1, 1.5, True, "3"]:
+            with self.assertRaisesRegex(ValueError, "r_max"):
+                self.ks(x, s, r_max=bad)
+
+    def test_bad_map_values_name_the_pixel(self):
+        x = np.ones((6, 7), np.float32)
+        for method in ["cpu_ks", "auto"]:
+            for v in [-1.0, np.nan, np.inf]:
+                s = np.full((6, 7), 0.5)
+                s[2, 3] = v
+                with self.assertRaisesRegex(ValueError, "element 17"):
+                    ndfilt.ks(x, s, method=method)
+                # the same plan then runs on good maps
+                s[2, 3] = 0.5
+                ndfilt.ks(x, s, method=method)
+
     def test_zero_sigma_is_identity(self):
         rng = np.random.default_rng(SEED + 42)
         for dt in DTYPES:
@@ -1256,6 +1300,30 @@ class TestCupy(unittest.TestCase):
         self.assertEqual(got.device.id, cp.cuda.Device().id)
         TestKs.assert_close(self, cp.asnumpy(got), ref, f"cupy ks ({ndfilt.last_solver()})",
                             ks_tol(ndfilt.last_solver()))
+
+    def test_ks_device_maps_each_call(self):
+        # maps on the GPU, a new one each call, as operands of one plan: float32 and float64,
+        # strided, with zeros; bad values refused naming the pixel, the output untouched
+        import cupy as cp
+        rng = np.random.default_rng(SEED + 49)
+        x = rng.uniform(-1, 1, (3, 20, 33)).astype(np.float32)
+        dx = cp.asarray(x)
+        for k, dt in enumerate([np.float32, np.float64, np.float32, np.float64]):
+            [s] = ks_maps(rng, x.shape, 1)
+            s[:, ::3] = 0
+            ds = cp.asarray(s.astype(dt))
+            if k >= 2:
+                ds = cp.asarray(s.astype(dt)[:, ::-1].copy())[:, ::-1]
+            for index in ["input", "output"]:
+                got = ndfilt.ks(dx, ds, index=index, r_max=8 if k % 2 else None)
+                ref = ks_reference(x, [s.astype(dt)], index, 3.0, "same", False)
+                TestKs.assert_close(self, cp.asnumpy(got), ref,
+                                    f"call {k} {index} ({ndfilt.last_solver()})",
+                                    ks_tol(ndfilt.last_solver()))
+        bad = cp.asarray(np.full(x.shape, 0.5, np.float32))
+        bad[1, 2, 3] = cp.nan
+        with self.assertRaisesRegex(ValueError, f"element {(1 * 20 + 2) * 33 + 3}"):
+            ndfilt.ks(dx, bad)
 
 
 @unittest.skipUnless(_cuda_available("torch"), "torch with CUDA not available")

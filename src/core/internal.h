@@ -8,6 +8,8 @@
 #include "iir.h"
 #include "ndf.h"
 
+#define NDF__MAX_OPS NDF_MAX_DIMS /* operands beside the image: a sigma map per axis */
+
 /* Operations the planner knows. Adding one: a value here, its name in
  * planner.c, a file in src/ops, and its solvers in the table (solvers.c). */
 typedef enum ndf__op {
@@ -26,6 +28,10 @@ typedef struct ndf__problem {
   const char *aliases; /* more method names the caller accepted, for messages ("fir") */
   ndf_array in, out;   /* out: the first of nout outputs of one description */
   int nout;            /* 1; a filter bank's number of kernels */
+  /* Operands given at each execute beside the image (ks's sigma maps): their descriptions,
+   * which the executing call's arrays must match in dtype, shape and place. */
+  int nops;
+  ndf_array ops[NDF__MAX_OPS];
   /* 1: the plan must give scipy's result where the input holds NaN or Inf too (auto's plan
    * for such inputs, or a cval that is not finite): solvers whose finite_only says so are
    * not chosen, and a solver with an exact variant makes that one. */
@@ -72,16 +78,19 @@ typedef struct ndf__iirp {
   ndf__iir ax[NDF_MAX_DIMS];
 } ndf__iirp;
 
-/* Parameters of a kernel superposition (ndf.h, "ks"): the sigma maps as float64, nsig of them
- * (1: every axis; else one per axis), C-contiguous of in's shape; the cut-off radii follow
- * from them (ndf__ks_radius). R: the largest radius (the full output's margin). */
+/* Parameters of a kernel superposition (ndf.h, "ks"): nsig sigma maps (1: every axis; else one
+ * per axis); bound maps as float64, C-contiguous of in's shape, in sigma[]; operand maps (the
+ * problem's ops, given at each execute) leave sigma[] empty. The cut-off radii follow from
+ * the maps (ndf__ks_radius). R: the full output's margin, the bound maps' largest radius or
+ * r_max; r_max: ndf_ks_opts's bound (0: none). */
 typedef struct ndf__ksp {
   ndf_ks_index index;
   ndf_ks_extent extent;
   int normalize, deterministic, nsig;
+  int operands;              /* the maps come with each execute */
   int tile_rows, block_rows; /* ndf_ks_opts's, 0 made 8 */
   double n_sigma;
-  int64_t R;
+  int64_t R, r_max;
   int64_t n; /* elements per map */
   double sigma[];
 } ndf__ksp;
@@ -94,7 +103,9 @@ int64_t ndf__ks_radius(double n_sigma, double s);
 double ndf__ks_norm(double n_sigma, double s);
 
 struct ndf_plan;
-typedef ndf_status (*ndf__exec_fn)(const struct ndf_plan *p, const ndf_array *in, ndf_array *out);
+/* ops: the problem's nops operands (NULL when it has none). */
+typedef ndf_status (*ndf__exec_fn)(const struct ndf_plan *p, const ndf_array *in,
+                                   const ndf_array *ops, ndf_array *out);
 
 /* A solver: one way to compute an operation. `place` says which arrays its
  * exec receives: host arrays of any dtype (NDF_PLACE_HOST), or device float32
@@ -234,7 +245,8 @@ ndf_status ndf__cuda_select(ndf_context *ctx, int device); /* checks usable, nam
 ndf_status ndf__cuda_stage_create(ndf_plan *p);
 void ndf__cuda_stage_destroy(struct ndf__stage *s);
 /* out: p->pb.nout arrays; same: out is in itself (ndf_execute has checked overlap). */
-ndf_status ndf__cuda_execute(const ndf_plan *p, const ndf_array *in, ndf_array *out, int same);
+ndf_status ndf__cuda_execute(const ndf_plan *p, const ndf_array *in, const ndf_array *ops,
+                             ndf_array *out, int same);
 ndf_status ndf__cuda_sync(ndf_context *ctx);
 ndf_status ndf__cuda_alloc(ndf_context *ctx, void **p, size_t bytes);
 void ndf__cuda_free(ndf_context *ctx, void *p);

@@ -288,10 +288,20 @@ static ndf_status check_exec_array(const ndf_plan *p, const ndf_array *a, const 
   return NDF_OK;
 }
 
-static ndf_status execute(const ndf_plan *p, const ndf_array *in, int nout, ndf_array *out) {
+static ndf_status execute(const ndf_plan *p, const ndf_array *in, int nops, const ndf_array *ops,
+                          int nout, ndf_array *out) {
   ndf_status st = check_exec_array(p, in, &p->pb.in, "in");
   if (st != NDF_OK) return st;
-  int same = 0;
+  if (nops != p->pb.nops)
+    return ndf__fail(p->ctx, NDF_EINVAL, "execute: %d operands beside the image; the plan takes %d",
+                     nops, p->pb.nops);
+  int same = 0, dummy;
+  for (int k = 0; k < nops; k++) {
+    char what[32];
+    snprintf(what, sizeof what, "operand %d", k + 1);
+    st = check_exec_array(p, &ops[k], &p->pb.ops[k], what);
+    if (st != NDF_OK) return st;
+  }
   for (int f = 0; f < nout; f++) {
     char what[32] = "out";
     if (p->pb.nout > 1) snprintf(what, sizeof what, "outs[%d]", f);
@@ -302,33 +312,51 @@ static ndf_status execute(const ndf_plan *p, const ndf_array *in, int nout, ndf_
     if (ndf__overlap(in, &out[f], &same) && (!same || nout > 1))
       return ndf__fail(p->ctx, NDF_EINVAL, "in and %s overlap%s", what,
                        nout > 1 ? "" : " without being the same array");
-    int dummy;
     for (int g = 0; g < f; g++)
       if (ndf__overlap(&out[g], &out[f], &dummy))
         return ndf__fail(p->ctx, NDF_EINVAL, "outs[%d] and outs[%d] overlap", g, f);
+    for (int k = 0; k < nops; k++)
+      if (ndf__overlap(&ops[k], &out[f], &dummy))
+        return ndf__fail(p->ctx, NDF_EINVAL, "operand %d and %s overlap", k + 1, what);
   }
+  if (!nops) ops = NULL;
 #ifdef NDF_HAVE_CUDA
-  if (p->solver->place == NDF_PLACE_CUDA) return ndf__cuda_execute(p, in, out, same);
+  if (p->solver->place == NDF_PLACE_CUDA) return ndf__cuda_execute(p, in, ops, out, same);
 #endif
   const int alt = p->alt && ndf__host_nonfinite(in, p->ctx->threads);
   ndf__note_alt(p, alt);
   const ndf_plan *q = alt ? p->alt : p;
-  return q->exec(q, in, out);
+  return q->exec(q, in, ops, out);
+}
+
+static const char *arity(const ndf_plan *p) {
+  return p->pb.nops ? "ndf_execute_n (it takes operands beside the image)" : "ndf_execute_bank";
 }
 
 ndf_status ndf_execute(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
   if (!p) return NDF_EINVAL;
-  if (p->pb.nout != 1)
-    return ndf__fail(p->ctx, NDF_EINVAL, "a plan of a %d-kernel bank runs with ndf_execute_bank",
-                     p->pb.nout);
-  return execute(p, in, 1, out);
+  if (p->pb.nout != 1 || p->pb.nops)
+    return ndf__fail(p->ctx, NDF_EINVAL, "this plan runs with %s", arity(p));
+  return execute(p, in, 0, NULL, 1, out);
 }
 
 ndf_status ndf_execute_bank(const ndf_plan *p, const ndf_array *in, int nf, ndf_array *outs) {
   if (!p) return NDF_EINVAL;
+  if (p->pb.nops) return ndf__fail(p->ctx, NDF_EINVAL, "this plan runs with %s", arity(p));
   if (nf != p->pb.nout)
     return ndf__fail(p->ctx, NDF_EINVAL, "execute_bank: %d outputs, the plan was made for %d", nf,
                      p->pb.nout);
   if (!outs) return ndf__fail(p->ctx, NDF_EINVAL, "execute_bank: outs is NULL");
-  return execute(p, in, nf, outs);
+  return execute(p, in, 0, NULL, nf, outs);
+}
+
+ndf_status ndf_execute_n(const ndf_plan *p, int nin, const ndf_array *ins, int nout,
+                         ndf_array *outs) {
+  if (!p) return NDF_EINVAL;
+  if (!ins || !outs) return ndf__fail(p->ctx, NDF_EINVAL, "execute_n: ins or outs is NULL");
+  if (nin < 1) return ndf__fail(p->ctx, NDF_EINVAL, "execute_n: nin %d; ins[0] is the image", nin);
+  if (nout != p->pb.nout)
+    return ndf__fail(p->ctx, NDF_EINVAL, "execute_n: %d outputs, the plan was made for %d", nout,
+                     p->pb.nout);
+  return execute(p, &ins[0], nin - 1, ins + 1, nout, outs);
 }

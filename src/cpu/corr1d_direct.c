@@ -35,7 +35,9 @@ static void free_state(void *p) {
   free(s);
 }
 
-static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
+static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *ops,
+                       ndf_array *out) {
+  (void)ops;
   const ndf__sep *c = p->pb.params;
   const state *s = p->state;
   const int a = c->ax[0].axis, mode = c->ax[0].mode;

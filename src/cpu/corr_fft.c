@@ -104,7 +104,9 @@ static void free_state(void *p) {
   free(s);
 }
 
-static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
+static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *ops,
+                       ndf_array *out) {
+  (void)ops;
   const ndf__corr *c = p->pb.params;
   state *s = p->state;
   const int pad = D - in->ndim;

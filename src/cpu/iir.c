@@ -365,7 +365,9 @@ static double cost(const ndf__problem *pb, const ndf_context *ctx) {
   return 2e-6 + (double)ndf_array_size(&pb->in) * t / ctx->threads;
 }
 
-static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
+static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *ops,
+                       ndf_array *out) {
+  (void)ops;
   const ndf__iirp *q = p->pb.params;
   const int pad = D - in->ndim, threads = p->ctx->threads;
   int64_t n[D], bs[D];

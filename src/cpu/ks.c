@@ -68,6 +68,8 @@ typedef struct {
   int smap[D];                /* the sigma map of each axis; -1: an added axis */
   int tax[2];                 /* the tile axes: the outermost two longer than 1 (-1: none) */
   int64_t hs;                 /* a kernel's room: k(-(hs - 1)..hs - 1) */
+  int64_t R;                  /* the largest radius (operand maps: this call's) */
+  const double *sigma;        /* the maps, float64, C-contiguous, one after the other */
   double hc[HM][HM];          /* hc[m][j]: the series' coefficient of x^2j h^2m */
 } geom;
 
@@ -79,9 +81,16 @@ static int64_t lmax(int64_t a, int64_t b) { return a > b ? a : b; }
  * (the scatter ran at half speed on 512 x 512). */
 static int64_t padded(int64_t x) { return x < 64 ? x : x + (24 - x % 16) % 16; }
 
+/* The largest radius a plan may meet: the bound maps', else r_max, else none (INT64_MAX). */
+static int64_t bound(const ndf__ksp *q) {
+  return !q->operands ? q->R : q->r_max ? q->r_max : INT64_MAX;
+}
+
 static void geometry(const ndf__ksp *q, const ndf_array *in, const ndf_array *out, geom *g) {
   const int pad = D - in->ndim;
   g->hs = 1;
+  g->R = q->R;
+  g->sigma = q->sigma;
   for (int d = 0; d < D; d++) {
     const int real = d >= pad;
     g->n[d] = real ? in->shape[d - pad] : 1;
@@ -89,7 +98,7 @@ static void geometry(const ndf__ksp *q, const ndf_array *in, const ndf_array *ou
     g->off[d] = real && q->extent == NDF_KS_FULL ? q->R : 0;
     g->smap[d] = real ? (q->nsig == 1 ? 0 : d - pad) : -1;
     /* the farthest offset from an input pixel to an output pixel */
-    g->hs = lmax(g->hs, lmin(q->R, g->m[d] + g->n[d]) + 1);
+    g->hs = lmax(g->hs, lmin(bound(q), g->m[d] + g->n[d]) + 1);
   }
   g->tax[0] = g->tax[1] = -1;
   for (int d = 0, k = 0; d < D && k < 2; d++)
@@ -211,7 +220,7 @@ static int kernels(const ndf__ksp *q, const geom *g, int64_t src, int64_t lo[D],
   for (int d = 0; d < D; d++) {
     const int sm = g->smap[d];
     if (sm >= 0 && rad[sm] < 0) {
-      sig[sm] = q->sigma[sm * q->n + src];
+      sig[sm] = g->sigma[sm * q->n + src];
       rad[sm] = radius(q->n_sigma, sig[sm]);
     }
     const int64_t r = sm < 0 ? 0 : rad[sm];
@@ -259,8 +268,8 @@ static void scatter(const ndf__ksp *q, const geom *g, const double *x, double *a
                     const int64_t t0[D], const int64_t t1[D], double *work) {
   int64_t i[D], from[D], to[D];
   for (int d = 0; d < D; d++) { /* input index i reaches output i + off + d, |d| <= R */
-    from[d] = lmax(0, t0[d] - g->off[d] - q->R);
-    to[d] = lmin(g->n[d], t1[d] - g->off[d] + q->R);
+    from[d] = lmax(0, t0[d] - g->off[d] - g->R);
+    to[d] = lmin(g->n[d], t1[d] - g->off[d] + g->R);
   }
   for (i[0] = from[0]; i[0] < to[0]; i[0]++)
     for (i[1] = from[1]; i[1] < to[1]; i[1]++)
@@ -355,7 +364,7 @@ static double cost(const ndf__problem *pb, const ndf_context *ctx) {
   const ndf__ksp *q = pb->params;
   double taps = 1;
   for (int d = 0; d < pb->in.ndim; d++)
-    taps *= (double)q->R + 1;
+    taps *= (double)(q->operands && !q->r_max ? 8 : q->R) + 1;
   return (double)ndf_array_size(&pb->in) * (taps * 3e-10 + 7e-8) / ctx->threads;
 }
 
@@ -416,10 +425,46 @@ typedef struct {
   int64_t nt[2];        /* the scatter's tiles */
   int64_t work;         /* wk's values a thread */
   double *x, *acc, *wk; /* the input's copy, the accumulator, each thread's kernels */
+  double *maps;         /* operand maps: this call's, as float64 */
   pthread_mutex_t lock; /* the buffers serve one call at a time */
 } state;
 
-static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
+/* The operand maps into s->maps as float64, checked, and this call's largest radius into
+ * s->g.R; the state's lock held. */
+static ndf_status take_maps(const ndf_plan *p, state *s, const ndf_array *ops) {
+  const ndf__ksp *q = p->pb.params;
+  const int64_t n = q->n, nm = n * q->nsig;
+  int64_t bad = nm, R = 0;
+#pragma omp parallel for num_threads(s->threads) schedule(static) reduction(min                    \
+                                                                            : bad) reduction(max   \
+                                                                                             : R)
+  for (int64_t i = 0; i < nm; i++) {
+    const ndf_array *a = &ops[i / n];
+    const double v = ndf__load(a->dtype, a->data, ndf__offset(a, i % n));
+    s->maps[i] = v;
+    const int64_t r = v >= 0 && isfinite(v) ? ndf__ks_radius(q->n_sigma, v) : -1;
+    if (r < 0 || (q->r_max && r > q->r_max)) bad = i < bad ? i : bad;
+    R = r > R ? r : R;
+  }
+  if (bad < nm) {
+    const double v = s->maps[bad];
+    const int m = (int)(bad / n);
+    if (!(v >= 0) || !isfinite(v))
+      return ndf__fail(p->ctx, NDF_EINVAL,
+                       "ks: sigma[%d] at element %lld (C order) is %g; sigmas must be finite and "
+                       ">= 0",
+                       m, (long long)(bad % n), v);
+    return ndf__fail(p->ctx, NDF_EINVAL,
+                     "ks: sigma[%d] at element %lld (C order) is %g, radius %lld, past r_max %lld",
+                     m, (long long)(bad % n), v, (long long)ndf__ks_radius(q->n_sigma, v),
+                     (long long)q->r_max);
+  }
+  s->g.R = R;
+  return NDF_OK;
+}
+
+static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *ops,
+                       ndf_array *out) {
   const ndf__ksp *q = p->pb.params;
   state *s = p->state;
   const geom *g = &s->g;
@@ -428,6 +473,13 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
   const int cin = ndf__is_contiguous(in), cout = ndf__is_contiguous(out);
   double *x = s->x, *acc = s->acc, *wk = s->wk;
   pthread_mutex_lock(&s->lock);
+  if (q->operands) {
+    const ndf_status st = take_maps(p, s, ops);
+    if (st != NDF_OK) {
+      pthread_mutex_unlock(&s->lock);
+      return st;
+    }
+  }
 #pragma omp parallel num_threads(threads)
   {
 #pragma omp for schedule(static)
@@ -481,6 +533,7 @@ static void free_state(void *v) {
   free(s->x);
   free(s->acc);
   free(s->wk);
+  free(s->maps);
   pthread_mutex_destroy(&s->lock);
   free(s);
 }
@@ -497,7 +550,12 @@ static ndf_status make(ndf_plan *p) {
   geometry(q, &p->pb.in, &p->pb.out, g);
   s->threads = p->ctx->threads;
   s->work = 2 * D * g->hs;
-  tiling(g, q->R, s->threads, s->nt);
+  tiling(g, q->operands && !q->r_max ? 8 : q->R, s->threads, s->nt);
+  if (q->operands) {
+    s->maps = malloc((size_t)(q->n * q->nsig) * sizeof *s->maps);
+    if (!s->maps) return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_ks: out of host memory for the maps");
+    g->sigma = s->maps;
+  }
   const size_t nx = (size_t)(g->n[0] * g->sx[0]), na = (size_t)(g->m[0] * g->sa[0]);
   s->x = malloc(nx * sizeof *s->x);
   s->acc = malloc(na * sizeof *s->acc);

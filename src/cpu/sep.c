@@ -335,7 +335,9 @@ static int passes(const ndf__sep *c, int ndim, int kind[NDF_MAX_DIMS], int first
   return np;
 }
 
-static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
+static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *ops,
+                       ndf_array *out) {
+  (void)ops;
   const ndf__sep *c = p->pb.params;
   state *s = p->state;
   const int T = s->threads;

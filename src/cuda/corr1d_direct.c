@@ -22,7 +22,9 @@ static void free_state(void *w) {
   cudaFree(w);
 }
 
-static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
+static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *ops,
+                       ndf_array *out) {
+  (void)ops;
   const ndf__sepaxis *c = &((const ndf__sep *)p->pb.params)->ax[0];
   const double cval = ((const ndf__sep *)p->pb.params)->cval;
   int axis4 = c->axis + 4 - in->ndim;

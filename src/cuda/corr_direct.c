@@ -54,7 +54,9 @@ static void free_state(void *v) {
   free(s);
 }
 
-static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
+static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *ops,
+                       ndf_array *out) {
+  (void)ops;
   const ndf__corr *c = p->pb.params;
   const state *s = p->state;
   cudaStream_t st = (cudaStream_t)p->ctx->stream;

@@ -154,7 +154,9 @@ static cufftResult transform(const state *s, float *buf, int dir) {
   return r;
 }
 
-static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
+static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *ops,
+                       ndf_array *out) {
+  (void)ops;
   const ndf__corr *c = p->pb.params;
   state *s = p->state;
   cudaStream_t st = (cudaStream_t)p->ctx->stream;

@@ -181,7 +181,9 @@ static int fused_yx(const ndf__iirp *q, const int64_t *shape, int nd, const int 
   return shape[nd - 1] <= 512 && shape[nd - 2] <= 512 && extent(shape, 0, nd - 2) >= 256 ? 2 : 0;
 }
 
-static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
+static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *ops,
+                       ndf_array *out) {
+  (void)ops;
   const state *s = p->state;
   const ndf__iirp *q = &s->q;
   ndf_context *ctx = p->ctx;

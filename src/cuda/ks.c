@@ -1,6 +1,8 @@
 /* ks.c - host side of the CUDA kernel-superposition solvers (ks_kernel.cu, the scatters;
- * ks_gather_kernel.cu, the gathers): the sigma maps and their radii on the device, the blocks'
- * radius bounds and the gathers' look-up tables, all made when the plan is.
+ * ks_gather_kernel.cu, the gathers; ks_prep_kernel.cu, the maps' preparation): the plan's
+ * buffers, and the preparation of the maps on the device (their float32 sigmas, scales and
+ * radii, their check, the tiles' radius tables), once when the plan binds them, at each execute
+ * when they are operands.
  *
  *  - cuda_ks_gather[_smem1|_smem2]: exact, both index modes, any radius (the shared-memory
  *    ones up to 32), 1-3 axes; bitwise repeatable (the solvers "deterministic" asks for).
@@ -8,16 +10,17 @@
  *    gathers, index input, radii up to 64; approximate, so never chosen by auto.
  *  - cuda_ks_scatter_{global_atomic, shared_atomic, sync, threadfence, warpsync, shuffle, quad}:
  *    Eq. 2a (index input), 1-3 axes, any radius. The input's 32 x t_y tiles (128 x t_y for
- *    quad) are grouped by their
- *    largest radius rounded up to 0, 1, 2, 4, 8, 16 or 32, one launch per group; tiles with a
- *    larger radius go to the generic kernel. */
+ *    quad) are listed by their largest radius rounded up to 0, 1, 2, 4, 8, 16 or 32, one launch
+ *    per list up to the plan's bound; tiles with a larger radius go to the generic kernel. */
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cuda_runtime_api.h>
 
+#include "../core/elem.h"
 #include "host.h"
 
 #define NB 8
@@ -32,17 +35,26 @@ static const int buckets[NB] = {0, 1, 2, 4, 8, 16, 32, 64 /* any: the generic ke
 
 typedef struct {
   int variant; /* -1: a gather */
-  int lut, narr, ty, by;
+  int lut_kind, narr, ty, by, tw;
   ndf__ks_geom g;
-  float *sig;
-  int *rad;
-  int *rt;    /* gather: per output tile, 3 radii */
-  int *tiles; /* scatter: the input tiles, grouped by bucket */
-  int count[NB], first[NB];
-  float *tab; /* the gathers' look-up table */
+  int64_t R;     /* the largest radius the plan may meet, clipped to the grids */
+  int64_t nt;    /* the scatter's input tiles; the gather's output tiles */
+  int64_t nit;   /* the gather's input tiles (index input) */
+  int bmax;      /* the scatter's last bucket that may hold tiles */
+  int count[NB]; /* bound maps: the scatter's tiles a bucket; -1: known on the device only */
+  float *sig;    /* the maps' float32 sigmas, then their scales */
+  int *rad;      /* their radii */
+  /* ~ the first bad value's index (0: none), on the device (at the head of tab) and pinned */
+  unsigned long long *bad, *h_bad;
+  int *tab;             /* bad (2 ints), then the tile tables: zeroed for each preparation */
+  int *it, *rt, *lists; /* in tab: input tiles' radii, output tiles' radii, bucket lists */
+  size_t tab_bytes;
+  double *h_maps, *d_maps; /* host operand maps: packed (pinned) and on the device */
+  float *table;            /* the gathers' look-up table */
   cudaArray_t arr;
   ndf__ks_lut L;
   size_t smem;
+  pthread_mutex_t lock; /* the buffers serve one call at a time */
 } state;
 
 static void geometry(const ndf__ksp *q, const ndf_array *in, const ndf_array *out,
@@ -60,6 +72,9 @@ static void geometry(const ndf__ksp *q, const ndf_array *in, const ndf_array *ou
   g->nmap = q->n * q->nsig;
   g->scaled = q->normalize;
 }
+
+/* The largest radius the problem may meet: the bound maps', else r_max, else unknown (-1). */
+static int64_t bound(const ndf__ksp *q) { return !q->operands ? q->R : q->r_max ? q->r_max : -1; }
 
 static int shape_built(int ty, int by) {
 #define NDF__SHAPE(t, b)                                                                           \
@@ -93,24 +108,26 @@ static int applicable_k(const ndf__problem *pb, const ndf_context *ctx, const ki
   if (nd > 3 || ndf_array_size(&pb->out) <= 0 || !shape_built(q->tile_rows, q->block_rows))
     return 0;
   if (k->variant >= 0) return q->index == NDF_KS_INPUT && !q->deterministic;
-  if (k->lut != NDF__KS_EXACT && (q->index != NDF_KS_INPUT || q->R > LUT_RMAX)) return 0;
+  const int64_t R = bound(q);
+  if (k->lut != NDF__KS_EXACT && (q->index != NDF_KS_INPUT || R < 0 || R > LUT_RMAX)) return 0;
   /* the launch grid: z over the slices (3-D), y over the tiles' rows */
   const int64_t m0 = nd == 3 ? pb->out.shape[0] : 1, m1 = nd >= 2 ? pb->out.shape[nd - 2] : 1;
   if (m0 > 65535 || (m1 + q->tile_rows - 1) / q->tile_rows > 65535) return 0;
   if (k->narr == 0 && k->lut != NDF__KS_LUT1D_SHARED) return 1;
-  if (k->narr > 0 && q->R > 32) return 0;
+  if (k->narr > 0 && (R < 0 || R > 32)) return 0;
   int most = 0;
   if (cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, ctx->place.device) !=
       cudaSuccess)
     return 0;
-  return gather_smem(pb, k, q->R) <= (size_t)most;
+  return gather_smem(pb, k, R < 0 ? 0 : R) <= (size_t)most;
 }
 
 static double taps(const ndf__problem *pb) {
   const ndf__ksp *q = pb->params;
+  const int64_t R = bound(q) < 0 ? 8 : bound(q); /* maps unknown: a guess */
   double t = 1;
   for (int d = 0; d < pb->in.ndim; d++)
-    t *= 2.0 * (double)(q->R < 1000000 ? q->R : 1000000) + 1;
+    t *= 2.0 * (double)(R < 1000000 ? R : 1000000) + 1;
   return t;
 }
 
@@ -133,14 +150,16 @@ static double cost_k(const ndf__problem *pb, const ndf_context *ctx, const kind 
 static void free_state(void *v) {
   state *s = v;
   if (!s) return;
-  cudaDeviceSynchronize();
   cudaFree(s->sig);
   cudaFree(s->rad);
-  cudaFree(s->rt);
-  cudaFree(s->tiles);
+  cudaFreeHost(s->h_bad);
   cudaFree(s->tab);
+  cudaFreeHost(s->h_maps);
+  cudaFree(s->d_maps);
+  cudaFree(s->table);
   if (s->L.tex) cudaDestroyTextureObject((cudaTextureObject_t)s->L.tex);
   if (s->arr) cudaFreeArray(s->arr);
+  pthread_mutex_destroy(&s->lock);
   free(s);
 }
 
@@ -162,46 +181,140 @@ static int scatter(int variant, int rm, int ty, int by, const float *in, float *
   return (int)cudaErrorInvalidValue;
 }
 
-static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
-  const state *s = p->state;
+/* A view of n float64 values, contiguous, of in's shape, on the device. */
+static ndf__view4 flat_view(const ndf_array *in) {
+  ndf_array a = ndf_array_contiguous(NDF_F64, in->ndim, in->shape, NULL);
+  return ndf__cuda_view4(&a);
+}
+
+/* Queues the preparation of the maps (nsig device views, or the plan's copy of host ones):
+ * their sigmas, scales and radii, the check, and the tile tables. */
+static int prepare(const ndf_plan *p, state *s, const ndf__ks_maps *M, cudaStream_t st) {
+  const ndf__ksp *q = p->pb.params;
+  const ndf__ks_geom *g = &s->g;
+  cudaError_t e = cudaMemsetAsync(s->tab, 0, s->tab_bytes, st); /* bad, then the tables */
+  if (e != cudaSuccess) return (int)e;
+  const int same_grid = q->extent == NDF_KS_SAME;
+  if (s->variant >= 0) {
+    int r = ndf__launch_ks_maps(M, g, s->sig, s->rad, s->bad, s->it, s->tw, s->ty, st);
+    return r ? r : ndf__launch_ks_bucket(s->it, s->nt, s->lists, st);
+  }
+  if (!g->index_output) {
+    int r = ndf__launch_ks_maps(M, g, s->sig, s->rad, s->bad, s->it, 32, s->ty, st);
+    return r ? r : ndf__launch_ks_spread(g, s->it, s->rt, s->ty, st);
+  }
+  if (same_grid) return ndf__launch_ks_maps(M, g, s->sig, s->rad, s->bad, s->rt, 32, s->ty, st);
+  int r = ndf__launch_ks_maps(M, g, s->sig, s->rad, s->bad, NULL, 32, s->ty, st);
+  return r ? r : ndf__launch_ks_out_tiles(g, s->rad, s->rt, s->ty, st);
+}
+
+/* The maps' description for prepare: ops (the execute's maps; NULL: the plan's bound maps, in
+ * d_maps), host ones packed into h_maps and copied to d_maps first. */
+static int maps_of(const ndf_plan *p, state *s, const ndf_array *ops, ndf__ks_maps *M,
+                   cudaStream_t st) {
+  const ndf__ksp *q = p->pb.params;
+  const int64_t n = q->n;
+  memset(M, 0, sizeof *M);
+  M->nsig = q->nsig;
+  M->normalize = q->normalize;
+  M->n = n;
+  M->r_max = q->r_max;
+  M->clip = s->R;
+  M->n_sigma = q->n_sigma;
+  cudaError_t e = cudaSuccess;
+  for (int m = 0; m < q->nsig && e == cudaSuccess; m++) {
+    const ndf_array *a = ops ? &ops[m] : NULL;
+    if (a && a->place.kind == NDF_PLACE_CUDA) {
+      M->data[m] = a->data;
+      M->dtype[m] = (int)a->dtype;
+      M->v[m] = ndf__cuda_view4(a);
+      continue;
+    }
+    if (a) {
+      double *h = s->h_maps + m * n;
+      const int T = p->ctx->threads;
+#pragma omp parallel for num_threads(T) schedule(static)
+      for (int64_t i = 0; i < n; i++)
+        h[i] = ndf__load(a->dtype, a->data, ndf__offset(a, i));
+      e = cudaMemcpyAsync(s->d_maps + m * n, h, (size_t)n * sizeof(double), cudaMemcpyHostToDevice,
+                          st);
+    }
+    M->data[m] = s->d_maps + m * n;
+    M->dtype[m] = NDF_F64;
+    M->v[m] = flat_view(&p->pb.in);
+  }
+  return (int)e;
+}
+
+/* The message for the bad value at flat index k of the maps (ops, or the bound ones). */
+static ndf_status bad_value(const ndf_plan *p, const ndf_array *ops, unsigned long long k) {
+  const ndf__ksp *q = p->pb.params;
+  const int m = (int)(k / (unsigned long long)q->n);
+  const int64_t i = (int64_t)(k % (unsigned long long)q->n);
+  double v = NAN;
+  if (ops && ops[m].place.kind == NDF_PLACE_CUDA) {
+    const size_t es = ndf_dtype_size(ops[m].dtype);
+    unsigned char buf[8];
+    if (cudaMemcpy(buf, (const char *)ops[m].data + ndf__offset(&ops[m], i) * (int64_t)es, es,
+                   cudaMemcpyDeviceToHost) == cudaSuccess)
+      v = ndf__load(ops[m].dtype, buf, 0);
+  } else if (ops) {
+    v = ndf__load(ops[m].dtype, ops[m].data, ndf__offset(&ops[m], i));
+  }
+  if (!(v >= 0) || !isfinite(v))
+    return ndf__fail(
+        p->ctx, NDF_EINVAL,
+        "ks: sigma[%d] at element %lld (C order) is %g; sigmas must be finite and >= 0", m,
+        (long long)i, v);
+  return ndf__fail(p->ctx, NDF_EINVAL,
+                   "ks: sigma[%d] at element %lld (C order) is %g, radius %lld, past r_max %lld", m,
+                   (long long)i, v, (long long)ndf__ks_radius(q->n_sigma, v), (long long)q->r_max);
+}
+
+static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *ops,
+                       ndf_array *out) {
+  const ndf__ksp *q = p->pb.params;
+  state *s = p->state;
   cudaStream_t st = (cudaStream_t)p->ctx->stream;
+  pthread_mutex_lock(&s->lock);
+  ndf__ks_maps M;
+  int e = 0;
+  if (q->operands) {
+    e = maps_of(p, s, ops, &M, st);
+    if (e == 0) e = prepare(p, s, &M, st);
+  }
   ndf__contig cg;
-  int e = ndf__cuda_contig_begin(&cg, in, 1, out, st);
-  float *dst = cg.dst[0];
-  const size_t bout = (size_t)ndf_array_size(out) * sizeof(float);
+  e = e ? e : ndf__cuda_contig_begin(&cg, in, 1, out, st);
+  const int begun = e == 0;
+  float *dst = begun ? cg.dst[0] : NULL;
+  const ndf__ks_geom *g = &s->g;
   if (e == 0 && s->variant < 0) {
-    e = ndf__launch_ks_gather(s->lut, s->narr, s->ty, s->by, cg.src, dst, s->sig, s->rad, &s->g,
+    e = ndf__launch_ks_gather(s->lut_kind, s->narr, s->ty, s->by, cg.src, dst, s->sig, s->rad, g,
                               s->rt, &s->L, s->smem, st);
   } else if (e == 0) {
-    e = (int)cudaMemsetAsync(dst, 0, bout, st);
-    for (int b = 0; b < NB && e == 0; b++)
-      e = scatter(s->variant, buckets[b], s->ty, s->by, cg.src, dst, s->sig, s->rad, &s->g,
-                  s->tiles + s->first[b], s->count[b], st);
+    e = ndf__launch_ks_zero(dst, ndf_array_size(out), s->bad, st);
+    for (int b = 0; b <= s->bmax && e == 0; b++) {
+      const int grid = s->count[b] >= 0 ? s->count[b] : (int)s->nt;
+      e = scatter(s->variant, buckets[b], s->ty, s->by, cg.src, dst, s->sig, s->rad, g,
+                  s->lists + b * (s->nt + 1), grid, st);
+    }
   }
-  e = ndf__cuda_contig_end(&cg, e, out, st);
-  return ndf__cuda_check(p->ctx, e, p->solver->name);
+  unsigned long long badk = 0;
+  if (q->operands && e == 0) { /* the check's verdict, before anything leaves the plan */
+    e = (int)cudaMemcpyAsync(s->h_bad, s->bad, sizeof *s->h_bad, cudaMemcpyDeviceToHost, st);
+    if (e == 0) e = (int)cudaStreamSynchronize(st);
+    if (e == 0) badk = *s->h_bad;
+  }
+  if (begun) e = ndf__cuda_contig_end(&cg, badk && e == 0 ? -1 : e, out, st);
+  ndf_status r = badk ? bad_value(p, ops, ~badk) : ndf__cuda_check(p->ctx, e, p->solver->name);
+  pthread_mutex_unlock(&s->lock);
+  return r;
 }
 
-static int64_t lmin(int64_t a, int64_t b) { return a < b ? a : b; }
-static int64_t lmax(int64_t a, int64_t b) { return a > b ? a : b; }
-
-/* Per tx x ty tile of a grid of shape e (3-D), the largest of val over the tile's elements
- * (3 per element: one per axis) into t (3 per tile). */
-static void tile_max(const int64_t e[3], const int *val, int tx, int ty, int *t) {
-  const int64_t ntx = (e[2] + tx - 1) / tx, nty = (e[1] + ty - 1) / ty;
-  for (int64_t z = 0; z < e[0]; z++)
-    for (int64_t y = 0; y < e[1]; y++)
-      for (int64_t x = 0; x < e[2]; x++) {
-        const int64_t i = (z * e[1] + y) * e[2] + x, ti = (z * nty + y / ty) * ntx + x / tx;
-        for (int a = 0; a < 3; a++)
-          if (val[3 * i + a] > t[3 * ti + a]) t[3 * ti + a] = val[3 * i + a];
-      }
-}
-
-/* The look-up table of s->lut on the device (and its texture): 1-D, erf(i h); 2-D, Eq. 4 at d
- * < nd and sigma j / sinv (float64, rounded once) for the maps' largest sigma smax. */
+/* The look-up table of s->lut_kind on the device (and its texture): 1-D, erf(i h); 2-D, Eq. 4 at d
+ * < nd and sigma j / sinv (float64, rounded once) for sigmas up to smax. */
 static int make_lut(state *s, double smax, int64_t rmax) {
-  const int one = s->lut <= NDF__KS_LUT1D_TEXTURE;
+  const int one = s->lut_kind <= NDF__KS_LUT1D_TEXTURE;
   ndf__ks_lut *L = &s->L;
   int w, h;
   if (one) {
@@ -230,10 +343,11 @@ static int make_lut(state *s, double smax, int64_t rmax) {
       t[(size_t)j * w + i] = (float)v;
     }
   const size_t bytes = (size_t)w * (size_t)h * sizeof *t;
-  cudaError_t e = cudaMalloc((void **)&s->tab, bytes);
-  if (e == cudaSuccess) e = cudaMemcpy(s->tab, t, bytes, cudaMemcpyHostToDevice);
-  L->tab = s->tab;
-  if (e == cudaSuccess && (s->lut == NDF__KS_LUT1D_TEXTURE || s->lut == NDF__KS_LUT2D_TEXTURE)) {
+  cudaError_t e = cudaMalloc((void **)&s->table, bytes);
+  if (e == cudaSuccess) e = cudaMemcpy(s->table, t, bytes, cudaMemcpyHostToDevice);
+  L->tab = s->table;
+  if (e == cudaSuccess &&
+      (s->lut_kind == NDF__KS_LUT1D_TEXTURE || s->lut_kind == NDF__KS_LUT2D_TEXTURE)) {
     const struct cudaChannelFormatDesc f =
         cudaCreateChannelDesc(32, 0, 0, 0, cudaChannelFormatKindFloat);
     e = cudaMallocArray(&s->arr, &f, (size_t)w, one ? 0 : (size_t)h, 0);
@@ -257,152 +371,105 @@ static int make_lut(state *s, double smax, int64_t rmax) {
   return (int)e;
 }
 
+static int64_t lmin(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t lmax(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* The bucket of radius r: the first of buckets[] at least r, the last past 32. */
+static int bucket_of(int64_t r) {
+  int b = 0;
+  while (b < NB - 1 && buckets[b] < r)
+    b++;
+  return b;
+}
+
 static ndf_status make_k(ndf_plan *p, const kind *k) {
   const ndf__ksp *q = p->pb.params;
   state *s = calloc(1, sizeof *s);
   if (!s) return ndf__fail(p->ctx, NDF_ENOMEM, "%s: out of host memory", p->solver->name);
+  pthread_mutex_init(&s->lock, NULL);
   p->state = s;
   p->exec = exec;
   p->free_state = free_state;
   s->variant = k->variant;
-  s->lut = k->lut;
+  s->lut_kind = k->lut;
   s->narr = k->narr;
   s->ty = q->tile_rows;
   s->by = q->block_rows;
-  const int ty = s->ty;
+  s->tw = k->variant == NDF__KS_QUAD ? 128 : 32;
   geometry(q, &p->pb.in, &p->pb.out, &s->g);
-  const ndf__ks_geom *g = &s->g;
-  const int64_t n = q->n, nm = n * q->nsig;
-  /* Radii, clipped to what the grid can hold; per element and axis for the tile bounds. */
-  int64_t clip = 0; /* and within int */
+  ndf__ks_geom *g = &s->g;
+  const int64_t n = q->n, nm = n * q->nsig, ty = s->ty;
+  /* Radii are clipped to what the grids can hold, and kept within int. */
+  int64_t clip = 0;
   for (int a = 0; a < 3; a++)
     clip = lmax(clip, g->m[a] + g->n[a]);
   clip = lmin(clip, (int64_t)1 << 30);
-  float *hs = malloc((size_t)(2 * nm) * sizeof *hs);
-  int *hr = malloc((size_t)nm * sizeof *hr), *per = malloc((size_t)(3 * n) * sizeof *per);
-  int *ht = NULL, *it = NULL, *bk = NULL, *pr = NULL; /* tile tables and scratch */
-  ndf_status rs = NDF_OK;
-  double smax = 0;
-  int64_t rmax = 0;
-  if (!hs || !hr || !per) goto oom;
-  for (int64_t i = 0; i < nm; i++) {
-    const double sg = q->sigma[i];
-    const int64_t r = ndf__ks_radius(q->n_sigma, sg);
-    hs[i] = (float)sg;
-    hs[nm + i] = q->normalize ? (float)ndf__ks_norm(q->n_sigma, sg) : 1.f;
-    hr[i] = (int)lmin(r, clip);
-    smax = sg > smax ? sg : smax;
-    rmax = lmax(rmax, hr[i]);
+  s->R = bound(q) < 0 ? clip : lmin(bound(q), clip);
+  const int64_t itx = (g->n[2] + s->tw - 1) / s->tw, ity = (g->n[1] + ty - 1) / ty;
+  const int64_t nit = itx * ity * g->n[0];
+  size_t tab = 0; /* ints */
+  if (k->variant >= 0) {
+    s->nt = nit;
+    tab = (size_t)(3 * nit + NB * (nit + 1));
+    s->bmax = bucket_of(s->R);
+  } else {
+    s->nt = (g->m[2] + 31) / 32 * ((g->m[1] + ty - 1) / ty) * g->m[0];
+    s->nit = g->index_output ? 0 : nit;
+    tab = (size_t)(3 * s->nt + 3 * s->nit);
+    s->smem = gather_smem(&p->pb, k, s->R);
   }
-  for (int64_t i = 0; i < n; i++)
-    for (int a = 0; a < 3; a++)
-      per[3 * i + a] = g->smap[a] < 0 ? 0 : hr[g->smap[a] * n + i];
-  int64_t nt = 0;
-  if (k->variant < 0) { /* per output tile */
-    const int64_t ntx = (g->m[2] + 31) / 32, nty = (g->m[1] + ty - 1) / ty;
-    nt = ntx * nty * g->m[0];
-    ht = calloc((size_t)(3 * nt), sizeof *ht);
-    if (!ht) goto oom;
-    if (g->index_output) { /* the radii at each output element's nearest input pixel */
-      pr = malloc((size_t)(3 * ndf_array_size(&p->pb.out)) * sizeof *pr);
-      if (!pr) goto oom;
-      for (int64_t z = 0; z < g->m[0]; z++)
-        for (int64_t y = 0; y < g->m[1]; y++)
-          for (int64_t x = 0; x < g->m[2]; x++) {
-            const int64_t c[3] = {lmin(lmax(z - g->off[0], 0), g->n[0] - 1),
-                                  lmin(lmax(y - g->off[1], 0), g->n[1] - 1),
-                                  lmin(lmax(x - g->off[2], 0), g->n[2] - 1)};
-            const int64_t i = (c[0] * g->n[1] + c[1]) * g->n[2] + c[2],
-                          o = (z * g->m[1] + y) * g->m[2] + x;
-            for (int a = 0; a < 3; a++)
-              pr[3 * o + a] = per[3 * i + a];
-          }
-      tile_max(g->m, pr, 32, ty, ht);
-    } else { /* input tiles' largest radii, spread over the output tiles they reach */
-      const int64_t itx = (g->n[2] + 31) / 32, ity = (g->n[1] + ty - 1) / ty;
-      it = calloc((size_t)(3 * itx * ity * g->n[0]), sizeof *it);
-      if (!it) goto oom;
-      tile_max(g->n, per, 32, ty, it);
-      for (int64_t z = 0; z < g->n[0]; z++)
-        for (int64_t by = 0; by < ity; by++)
-          for (int64_t bx = 0; bx < itx; bx++) {
-            const int *r = it + 3 * ((z * ity + by) * itx + bx);
-            /* output index range reached on each axis */
-            const int64_t z0 = lmax(0, z + g->off[0] - r[0]),
-                          z1 = lmin(g->m[0] - 1, z + g->off[0] + r[0]);
-            const int64_t y0 = lmax(0, by * ty + g->off[1] - r[1]),
-                          y1 = lmin(g->m[1] - 1, (by + 1) * ty - 1 + g->off[1] + r[1]);
-            const int64_t x0 = lmax(0, bx * 32 + g->off[2] - r[2]),
-                          x1 = lmin(g->m[2] - 1, (bx + 1) * 32 - 1 + g->off[2] + r[2]);
-            for (int64_t oz = z0; oz <= z1; oz++)
-              for (int64_t oy = y0 / ty; oy <= y1 / ty; oy++)
-                for (int64_t ox = x0 / 32; ox <= x1 / 32; ox++) {
-                  int *t = ht + 3 * ((oz * nty + oy) * ntx + ox);
-                  for (int a = 0; a < 3; a++)
-                    if (r[a] > t[a]) t[a] = r[a];
-                }
-          }
-    }
-    int64_t wr = 0; /* the widest window */
-    for (int64_t i = 0; i < 3 * nt; i++)
-      if (i % 3) wr = lmax(wr, ht[i]);
-    s->smem = gather_smem(&p->pb, k, wr);
-  } else { /* input tiles grouped by bucket */
-    const int tw = k->variant == NDF__KS_QUAD ? 128 : 32;
-    const int64_t itx = (g->n[2] + tw - 1) / tw, ity = (g->n[1] + ty - 1) / ty;
-    nt = itx * ity * g->n[0];
-    it = calloc((size_t)(3 * nt), sizeof *it);
-    bk = malloc((size_t)nt * sizeof *bk);
-    ht = malloc((size_t)(nt > 0 ? nt : 1) * sizeof *ht);
-    if (!it || !bk || !ht) goto oom;
-    tile_max(g->n, per, tw, ty, it);
-    for (int64_t t = 0; t < nt; t++) {
-      const int r = it[3 * t] > it[3 * t + 1] ? it[3 * t] : it[3 * t + 1];
-      const int rr = r > it[3 * t + 2] ? r : it[3 * t + 2];
-      int b = 0;
-      while (b < NB - 1 && buckets[b] < rr)
-        b++;
-      bk[t] = b;
-      s->count[b]++;
-    }
-    for (int b = 1; b < NB; b++)
-      s->first[b] = s->first[b - 1] + s->count[b - 1];
-    int fill[NB];
-    memcpy(fill, s->first, sizeof fill);
-    for (int64_t t = 0; t < nt; t++)
-      ht[fill[bk[t]]++] = (int)t;
-  }
+  s->tab_bytes = (tab + 2) * sizeof(int);
+  for (int b = 0; b < NB; b++)
+    s->count[b] = -1;
+  int any_host = !q->operands;
+  for (int m = 0; m < q->nsig && q->operands; m++)
+    any_host |= p->pb.ops[m].place.kind == NDF_PLACE_HOST;
   cudaError_t e = cudaSetDevice(p->ctx->place.device);
   size_t want = 0;
   if (e == cudaSuccess) e = cudaMalloc((void **)&s->sig, want = (size_t)(2 * nm) * sizeof(float));
   if (e == cudaSuccess) e = cudaMalloc((void **)&s->rad, want = (size_t)nm * sizeof(int));
-  int **dt = k->variant < 0 ? &s->rt : &s->tiles;
-  const size_t tb = (size_t)(k->variant < 0 ? 3 * nt : nt) * sizeof(int);
-  if (e == cudaSuccess) e = cudaMalloc((void **)dt, want = tb ? tb : sizeof(int));
-  if (e == cudaSuccess)
-    e = cudaMemcpy(s->sig, hs, (size_t)(2 * nm) * sizeof(float), cudaMemcpyHostToDevice);
-  if (e == cudaSuccess)
-    e = cudaMemcpy(s->rad, hr, (size_t)nm * sizeof(int), cudaMemcpyHostToDevice);
-  if (e == cudaSuccess && tb) e = cudaMemcpy(*dt, ht, tb, cudaMemcpyHostToDevice);
-  if (e == cudaSuccess && k->variant < 0 && k->lut != NDF__KS_EXACT)
-    e = (cudaError_t)make_lut(s, smax, rmax);
+  if (e == cudaSuccess) e = cudaMallocHost((void **)&s->h_bad, want = sizeof *s->h_bad);
+  if (e == cudaSuccess) e = cudaMalloc((void **)&s->tab, want = s->tab_bytes);
+  if (e == cudaSuccess && any_host)
+    e = cudaMalloc((void **)&s->d_maps, want = (size_t)nm * sizeof(double));
+  if (e == cudaSuccess && any_host && q->operands)
+    e = cudaMallocHost((void **)&s->h_maps, want = (size_t)nm * sizeof(double));
+  if (e == cudaSuccess) {
+    s->it = s->tab + 2;
+    s->rt = k->variant >= 0 ? NULL : s->it + 3 * s->nit;
+    s->lists = k->variant >= 0 ? s->it + 3 * nit : NULL;
+    s->bad = (unsigned long long *)s->tab;
+    g->bad = s->bad;
+  }
+  if (e == cudaSuccess && k->variant < 0 && k->lut != NDF__KS_EXACT) {
+    /* bound maps: their largest sigma; operands: the largest a radius up to r_max allows */
+    double smax = (double)s->R / q->n_sigma;
+    for (int64_t i = 0; i < nm && !q->operands; i++)
+      smax = i == 0 || q->sigma[i] > smax ? q->sigma[i] : smax;
+    e = (cudaError_t)make_lut(s, smax, s->R);
+  }
+  if (e == cudaSuccess && !q->operands) { /* bound maps: prepared once, here */
+    ndf__ks_maps M;
+    cudaStream_t st = (cudaStream_t)p->ctx->stream;
+    e = cudaMemcpy(s->d_maps, q->sigma, (size_t)nm * sizeof(double), cudaMemcpyHostToDevice);
+    if (e == cudaSuccess) e = (cudaError_t)maps_of(p, s, NULL, &M, st);
+    if (e == cudaSuccess) e = (cudaError_t)prepare(p, s, &M, st);
+    int counts[NB];
+    for (int b = 0; b < NB && e == cudaSuccess && k->variant >= 0; b++)
+      e = cudaMemcpyAsync(&counts[b], s->lists + b * (s->nt + 1), sizeof(int),
+                          cudaMemcpyDeviceToHost, st);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(st);
+    for (int b = 0; b < NB && e == cudaSuccess && k->variant >= 0; b++)
+      s->count[b] = counts[b];
+    if (e == cudaSuccess) {
+      cudaFree(s->d_maps);
+      s->d_maps = NULL;
+    }
+  }
   if (e == cudaErrorMemoryAllocation)
-    rs = ndf__fail(p->ctx, NDF_ENOMEM, "%s: out of device memory for %zu bytes", p->solver->name,
-                   want);
-  else
-    rs = ndf__cuda_check(p->ctx, e, p->solver->name);
-done:
-  free(hs);
-  free(hr);
-  free(per);
-  free(ht);
-  free(it);
-  free(bk);
-  free(pr);
-  return rs;
-oom:
-  rs = ndf__fail(p->ctx, NDF_ENOMEM, "%s: out of host memory", p->solver->name);
-  goto done;
+    return ndf__fail(p->ctx, NDF_ENOMEM, "%s: out of device memory for %zu bytes", p->solver->name,
+                     want);
+  return ndf__cuda_check(p->ctx, e, p->solver->name);
 }
 
 /* One solver: its kind, and its applicable, cost and make passing the kind on. */

@@ -3,10 +3,10 @@
 //
 // ks_gather<LUT, NARR, TYT, BY>: a block of 32 x BY threads makes a tile of 32 x TYT outputs
 // of one slice, each thread TYT / BY of them, BY rows apart. Each output sums its
-// neighbourhood, the loop bounds being the tile's largest radius per axis (rt, from the host);
-// a neighbour's own radius cuts its kernel (Eq. 2a: the neighbour's sigma; Eq. 2b, exact only:
-// the output's, the nearest input pixel's outside the input's grid). Each sum runs in a fixed
-// order: the results are bitwise repeatable.
+// neighbourhood, the loop bounds being the tile's largest radius per axis (rt, made on the device:
+// ks_prep_kernel.cu); a neighbour's own radius cuts its kernel (Eq. 2a: the neighbour's sigma; Eq.
+// 2b, exact only: the output's, the nearest input pixel's outside the input's grid). Each sum runs
+// in a fixed order: the results are bitwise repeatable.
 //  - LUT: how Eq. 4 is evaluated:
 //      EXACT: core/ks_weight.h (erf or a quadrature per weight), the reference's float32 twin;
 //      LUT1D_{GLOBAL,SHARED,TEXTURE}: erf tabulated on [0, 6] (ks_lut: n points, linear
@@ -68,6 +68,7 @@ __global__ void __launch_bounds__(TX *BY)
               const int *__restrict__ rad, ndf__ks_geom g, const int *__restrict__ rt,
               ndf__ks_lut L) {
   constexpr int PP = TYT / BY;
+  if (*g.bad != 0) return; // bad maps: the output stays as it was
   extern __shared__ float sm[];
   const int tx = threadIdx.x, ty = threadIdx.y, nt = TX * BY, tid = ty * TX + tx;
   const int64_t z = blockIdx.z, ox0 = (int64_t)blockIdx.x * TX, oy0 = (int64_t)blockIdx.y * TYT;

@@ -3,15 +3,15 @@
 // [z][y][x]. The gathers are in ks_gather_kernel.cu.
 //
 // Every kernel evaluates Eq. 4 in float32 by core/ks_weight.h, with the radius r of each pixel
-// and axis precomputed on the host in float64 (so the cut-off is the reference's exactly) and
-// normalize's scale from the host too. A pixel's weights along x (and y, for the radii held in
+// and axis precomputed in float64 (so the cut-off is the reference's exactly) and normalize's
+// scale likewise (ks_prep_kernel.cu). A pixel's weights along x (and y, for the radii held in
 // registers) come all at once from ndf__ks_weights, one erfcf each; where one sigma map serves
 // y and x, the y weights are the x weights.
 //
 // ks_scatter<RM, V, TYT, BY>: a block of 32 x BY threads takes a tile of 32 x TYT pixels of one
 // input slice (the paper's t_x = b_x = 32, t_y, b_y), each thread TYT / BY pixels, BY rows
 // apart. RM (0, 1, 2, 4, 8, 16, 32) bounds the radii of the tile's pixels (blocks are launched
-// grouped by it, from the host's lists; a pixel's own r still cuts its kernel). Each thread
+// grouped by it, from lists made on the device; a pixel's own r still cuts its kernel). Each thread
 // makes a pixel's 1-D kernels once and adds I * kz * ky * kx over its neighbourhood: into the
 // output directly with atomics (V = global atomics), or into a shared tile with a 2 RM halo,
 // one z offset at a time (the paper's split of 3-D into 2-D problems), then added to the output
@@ -62,6 +62,11 @@ struct tile_at {
     x0 = t % ntx * tw;
   }
 };
+
+// Whether the block has no tile of the list (its count first), or the maps were bad.
+__device__ __forceinline__ bool done(const ndf__ks_geom &g, const int *__restrict__ tiles) {
+  return (int)blockIdx.x >= tiles[0] || *g.bad != 0;
+}
 
 // A pixel's sigma, scale and radius on axis a (0, 1, 1 for none or an axis of length 1).
 struct pix {
@@ -129,7 +134,8 @@ __global__ void __launch_bounds__(TX *BY)
   constexpr int W = TX + 2 * RM, H = TYT + 2 * RM, PP = TYT / BY;
   __shared__ float acc[V == NDF__KS_GLOBAL_ATOMIC ? 1 : H * W];
   __shared__ int rb[3]; // shuffle: the block's largest radii
-  const tile_at t(g, tiles[blockIdx.x], TYT);
+  if (done(g, tiles)) return;
+  const tile_at t(g, tiles[1 + blockIdx.x], TYT);
   const int tx = threadIdx.x, ty = threadIdx.y;
   const int64_t x = t.x0 + tx;
   float im[PP];
@@ -243,7 +249,8 @@ __global__ void __launch_bounds__(256)
                    const int *__restrict__ rad, ndf__ks_geom g, const int *__restrict__ tiles,
                    int ty, int tw) {
   constexpr int C = 32;
-  const tile_at t(g, tiles[blockIdx.x], ty, tw);
+  if (done(g, tiles)) return;
+  const tile_at t(g, tiles[1 + blockIdx.x], ty, tw);
   for (int64_t i = threadIdx.y * TX + threadIdx.x; i < (int64_t)ty * tw; i += 256) {
     const int64_t x = t.x0 + i % tw, y = t.y0 + i / tw;
     if (x >= g.n[2] || y >= g.n[1]) continue;
@@ -292,7 +299,8 @@ __global__ void __launch_bounds__(TX *BY)
   constexpr int KY = RM <= 16 ? RM + 1 : 1; // y weights in registers up to radius 16
   extern __shared__ float4 acc[];           // H * W floats
   float *accf = reinterpret_cast<float *>(acc);
-  const tile_at t(g, tiles[blockIdx.x], TYT, TW);
+  if (done(g, tiles)) return;
+  const tile_at t(g, tiles[1 + blockIdx.x], TYT, TW);
   const int tx = threadIdx.x, ty = threadIdx.y;
   const int64_t x = t.x0 + 4 * tx;
   float im[PP][4];

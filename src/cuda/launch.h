@@ -116,7 +116,39 @@ typedef struct ndf__ks_geom {
   int smap[3];
   int index_output;
   int scaled; /* normalize: the scales are not all 1 */
+  /* The complement of the smallest flat index of a bad map value (0: none), on the device;
+   * the kernels do nothing where there is one, so that bad maps leave the output as it was. */
+  const unsigned long long *bad;
 } ndf__ks_geom;
+/* The sigma maps as ks_prep_kernel.cu reads them: nsig strided views (padded to 4-D) of dtype
+ * (ndf_dtype's values) on the device, n pixels each; radii past clip are clipped, and past
+ * r_max (> 0) are bad. */
+#define NDF_MAX_MAPS 4
+typedef struct ndf__ks_maps {
+  const void *data[NDF_MAX_MAPS];
+  int dtype[NDF_MAX_MAPS];
+  ndf__view4 v[NDF_MAX_MAPS];
+  int nsig, normalize;
+  int64_t n, r_max, clip;
+  double n_sigma;
+} ndf__ks_maps;
+/* The maps into sig (their float32 sigmas, then their scales: normalize's, else 1) and rad
+ * (radii), each bad value's flat index (map m's pixel i: m n + i) complemented into *bad by
+ * atomicMax (the caller zeroes it first: the smallest index wins); with tiles (zeroed by the
+ * caller), the largest radius per axis of each tw x ty input tile (tw 32 or 128, 3 ints a tile). */
+int ndf__launch_ks_maps(const ndf__ks_maps *M, const ndf__ks_geom *g, float *sig, int *rad,
+                        unsigned long long *bad, int *tiles, int tw, int ty, void *stream);
+/* The largest radii per 32 x ty output tile at each output pixel's nearest input pixel (index
+ * output); rt zeroed by the caller. */
+int ndf__launch_ks_out_tiles(const ndf__ks_geom *g, const int *rad, int *rt, int ty, void *stream);
+/* The 32 x ty input tiles' radii it spread over the output tiles their pixels reach (index
+ * input's gather); rt zeroed by the caller. */
+int ndf__launch_ks_spread(const ndf__ks_geom *g, const int *it, int *rt, int ty, void *stream);
+/* The nt input tiles of radii it into the scatters' lists, one a radius bucket (0, 1, 2, 4, 8,
+ * 16, 32, any): list b at lists + b (nt + 1), its count first (zeroed by the caller). */
+int ndf__launch_ks_bucket(const int *it, int64_t nt, int *lists, void *stream);
+/* out[0..n) = 0, unless *bad records a bad map value (is not 0). */
+int ndf__launch_ks_zero(float *out, int64_t n, const unsigned long long *bad, void *stream);
 enum {
   NDF__KS_GLOBAL_ATOMIC = 0,
   NDF__KS_SHARED_ATOMIC,
@@ -158,10 +190,12 @@ typedef struct ndf__ks_lut {
 int ndf__launch_ks_gather(int lut, int narr, int ty, int by, const float *in, float *out,
                           const float *sig, const int *rad, const ndf__ks_geom *g, const int *rt,
                           const ndf__ks_lut *L, size_t smem, void *stream);
-/* A scatter variant over the input tiles (32 x ty; 128 x ty for quad) listed in tiles (ids x
- * fastest, then y, then z), whose radii are all <= rm (0, 1, 2, 4, 8, 16 or 32; any other value:
- * the generic kernel for any radius), adding into out (zeroed by the caller). ks.c dispatches to
- * the function of the variant and shape, ndf__ks_scatter_<variant>_<ty>_<by> (ks_kernel.cu). */
+/* A scatter variant over the input tiles (32 x ty; 128 x ty for quad) listed in tiles (its
+ * count, then ids x fastest, then y, then z; blocks past the count return), on a grid of
+ * ntiles blocks (at least the count), whose radii are all <= rm (0, 1, 2, 4, 8, 16 or 32; any other
+ * value: the generic kernel for any radius), adding into out (zeroed by the caller). ks.c
+ * dispatches to the function of the variant and shape, ndf__ks_scatter_<variant>_<ty>_<by>
+ * (ks_kernel.cu). */
 #define NDF__KS_SCATTER_FN3(v, t, b) ndf__ks_scatter_##v##_##t##_##b
 #define NDF__KS_SCATTER_FN(v, t, b) NDF__KS_SCATTER_FN3(v, t, b)
 #define NDF__KS_SCATTER_DECL(v, t, b)                                                              \

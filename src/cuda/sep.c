@@ -87,7 +87,9 @@ static int pass(const ndf__sep *c, const state *s, const ndf_array *g, int k, co
                               ax->left, ax->mode, (float)c->cval, stream);
 }
 
-static ndf_status exec(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
+static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *ops,
+                       ndf_array *out) {
+  (void)ops;
   const ndf__sep *c = p->pb.params;
   const state *s = p->state;
   ndf_context *ctx = p->ctx;

@@ -172,7 +172,8 @@ static void unpack(const float *src, ndf_array *a, int threads) {
     ndf__store(a->dtype, a->data, ndf__offset(a, i), src[i]);
 }
 
-ndf_status ndf__cuda_execute(const ndf_plan *p, const ndf_array *in, ndf_array *out, int same) {
+ndf_status ndf__cuda_execute(const ndf_plan *p, const ndf_array *in, const ndf_array *ops,
+                             ndf_array *out, int same) {
   ndf_context *ctx = p->ctx;
   struct ndf__stage *s = p->stage;
   cudaStream_t st = (cudaStream_t)ctx->stream;
@@ -225,7 +226,7 @@ ndf_status ndf__cuda_execute(const ndf_plan *p, const ndf_array *in, ndf_array *
     r = cuda_fail(ctx, e, "staging the input", 0);
     goto done;
   }
-  r = q->exec(q, &din, dout);
+  r = q->exec(q, &din, ops, dout);
   if (r != NDF_OK) goto done;
   if (hout) {
     e = cudaMemcpyAsync(s->h_out, s->d_out, (size_t)(nel * nout) * sizeof(float),

@@ -22,27 +22,44 @@ double ndf__ks_norm(double n_sigma, double s) {
   return s > 0 ? 1 / erf((ceil(n_sigma * s) + 0.5) / (sqrt(2.0) * s)) : 1;
 }
 
-/* Checks the maps against in; *R: the largest radius. */
+/* Checks the maps against in: their number, descriptions and shapes; *operands: every map's
+ * data is NULL (they come with each execute), else all must be given and on the host, and
+ * their values are checked, *R being the largest radius (a pixel past r_max > 0 is an error). */
 static ndf_status check_maps(ndf_context *ctx, const ndf_array *in, const ndf_array *sigma,
-                             int nsig, double n_sigma, int64_t *R) {
+                             int nsig, double n_sigma, int64_t r_max, int64_t *R, int *operands) {
   if (!sigma) return ndf__fail(ctx, NDF_EINVAL, "ks: no sigma map");
   if (nsig != 1 && nsig != in->ndim)
     return ndf__fail(ctx, NDF_EINVAL,
                      "ks: %d sigma maps; give 1 (every axis) or %d (one per axis of in)", nsig,
                      in->ndim);
   *R = 0;
+  *operands = sigma[0].data == NULL;
   for (int m = 0; m < nsig; m++) {
     char what[32];
     snprintf(what, sizeof what, "sigma[%d]", m);
     ndf_status st = ndf__check_desc(ctx, &sigma[m], what);
     if (st != NDF_OK) return st;
-    if (sigma[m].place.kind != NDF_PLACE_HOST)
-      return ndf__fail(ctx, NDF_EINVAL, "ks: %s must be in host memory", what);
-    if (!sigma[m].data) return ndf__fail(ctx, NDF_EINVAL, "ks: %s: data is NULL", what);
     int same = sigma[m].ndim == in->ndim;
     for (int d = 0; same && d < in->ndim; d++)
       same = sigma[m].shape[d] == in->shape[d];
     if (!same) return ndf__fail(ctx, NDF_EINVAL, "ks: %s's shape differs from in's", what);
+    if ((sigma[m].data == NULL) != *operands)
+      return ndf__fail(ctx, NDF_EINVAL,
+                       "ks: sigma[0]'s data is %s but %s's is %s; give every map's data (the plan "
+                       "binds them) or none (they come with each execute)",
+                       *operands ? "NULL" : "given", what, *operands ? "given" : "NULL");
+    if (*operands) {
+      if (sigma[m].place.kind == NDF_PLACE_CUDA &&
+          (ctx->place.kind != NDF_PLACE_CUDA || sigma[m].place.device != ctx->place.device))
+        return ndf__fail(ctx, NDF_EINVAL, "ks: %s is on CUDA device %d but the context is on %s",
+                         what, sigma[m].place.device, ctx->device_name);
+      continue;
+    }
+    if (sigma[m].place.kind != NDF_PLACE_HOST)
+      return ndf__fail(ctx, NDF_EINVAL,
+                       "ks: %s is on a GPU: a plan binds host maps only; give the maps' "
+                       "descriptions (data NULL) and the maps to each execute (ndf_execute_n)",
+                       what);
     const int64_t n = ndf_array_size(in);
     for (int64_t i = 0; i < n; i++) {
       const double s = ndf__load(sigma[m].dtype, sigma[m].data, ndf__offset(&sigma[m], i));
@@ -51,6 +68,10 @@ static ndf_status check_maps(ndf_context *ctx, const ndf_array *in, const ndf_ar
                          "ks: %s at element %lld (C order) is %g; sigmas must be finite and >= 0",
                          what, (long long)i, s);
       const int64_t r = ndf__ks_radius(n_sigma, s);
+      if (r_max > 0 && r > r_max)
+        return ndf__fail(ctx, NDF_EINVAL,
+                         "ks: %s at element %lld (C order) is %g, radius %lld, past r_max %lld",
+                         what, (long long)i, s, (long long)r, (long long)r_max);
       if (r > *R) *R = r;
     }
   }
@@ -75,6 +96,9 @@ static ndf_status take(ndf_context *ctx, ndf_ks_opts *o, const ndf_ks_opts *opts
   if (o->output != NDF_KS_SAME && o->output != NDF_KS_FULL)
     return ndf__fail(ctx, NDF_EINVAL, "ks: unknown output %d (NDF_KS_SAME or NDF_KS_FULL)",
                      (int)o->output);
+  if (o->r_max < 0)
+    return ndf__fail(ctx, NDF_EINVAL, "ks: r_max %lld; it must be >= 0 (0: no bound)",
+                     (long long)o->r_max);
   if (o->tile_rows == 0) o->tile_rows = 8;
   if (o->block_rows == 0) o->block_rows = 8;
   const int ty = o->tile_rows, by = o->block_rows;
@@ -106,7 +130,12 @@ ndf_status ndf_ks_full_shape(ndf_context *ctx, const ndf_array *in, const ndf_ar
   if (st == NDF_OK) st = check_n_sigma(ctx, &n_sigma);
   if (st != NDF_OK) return st;
   int64_t r = 0;
-  st = check_maps(ctx, in, sigma, nsig, n_sigma, &r);
+  int operands = 0;
+  st = check_maps(ctx, in, sigma, nsig, n_sigma, 0, &r, &operands);
+  if (st == NDF_OK && operands)
+    st = ndf__fail(ctx, NDF_EINVAL,
+                   "ks_full_shape: the maps' data is NULL; with maps given at "
+                   "execute, the full output's margin is r_max");
   if (st == NDF_OK) st = full_shape(ctx, in, r, shape);
   if (st == NDF_OK && R) *R = r;
   return st;
@@ -122,8 +151,13 @@ ndf_status ndf_plan_ks(ndf_plan **plan, ndf_context *ctx, const ndf_array *in, c
   if (st == NDF_OK) st = ndf__check_desc(ctx, in, "in");
   if (st == NDF_OK) st = ndf__check_desc(ctx, out, "out");
   int64_t R = 0;
-  if (st == NDF_OK) st = check_maps(ctx, in, sigma, nsig, o.n_sigma, &R);
+  int operands = 0;
+  if (st == NDF_OK) st = check_maps(ctx, in, sigma, nsig, o.n_sigma, o.r_max, &R, &operands);
   if (st != NDF_OK) return st;
+  if (operands && o.output == NDF_KS_FULL && o.r_max == 0)
+    return ndf__fail(ctx, NDF_EINVAL,
+                     "ks: output 'full' with the maps given at execute needs r_max (the margin)");
+  if (operands) R = o.r_max;
   int64_t want[NDF_MAX_DIMS];
   if (o.output == NDF_KS_FULL) {
     st = full_shape(ctx, in, R, want);
@@ -143,7 +177,7 @@ ndf_status ndf_plan_ks(ndf_plan **plan, ndf_context *ctx, const ndf_array *in, c
                      o.output == NDF_KS_FULL ? "full" : "same");
   }
   const int64_t n = ndf_array_size(in);
-  const size_t sz = sizeof(ndf__ksp) + (size_t)(n * nsig) * sizeof(double);
+  const size_t sz = sizeof(ndf__ksp) + (operands ? 0 : (size_t)(n * nsig) * sizeof(double));
   ndf__ksp *k = malloc(sz);
   if (!k) return ndf__fail(ctx, NDF_ENOMEM, "ks: out of host memory for the sigma maps");
   k->index = o.index;
@@ -155,17 +189,46 @@ ndf_status ndf_plan_ks(ndf_plan **plan, ndf_context *ctx, const ndf_array *in, c
   k->nsig = nsig;
   k->n_sigma = o.n_sigma;
   k->R = R;
+  k->r_max = o.r_max;
   k->n = n;
-  for (int m = 0; m < nsig; m++)
+  k->operands = operands;
+  for (int m = 0; m < nsig && !operands; m++)
     for (int64_t i = 0; i < n; i++)
       k->sigma[m * n + i] = ndf__load(sigma[m].dtype, sigma[m].data, ndf__offset(&sigma[m], i));
   ndf__problem pb = ndf__problem_make(NDF__OP_KS, "ks", NULL, in, out, k, sz);
+  if (operands) {
+    pb.nops = nsig;
+    for (int m = 0; m < nsig; m++) {
+      pb.ops[m] = sigma[m];
+      pb.ops[m].data = NULL;
+    }
+  }
   return ndf__plan_create(plan, ctx, &pb, o.method);
 }
 
+/* The one-shot form binds host maps; maps on a GPU go to the plan as operands. */
 ndf_status ndf_ks(ndf_context *ctx, const ndf_array *in, ndf_array *out, const ndf_array *sigma,
                   int nsig, const ndf_ks_opts *opts) {
+  int gpu = 0;
+  for (int m = 0; sigma && m < nsig && m < NDF_MAX_DIMS; m++)
+    gpu |= sigma[m].place.kind == NDF_PLACE_CUDA;
+  if (!gpu) {
+    ndf_plan *p = NULL;
+    ndf_status st = ndf_plan_ks(&p, ctx, in, out, sigma, nsig, opts);
+    return ndf__run_once(st, &p, in, 1, out);
+  }
+  if (!in || !out || nsig < 1 || nsig > NDF_MAX_DIMS)
+    return ndf__fail(ctx, NDF_EINVAL, "ks: %d sigma maps", nsig);
+  ndf_array ins[1 + NDF_MAX_DIMS], desc[NDF_MAX_DIMS];
+  ins[0] = *in;
+  for (int m = 0; m < nsig; m++) {
+    ins[1 + m] = sigma[m];
+    desc[m] = sigma[m];
+    desc[m].data = NULL;
+  }
   ndf_plan *p = NULL;
-  ndf_status st = ndf_plan_ks(&p, ctx, in, out, sigma, nsig, opts);
-  return ndf__run_once(st, &p, in, 1, out);
+  ndf_status st = ndf_plan_ks(&p, ctx, in, out, desc, nsig, opts);
+  if (st == NDF_OK) st = ndf_execute_n(p, 1 + nsig, ins, 1, out);
+  ndf_plan_destroy(p);
+  return st;
 }
