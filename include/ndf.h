@@ -113,7 +113,10 @@ typedef struct ndf_context_opts {
   size_t struct_size; /* sizeof(ndf_context_opts) */
   /* NULL or "auto": the NDF_DEVICE environment variable if set, else the
    * first usable CUDA device, else the CPU. "cpu", "cuda" (first usable
-   * device) or "cuda:N" choose explicitly and fail if unavailable. */
+   * device) or "cuda:N" choose explicitly and fail if unavailable. A CUDA device
+   * that auto chose (no device asked, NDF_DEVICE unset) lets method auto run a CPU
+   * solver on host arrays where the cost models, with the transfers counted, say the
+   * CPU is faster (ndf_plan_solver tells); an explicit device never does. */
   const char *device;
   /* CPU threads; 0 takes NDF_THREADS (a positive integer, else NDF_EINVAL), else OpenMP's
    * default. More than NDF_MAX_THREADS, or 8 times the CPUs present, is clamped to that
@@ -190,6 +193,9 @@ NDF_API ndf_status ndf_execute_n(const ndf_plan *plan, int nin, const ndf_array 
 NDF_API void ndf_plan_destroy(ndf_plan *plan); /* NULL is a no-op */
 /* Name of the solver chosen, e.g. "cpu_direct". */
 NDF_API const char *ndf_plan_solver(const ndf_plan *plan);
+/* The planner's estimate of one execute, in seconds, host arrays' transfers included: a rough
+ * model (within a factor of a few), meant for choosing between devices. NaN for NULL. */
+NDF_API double ndf_plan_cost(const ndf_plan *plan);
 /* Name of the solver the plan's last execute ran: ndf_plan_solver's, or, for a plan of method
  * auto whose solver spreads NaN and Inf differently from scipy (an FFT, a recursive filter),
  * the exact solver it ran instead because the input held NaN or Inf (ndf_context_message then

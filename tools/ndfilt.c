@@ -559,6 +559,14 @@ static ndf_array filtered_view(const ndf_image *img) {
 
 /* A command's plan for one filter call on arrays described as in and out (data unused):
  * out is nf outputs of in's shape one after the other (a filter bank) when nf > 1. */
+/* With no device asked (and NDF_DEVICE unset) the tool plans on the CPU first and starts CUDA,
+ * which costs a few tenths of a second, only for work the CPU's plan estimates to take longer
+ * than CUDA_WORTH_S; the GPU's context (device auto) then plans again, the transfers counted. */
+#define CUDA_WORTH_S 0.3
+static int lazy_gpu;
+static ndf_context_opts gpu_opts;
+static ndf_context *gpu_ctx;
+
 typedef ndf_status (*plan_fn)(ndf_plan **p, ndf_context *ctx, const ndf_array *in,
                               const ndf_array *out, const void *args);
 
@@ -634,11 +642,22 @@ static int filter_to_shape(ndf_context *ctx, ndf_image *in, int ndim, const int6
   } else {
     step_begin("planning", NULL);
     st = f(&p, ctx, &a, &b, args);
+    const double est = st == NDF_OK ? ndf_plan_cost(p) * (split ? (double)in->a.shape[0] : 1) : 0;
+    if (st == NDF_OK && lazy_gpu && est > CUDA_WORTH_S) {
+      if (!gpu_ctx && ndf_context_create(&gpu_ctx, &gpu_opts) != NDF_OK) gpu_ctx = NULL;
+      ndf_plan *q = NULL;
+      if (gpu_ctx && ndf_context_place(gpu_ctx).kind == NDF_PLACE_CUDA &&
+          f(&q, gpu_ctx, &a, &b, args) == NDF_OK) {
+        ndf_plan_destroy(p);
+        p = q;
+        ctx = gpu_ctx;
+      }
+    }
     step_done();
     t_plan = now_s() - t0;
     if (verbose && st == NDF_OK)
-      fprintf(stderr, "ndfilt: planned %s on %s in %.1f ms\n", ndf_plan_solver(p),
-              ndf_context_device_name(ctx), 1e3 * t_plan);
+      fprintf(stderr, "ndfilt: planned %s on %s in %.1f ms (estimate %.3g s)\n", ndf_plan_solver(p),
+              ndf_context_device_name(ctx), 1e3 * t_plan, est);
     const int64_t n = split ? in->a.shape[0] : 1;
     const size_t sa = (size_t)ndf_array_size(&a) * ndf_dtype_size(a.dtype),
                  sb = (size_t)ndf_array_size(&b) * ndf_dtype_size(b.dtype) *
@@ -1408,7 +1427,15 @@ int main(int argc, char **argv) {
   if (!known) return usage_error("unknown command '%s'", cmd);
 
   ndf_context *ctx;
-  ndf_status st = ndf_context_create(&ctx, &co);
+  const char *env = getenv("NDF_DEVICE");
+  ndf_context_opts first = co;
+  if (!co.device && (!env || !*env || !strcmp(env, "auto")) && strcmp(cmd, "info") &&
+      strcmp(cmd, "demo") && strcmp(cmd, "bench")) {
+    lazy_gpu = 1;
+    gpu_opts = co;
+    first.device = "cpu";
+  }
+  ndf_status st = ndf_context_create(&ctx, &first);
   if (st != NDF_OK) {
     fprintf(stderr, "ndfilt: cannot create a context: %s\n", why[0] ? why : ndf_status_str(st));
     return st == NDF_EINVAL ? NDF_EXIT_USAGE : NDF_EXIT_FAIL;
@@ -1434,5 +1461,6 @@ int main(int argc, char **argv) {
   else
     rc = cmd_corr1d(ctx, argc - i, argv + i, !strcmp(cmd, "convolve1d"));
   ndf_context_destroy(ctx);
+  ndf_context_destroy(gpu_ctx);
   return rc;
 }

@@ -134,6 +134,7 @@ ndf_status ndf_context_create(ndf_context **out, const ndf_context_opts *opts) {
   }
   if (!dev) {
     if (pick_cuda(c, -1, 0) != NDF_OK) use_cpu(c);
+    c->auto_device = c->place.kind == NDF_PLACE_CUDA;
   } else {
     ndf_place_kind kind;
     int n;

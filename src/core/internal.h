@@ -36,6 +36,9 @@ typedef struct ndf__problem {
    * for such inputs, or a cval that is not finite): solvers whose finite_only says so are
    * not chosen, and a solver with an exact variant makes that one. */
   int exact;
+  /* 0: auto picks the place; else 1 + the ndf_place_kind the plan must run on (an exact twin
+   * runs where its primary does, on the arrays the primary staged or not) */
+  int pin;
   void *params;
   size_t params_size;
 } ndf__problem;
@@ -144,6 +147,9 @@ struct ndf_plan {
 
 struct ndf_context {
   ndf_place place;
+  /* The device came from "auto" (no device asked, NDF_DEVICE unset): method auto may run a CPU
+   * solver on host arrays where that beats the GPU with the transfers counted. */
+  int auto_device;
   int threads;
   size_t workspace_limit; /* 0: none */
   char device_name[160];
@@ -199,6 +205,8 @@ int ndf__host_nonfinite(const ndf_array *a, int threads);
 /* Bytes in count elements of elem bytes each; -1 if that overflows int64 or size_t. */
 int64_t ndf__bytes(int64_t count, size_t elem);
 #define NDF__MAX_SOLVERS 64 /* solvers.c checks the table against it */
+/* Seconds a CUDA plan of pb spends staging host arrays (0 where none are on the host). */
+double ndf__staging_cost(const ndf__problem *pb);
 /* The cheapest applicable solver's cost for pb on ctx's device; INFINITY if none applies. */
 double ndf__best_cost(const ndf_context *ctx, const ndf__problem *pb);
 extern const ndf__solver *const ndf__solvers[];

@@ -27,6 +27,28 @@ static ndf_status check_place(const ndf_context *ctx, const ndf_array *a, const 
   return NDF_OK;
 }
 
+/* Whether every array of pb lies in host memory: then auto may run a CPU solver on a CUDA
+ * context, where it is faster than the GPU with the transfers counted. */
+static int all_host(const ndf__problem *pb) {
+  int host = pb->in.place.kind == NDF_PLACE_HOST && pb->out.place.kind == NDF_PLACE_HOST;
+  for (int k = 0; k < pb->nops; k++)
+    host &= pb->ops[k].place.kind == NDF_PLACE_HOST;
+  return host;
+}
+
+/* ndf__staging_cost: a CUDA plan's host arrays go through its pinned buffers: the input
+ * packed and copied in, the outputs copied back and unpacked, the copies overlapping the packing.
+ * 15 GB/s over the bytes both ways and 30 us a call: the 64 MiB float32 volume's round trip took
+ * 9 ms besides the filtering on an H200 host (16 cores), the host's memory bandwidth and the
+ * output's first-touch page faults more than the link. */
+double ndf__staging_cost(const ndf__problem *pb) {
+  const int hin = pb->in.place.kind == NDF_PLACE_HOST, hout = pb->out.place.kind == NDF_PLACE_HOST;
+  if (!hin && !hout) return 0;
+  const double bytes = 4.0 * ((hin ? (double)ndf_array_size(&pb->in) : 0) +
+                              (hout ? (double)ndf_array_size(&pb->out) * (double)pb->nout : 0));
+  return 30e-6 + bytes / 15e9;
+}
+
 /* skip[i]: solver i ran out of memory making this plan; auto picks among the others. */
 static ndf_status choose(const ndf__solver **pick, ndf_context *ctx, const ndf__problem *pb,
                          const char *method, const char *skip) {
@@ -68,12 +90,16 @@ static ndf_status choose(const ndf__solver **pick, ndf_context *ctx, const ndf__
   }
   double best = 0;
   *pick = NULL;
+  const int host = ctx->auto_device && all_host(pb);
   for (int i = 0; i < ndf__nsolvers; i++) {
     const ndf__solver *s = ndf__solvers[i];
-    if (s->op != pb->op || s->place != ctx->place.kind || skip[i] || !s->applicable(pb, ctx) ||
+    const int here = pb->pin ? (int)s->place == pb->pin - 1
+                             : s->place == ctx->place.kind || (host && s->place == NDF_PLACE_HOST);
+    if (s->op != pb->op || !here || skip[i] || !s->applicable(pb, ctx) ||
         (pb->exact && s->finite_only && s->finite_only(pb)))
       continue;
     double c = s->cost(pb, ctx);
+    if (host && s->place == NDF_PLACE_CUDA) c += ndf__staging_cost(pb);
     if (!*pick || c < best) {
       *pick = s;
       best = c;
@@ -163,6 +189,7 @@ static ndf_status make_alt(ndf_plan *p, ndf__problem *alt_pb, int named) {
     memcpy(a.params, p->pb.params, p->pb.params_size);
   }
   a.exact = 1;
+  a.pin = 1 + (int)p->solver->place;
   char keep[sizeof ctx->msg];
   snprintf(keep, sizeof keep, "%s", ndf_context_message(ctx));
   ndf_status st = ndf__plan_make(&p->alt, ctx, &a, named ? p->solver->name : NULL, 1, NULL);
@@ -266,6 +293,12 @@ const char *ndf_plan_last_solver(const ndf_plan *p) {
 }
 
 const char *ndf_plan_solver(const ndf_plan *p) { return p ? p->solver->name : NULL; }
+
+double ndf_plan_cost(const ndf_plan *p) {
+  if (!p) return NAN;
+  const double c = p->solver->cost(&p->pb, p->ctx);
+  return p->solver->place == NDF_PLACE_CUDA ? c + ndf__staging_cost(&p->pb) : c;
+}
 
 static ndf_status check_exec_array(const ndf_plan *p, const ndf_array *a, const ndf_array *want,
                                    const char *what) {

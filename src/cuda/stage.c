@@ -5,10 +5,18 @@
 #include <string.h>
 
 #include <cuda_runtime_api.h>
+#include <omp.h>
 
 #include "../core/elem.h"
 #include "host.h"
 #include "ndf_cuda.h"
+
+/* Host arrays go through pinned buffers in chunks of CHUNK elements: the input is packed chunk
+ * by chunk (the cores in parallel) while the chunks before it are already on their way to the
+ * device, and the output comes back chunk by chunk, each unpacked while the next ones are still
+ * in flight (NEV chunks at a time, an event each). */
+#define CHUNK ((int64_t)1 << 20) /* 4 MiB of float32 */
+#define NEV 8
 
 /* Buffers a CUDA plan needs to turn the caller's arrays into device float32
  * arrays and back; which exist depends on the plan's places and dtypes. */
@@ -16,6 +24,7 @@ struct ndf__stage {
   float *h_in, *h_out;  /* pinned host, contiguous */
   float *d_in, *d_out;  /* device, contiguous */
   int *d_flag, *h_flag; /* a plan with an exact twin: "the input holds NaN or Inf" */
+  cudaEvent_t ev[NEV];  /* a host output's chunks landed */
   pthread_mutex_t lock; /* the buffers serve one call at a time */
 };
 
@@ -73,6 +82,8 @@ void ndf__cuda_stage_destroy(struct ndf__stage *s) {
   cudaFree(s->d_out);
   cudaFree(s->d_flag);
   cudaFreeHost(s->h_flag);
+  for (int k = 0; k < NEV; k++)
+    if (s->ev[k]) cudaEventDestroy(s->ev[k]);
   pthread_mutex_destroy(&s->lock);
   free(s);
 }
@@ -98,6 +109,8 @@ ndf_status ndf__cuda_stage_create(ndf_plan *p) {
   if (e == cudaSuccess && p->alt && !hin) e = cudaMalloc((void **)&s->d_flag, bytes = sizeof(int));
   if (e == cudaSuccess && p->alt && !hin)
     e = cudaMallocHost((void **)&s->h_flag, bytes = sizeof(int));
+  for (int k = 0; k < NEV && e == cudaSuccess && hout; k++)
+    e = cudaEventCreateWithFlags(&s->ev[k], cudaEventDisableTiming);
   return e == cudaSuccess ? NDF_OK : cuda_fail(p->ctx, e, what, bytes);
 }
 
@@ -119,23 +132,143 @@ static ndf_array dev_f32(const ndf_array *a, float *buf, int device) {
   return r;
 }
 
-/* a into dst as float32; with check, returns 1 if a value is NaN or infinite. */
-static int pack(const ndf_array *a, float *dst, int threads, int check) {
-  int64_t n = ndf_array_size(a);
-  int bad = 0;
-  if (!check) {
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t i = 0; i < n; i++)
-      dst[i] = (float)ndf__load(a->dtype, a->data, ndf__offset(a, i));
-    return 0;
+/* Element offsets of an array in C order from a start, advanced one element at a time (no
+ * division per element). */
+typedef struct {
+  int64_t idx[NDF_MAX_DIMS], off;
+} walker;
+
+static void walk_at(walker *w, const ndf_array *a, int64_t i) {
+  w->off = 0;
+  for (int d = a->ndim - 1; d >= 0; d--) {
+    w->idx[d] = i % a->shape[d];
+    i /= a->shape[d];
+    w->off += w->idx[d] * a->strides[d];
   }
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(| : bad)
-  for (int64_t i = 0; i < n; i++) {
-    const float v = (float)ndf__load(a->dtype, a->data, ndf__offset(a, i));
-    dst[i] = v;
-    bad |= !isfinite(v);
+}
+
+static inline void walk_next(walker *w, const ndf_array *a) {
+  for (int d = a->ndim - 1; d >= 0; d--) {
+    w->off += a->strides[d];
+    if (++w->idx[d] < a->shape[d]) return;
+    w->off -= a->strides[d] * a->shape[d];
+    w->idx[d] = 0;
+  }
+}
+
+static inline int f32_nonfinite(float v) {
+  uint32_t b;
+  memcpy(&b, &v, sizeof b);
+  return (b & 0x7f800000u) == 0x7f800000u;
+}
+
+/* Elements [i0, i1) of a into dst[i0..i1) as float32, the range split over threads; with
+ * check, returns 1 if one of them is NaN or infinite. */
+static int pack(const ndf_array *a, float *dst, int64_t i0, int64_t i1, int threads, int check) {
+  const int contig = ndf__is_contiguous(a), f32 = a->dtype == NDF_F32;
+  int bad = 0;
+#pragma omp parallel num_threads(threads) reduction(| : bad)
+  {
+    const int nt = omp_get_num_threads(), t = omp_get_thread_num();
+    const int64_t lo = i0 + (i1 - i0) * t / nt, hi = i0 + (i1 - i0) * (t + 1) / nt;
+    int b = 0;
+    if (contig && f32) {
+      const float *src = a->data;
+      if (!check) {
+        memcpy(dst + lo, src + lo, (size_t)(hi - lo) * sizeof *dst);
+      } else {
+        for (int64_t i = lo; i < hi; i++) {
+          dst[i] = src[i];
+          b |= f32_nonfinite(src[i]);
+        }
+      }
+    } else if (lo < hi) {
+      walker w;
+      walk_at(&w, a, lo);
+      for (int64_t i = lo; i < hi; i++, walk_next(&w, a)) {
+        const float v = (float)ndf__load(a->dtype, a->data, contig ? i : w.off);
+        dst[i] = v;
+        b |= check && f32_nonfinite(v);
+      }
+    }
+    bad |= b;
   }
   return bad;
+}
+
+/* src[i0..i1) into elements [i0, i1) of a, converted to its dtype, the range split over
+ * threads. */
+static void unpack(const float *src, ndf_array *a, int64_t i0, int64_t i1, int threads) {
+  const int contig = ndf__is_contiguous(a), f32 = a->dtype == NDF_F32;
+#pragma omp parallel num_threads(threads)
+  {
+    const int nt = omp_get_num_threads(), t = omp_get_thread_num();
+    const int64_t lo = i0 + (i1 - i0) * t / nt, hi = i0 + (i1 - i0) * (t + 1) / nt;
+    if (contig && f32) {
+      memcpy((float *)a->data + lo, src + lo, (size_t)(hi - lo) * sizeof *src);
+    } else if (lo < hi) {
+      walker w;
+      walk_at(&w, a, lo);
+      for (int64_t i = lo; i < hi; i++, walk_next(&w, a))
+        ndf__store(a->dtype, a->data, contig ? i : w.off, src[i]);
+    }
+  }
+}
+
+/* The host input packed into h_in and copied to d_in, chunk by chunk; returns 1 if check
+ * found a NaN or an infinity. */
+static int stage_in(struct ndf__stage *s, const ndf_array *in, int threads, int check,
+                    cudaStream_t st, cudaError_t *e) {
+  const int64_t n = ndf_array_size(in);
+  int bad = 0;
+  for (int64_t i0 = 0; i0 < n && *e == cudaSuccess; i0 += CHUNK) {
+    const int64_t i1 = i0 + CHUNK < n ? i0 + CHUNK : n;
+    bad |= pack(in, s->h_in, i0, i1, threads, check);
+    *e = cudaMemcpyAsync(s->d_in + i0, s->h_in + i0, (size_t)(i1 - i0) * sizeof(float),
+                         cudaMemcpyHostToDevice, st);
+  }
+  return bad;
+}
+
+/* Maps the pages of the host outputs in (each page written with its own value, so nothing
+ * changes) on every thread while the GPU works: a fresh array's first touch (the kernel zeroing
+ * each page) costs as much as the copy back, and would otherwise come during it. */
+static void prefault(ndf_array *out, int nout, int threads) {
+  for (int f = 0; f < nout; f++) {
+    if (!ndf__is_contiguous(&out[f])) continue;
+    const size_t es = ndf_dtype_size(out[f].dtype), page = 4096;
+    const int64_t nbytes = ndf_array_size(&out[f]) * (int64_t)es;
+    volatile unsigned char *b = out[f].data;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t i = 0; i < nbytes; i += (int64_t)page)
+      b[i] = b[i];
+  }
+}
+
+/* The nout outputs (one after the other in d_out) back into out[], chunk by chunk: up to NEV
+ * chunks in flight, each unpacked once its event says it has landed in h_out. */
+static cudaError_t stage_out(struct ndf__stage *s, ndf_array *out, int nout, int threads,
+                             cudaStream_t st) {
+  const int64_t nel = ndf_array_size(out), per = (nel + CHUNK - 1) / CHUNK, nc = per * nout;
+  cudaError_t e = cudaSuccess;
+  int64_t issued = 0, done = 0;
+  while (done < nc && e == cudaSuccess) {
+    for (; issued < nc && issued - done < NEV && e == cudaSuccess; issued++) {
+      const int64_t f = issued / per, i0 = issued % per * CHUNK;
+      const int64_t i1 = i0 + CHUNK < nel ? i0 + CHUNK : nel;
+      e = cudaMemcpyAsync(s->h_out + f * nel + i0, s->d_out + f * nel + i0,
+                          (size_t)(i1 - i0) * sizeof(float), cudaMemcpyDeviceToHost, st);
+      if (e == cudaSuccess) e = cudaEventRecord(s->ev[issued % NEV], st);
+    }
+    if (e == cudaSuccess) e = cudaEventSynchronize(s->ev[done % NEV]);
+    if (e != cudaSuccess) break;
+    const int64_t f = done / per, i0 = done % per * CHUNK;
+    const int64_t i1 = i0 + CHUNK < nel ? i0 + CHUNK : nel;
+    unpack(s->h_out + f * nel, &out[f], i0, i1, threads);
+    done++;
+  }
+  if (e != cudaSuccess) cudaStreamSynchronize(st); /* nothing left writing h_out */
+  return e;
 }
 
 /* The device check, the stage lock held. */
@@ -165,13 +298,6 @@ ndf_status ndf__cuda_nonfinite(const ndf_plan *p, const ndf_array *a, int *bad) 
   return r;
 }
 
-static void unpack(const float *src, ndf_array *a, int threads) {
-  int64_t n = ndf_array_size(a);
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t i = 0; i < n; i++)
-    ndf__store(a->dtype, a->data, ndf__offset(a, i), src[i]);
-}
-
 ndf_status ndf__cuda_execute(const ndf_plan *p, const ndf_array *in, const ndf_array *ops,
                              ndf_array *out, int same) {
   ndf_context *ctx = p->ctx;
@@ -191,14 +317,13 @@ ndf_status ndf__cuda_execute(const ndf_plan *p, const ndf_array *in, const ndf_a
    * checked while it is packed, a device one by a reduction before anything else. */
   int bad = 0;
   if (hin)
-    bad = pack(in, s->h_in, T, p->alt != NULL);
+    bad = stage_in(s, in, T, p->alt != NULL, st, &e);
   else if (p->alt && (r = device_nonfinite(p, in, &bad)) != NDF_OK)
     goto done;
   const ndf_plan *q = bad ? p->alt : p;
   ndf__note_alt(p, bad);
   const int inplace_dev = same && !hin && !(q->in_place && in->dtype == NDF_F32);
   if (hin) {
-    e = cudaMemcpyAsync(s->d_in, s->h_in, bin, cudaMemcpyHostToDevice, st);
     din = dev_f32(in, s->d_in, dev);
   } else if (inplace_dev || in->dtype != NDF_F32) {
     float *buf = s->d_in;
@@ -229,12 +354,8 @@ ndf_status ndf__cuda_execute(const ndf_plan *p, const ndf_array *in, const ndf_a
   r = q->exec(q, &din, ops, dout);
   if (r != NDF_OK) goto done;
   if (hout) {
-    e = cudaMemcpyAsync(s->h_out, s->d_out, (size_t)(nel * nout) * sizeof(float),
-                        cudaMemcpyDeviceToHost, st);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(st);
-    if (e == cudaSuccess)
-      for (int f = 0; f < nout; f++)
-        unpack(s->h_out + f * nel, &out[f], T);
+    prefault(out, nout, T);
+    e = stage_out(s, out, nout, T, st);
   } else if (out->dtype != NDF_F32) {
     for (int f = 0; f < nout && e == cudaSuccess; f++)
       e = (cudaError_t)ndf__launch_from_f32(s->d_out + f * nel, out[f].data, out[f].dtype,
