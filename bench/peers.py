@@ -142,7 +142,7 @@ def bench_correlate1d(ceil, quick):
                                                    output=out_cx)
                 row["gpu_peers"], row["cpu"] = ["cupyx.scipy.ndimage"], []
                 row["ms"]["ndfilt"] = gpu_ms(nd_fn, xs)
-                row["solver"] = "cuda_direct"
+                row["solver"] = "cuda_corr1d"
                 row["ms"]["cupyx.scipy.ndimage"] = gpu_ms(cx_fn, xs)
                 nd_fn(xs[0])
                 cx_fn(xs[0])

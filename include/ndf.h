@@ -220,7 +220,9 @@ NDF_API const char *ndf_solver_name(int i, const char **operation);
  * means scipy's defaults: mode reflect, cval 0, origin 0, method auto. */
 typedef struct ndf_correlate1d_opts {
   size_t struct_size; /* sizeof(ndf_correlate1d_opts) */
-  const char *method; /* NULL or "auto", or a solver name: "cpu_direct", "cuda_direct" */
+  /* NULL or "auto", or a solver name: "cpu_corr1d", "cuda_corr1d" (their former names
+   * "cpu_direct", "cuda_direct" still work) */
+  const char *method;
   ndf_mode mode;
   double cval; /* value outside the array for NDF_MODE_CONSTANT */
   int origin;  /* -(n/2) <= origin <= (n-1)/2 for n weights */
@@ -257,7 +259,7 @@ NDF_API ndf_status ndf_convolve1d(ndf_context *ctx, const ndf_array *in, ndf_arr
 typedef struct ndf_sepfilter_opts {
   size_t struct_size; /* sizeof(ndf_sepfilter_opts) */
   /* NULL or "auto", or a solver name: "cpu_sep", "cuda_sep", or the plain
-   * one-axis solvers "cpu_direct", "cuda_direct". */
+   * one-axis solvers "cpu_corr1d", "cuda_corr1d" (formerly "cpu_direct", "cuda_direct"). */
   const char *method;
   int convolve;                /* nonzero: convolve1d semantics on every axis */
   ndf_mode mode[NDF_MAX_DIMS]; /* per axis */

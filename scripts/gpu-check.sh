@@ -6,7 +6,7 @@
 # the step logs (logs.txt), and each benchmark family's results in $OUT/<family>/, laid out as
 # bench/results/<family>/ is: to make a run's results the current ones, copy $OUT/<family>/ over
 # bench/results/<family>/ and run `python3 bench/report.py`, which writes BENCHMARKS.md.
-# GPU_CHECK_PARTS (comma-separated: tests, sanitize, bench, profile, conv, iir, ks) splits it into
+# GPU_CHECK_PARTS (comma-separated: tests, sanitize, bench, user, profile, conv, iir, ks) splits it into
 # calls under the device's 10-minute limit; the default runs tests, sanitize and bench.
 #   bench    the separable family (bench/peers.py) into $OUT/sep/: sep.json, sep.md,
 #            correlate1d.png, gaussian.png.
@@ -19,6 +19,9 @@
 #            shape, the peer gather, the CPU twin; about 7 minutes) into $OUT/ks/: ks.json, ks.md
 #            and bench/ks_plots.py's fig2_gather.png, fig3_scatter.png, fig6_groups.png. The
 #            build has every ks tile shape (NDF_KS_ALL_SHAPES) and the ks tests draw random shapes.
+#   user     the user paths (bench/user_paths.py: ks with a new CuPy sigma map each call against a
+#            naive gather, numpy Gaussians through the GPU, the CPU and cupyx, the CLI as a
+#            process; about 2 minutes) into $OUT/user/: user.json, user.md.
 #   profile  Nsight Compute metrics of the separable and non-separable (direct, FFT) kernels
 #            (bench/ncu.py) into $OUT/ncu/: ncu.json, ncu.md.
 set -u
@@ -89,7 +92,7 @@ fi
 # The CUDA suites once more in the open, for their figures (ctest hides passing output).
 : >"$LOG/cuda-tests.log"
 for run in sep:separable:auto sep:separable:cuda_sep sep:separable:cuda_sep_fused \
-           sep:separable:cuda_direct conv:correlate:auto conv:correlate:cuda_direct \
+           sep:separable:cuda_corr1d conv:correlate:auto conv:correlate:cuda_direct \
            conv:correlate:cuda_fft iir:recursive:auto ks:ks:auto nonfinite:nonfinite:auto \
            $(for v in $KS_EXACT; do echo ks:ks:cuda_ks_$v; done); do
   IFS=: read -r suite what m <<<"$run"
@@ -123,6 +126,8 @@ if [ -n "$SAN" ]; then
         "$B/tests/test_iir" cuda &&
       NDF_TEST_CASES=24 "$SAN" --tool $tool $extra --error-exitcode 99 \
         "$B/tests/test_nonfinite" cuda &&
+      NDF_TEST_CASES=2 "$SAN" --tool $tool $extra --error-exitcode 99 \
+        "$B/tests/test_stage" cuda &&
       (for ks in $KS_SAN; do
          NDF_TEST_CASES=8 NDF_TEST_TOL=1e-3 "$SAN" --tool $tool $extra --error-exitcode 99 \
            "$B/tests/test_ks" cuda cuda_ks_$ks || exit $?
@@ -155,6 +160,16 @@ else
   row benchmark FAIL "see bench.log"; tail -20 "$LOG/bench.log"
 fi
 fi # bench
+
+if want user; then
+# What users call, as they call it, beside their alternatives (bench/user_paths.py).
+if NDF_COMMIT=$COMMIT NDFILT_LIBRARY="$PWD/$B/libndfilt.so" PYTHONUNBUFFERED=1 \
+     python3 bench/user_paths.py --out "$OUT/user" --cli "$B/ndfilt" >"$LOG/user.log" 2>&1; then
+  row "user paths" ok "$(grep -E '^ks \(512, 512\) r8|^gaussian|^cli' "$LOG/user.log" | tr '\n' ' ' | cut -c1-200)"
+else
+  row "user paths" FAIL "see user.log"; tail -20 "$LOG/user.log"
+fi
+fi # user
 
 if want conv; then
 # Non-separable convolution and FFT filtering vs cupyx / torch (bench/conv.py, standalone: it

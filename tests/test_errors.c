@@ -94,6 +94,15 @@ int main(void) {
       have |= !strcmp(ndf_solver_name(i, NULL), "cuda_direct");
     expect(have ? NDF_EUNSUPPORTED : NDF_EINVAL, &in, &out, w, 3, 0, &o, "CUDA method on CPU");
   }
+  /* the one-axis solvers' former names, "cpu_direct" and the kind "direct", still plan them */
+  for (int k = 0; k < 2; k++) {
+    o.method = k ? "direct" : "cpu_direct";
+    ndf_plan *q = NULL;
+    CHECK(ndf_plan_correlate1d(&q, ctx, &in, &out, w, 3, 0, &o) == NDF_OK && q &&
+              !strcmp(ndf_plan_solver(q), "cpu_corr1d"),
+          "method %s: %s", o.method, q ? ndf_plan_solver(q) : ndf_context_message(ctx));
+    ndf_plan_destroy(q);
+  }
   o.method = NULL;
   o.struct_size = 8;
   expect(NDF_EINVAL, &in, &out, w, 3, 0, &o, "struct_size too small");
@@ -154,7 +163,7 @@ int main(void) {
   ndf_plan_destroy(NULL);
   CHECK(ndf_execute(NULL, &in, &out) == NDF_EINVAL, "NULL plan");
   CHECK(ndf_plan_correlate1d(&p, ctx, &in, &out, w, 3, 1, &o) == NDF_OK, "plan");
-  CHECK(!strcmp(ndf_plan_solver(p), "cpu_direct"), "solver %s", ndf_plan_solver(p));
+  CHECK(!strcmp(ndf_plan_solver(p), "cpu_corr1d"), "solver %s", ndf_plan_solver(p));
   b.dtype = NDF_F64;
   CHECK(ndf_execute(p, &in, &b) == NDF_EINVAL, "dtype differs from plan");
   b = out;

@@ -305,7 +305,7 @@ int main(int argc, char **argv) {
         int axes = 0;
         for (int d = 0; d < c.nd; d++)
           axes += c.k[d] > 0;
-        if (strstr(sep[i], "direct") && axes != 1) continue;
+        if (strstr(sep[i], "corr1d") && axes != 1) continue;
         if (strstr(sep[i], "fused") && c.nd < 2) continue;
         run_case(ctx, sep[i], &c, &r);
       }

@@ -1,7 +1,7 @@
 /* test_sep.c - separable solvers (correlate1d/convolve1d, sepfilter, gaussian) against the
  * float64 reference, on random shapes, kernels, modes, dtypes, strides and places.
  * usage: test_sep cpu|cuda [method]  (exit 77 = skipped: no usable device)
- * A one-axis method (cpu_direct, cuda_direct) gets one-axis cases only. */
+ * A one-axis method (cpu_corr1d, cuda_corr1d) gets one-axis cases only. */
 #include "common.h"
 #include "golden_scipy.h"
 #include "ref/ref.h"
@@ -208,7 +208,7 @@ int main(int argc, char **argv) {
   const char *dev = argc > 1 ? argv[1] : "cpu";
   const char *method = argc > 2 ? argv[2] : NULL;
   const int cuda = !strcmp(dev, "cuda");
-  const int one_axis = method && strstr(method, "direct");
+  const int one_axis = method && (strstr(method, "corr1d") || strstr(method, "direct"));
   ndf_context *ctx;
   const int rc = t_open(&ctx, dev);
   if (rc) return rc;

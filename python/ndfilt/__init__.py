@@ -491,7 +491,8 @@ def correlate1d(input, weights, axis=-1, output=None, mode="reflect", cval=0.0, 
     dtype uint8/uint16/int16/float32/float64 (float64 is accepted and computed
     in float32). output: None (same dtype as input), a dtype, or an array of the
     input's kind and shape written in place. mode: 'reflect', 'constant',
-    'nearest', 'mirror', 'wrap'. method: 'auto', 'cpu_direct' or 'cuda_direct'.
+    'nearest', 'mirror', 'wrap'. method: 'auto', 'cpu_corr1d' or 'cuda_corr1d' (the former
+    names 'cpu_direct', 'cuda_direct' still work).
     """
     return _filter1d(False, input, weights, axis, output, mode, cval, origin, method)
 
@@ -515,7 +516,7 @@ def sepfilter(input, weights, output=None, mode="reflect", cval=0.0, origin=0, *
     not filtered); kernels may be odd or even and longer than their axis.
     mode, origin: a scalar or one per axis. With no filtered axis the result is
     a copy. method: 'auto' or a solver name ('cpu_sep', 'cuda_sep', and for one
-    filtered axis 'cpu_direct', 'cuda_direct'). Arrays as correlate1d.
+    filtered axis 'cpu_corr1d', 'cuda_corr1d'). Arrays as correlate1d.
     """
     src, dst, back, output_arg = _inputs(input, output)
     nd = src.desc.ndim

@@ -112,13 +112,16 @@ typedef ndf_status (*ndf__exec_fn)(const struct ndf_plan *p, const ndf_array *in
 
 /* A solver: one way to compute an operation. `place` says which arrays its
  * exec receives: host arrays of any dtype (NDF_PLACE_HOST), or device float32
- * arrays on the context's device (NDF_PLACE_CUDA; the planner stages). */
+ * arrays on the context's device (NDF_PLACE_CUDA; the planner stages). A family of
+ * solvers shares its functions, each entry's `arg` telling them which member they are
+ * (applicable and cost get the entry as self, make as p->solver). */
 typedef struct ndf__solver {
   const char *name;
   ndf__op op;
   ndf_place_kind place;
-  int (*applicable)(const ndf__problem *pb, const ndf_context *ctx);
-  double (*cost)(const ndf__problem *pb, const ndf_context *ctx); /* ~ seconds */
+  int (*applicable)(const struct ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx);
+  /* ~ seconds */
+  double (*cost)(const struct ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx);
   /* Sets p->state, p->exec and p->free_state (and p->in_place). */
   ndf_status (*make)(struct ndf_plan *p);
   /* NULL, or 1 where the solver's result on pb differs from scipy's in where NaN and Inf in
@@ -126,6 +129,7 @@ typedef struct ndf__solver {
    * path that multiplies the zero weights scipy skips): auto then pairs the plan with an
    * exact one (ndf_plan.alt), run instead on inputs that hold them. */
   int (*finite_only)(const ndf__problem *pb);
+  const void *arg; /* the family member's parameters, or NULL */
 } ndf__solver;
 
 struct ndf__stage; /* CUDA staging buffers, src/cuda/stage.c */
@@ -204,47 +208,18 @@ int ndf__always_finite_only(const ndf__problem *pb);
 int ndf__host_nonfinite(const ndf_array *a, int threads);
 /* Bytes in count elements of elem bytes each; -1 if that overflows int64 or size_t. */
 int64_t ndf__bytes(int64_t count, size_t elem);
-#define NDF__MAX_SOLVERS 64 /* solvers.c checks the table against it */
-/* Seconds a CUDA plan of pb spends staging host arrays (0 where none are on the host). */
-double ndf__staging_cost(const ndf__problem *pb);
+#define NDF__MAX_SOLVERS 64 /* the planner's table (solvers.c) holds at most these */
 /* The cheapest applicable solver's cost for pb on ctx's device; INFINITY if none applies. */
 double ndf__best_cost(const ndf_context *ctx, const ndf__problem *pb);
-extern const ndf__solver *const ndf__solvers[];
-extern const int ndf__nsolvers;
-const char *ndf__op_name(ndf__op op);
-
-/* Solvers (one file each). */
-extern const ndf__solver ndf__cpu_corr1d_direct, ndf__cpu_sep, ndf__cpu_corr_direct, ndf__cpu_iir,
-    ndf__cpu_ks;
-#ifdef NDF_HAVE_FFTW
-extern const ndf__solver ndf__cpu_corr_fft;
-#endif
+/* The planner's table: every backend's solvers, in their registration order; *n its length. */
+const ndf__solver *const *ndf__solver_table(int *n);
+/* A backend's registration (cpu/backend.c, cuda/backend.c): its solvers into t, at most cap of
+ * them; returns how many it has (more than cap: the table is too short). */
+int ndf__cpu_register(const ndf__solver **t, int cap);
 #ifdef NDF_HAVE_CUDA
-extern const ndf__solver ndf__cuda_corr1d_direct, ndf__cuda_sep, ndf__cuda_sep_fused,
-    ndf__cuda_corr_direct, ndf__cuda_corr_fft, ndf__cuda_iir;
-/* The kernel-superposition solvers (src/cuda/ks.c): X(name, scatter variant or -1, the
- * gather's look-up table (launch.h's NDF__KS_EXACT = 0, LUT1D_GLOBAL, LUT1D_SHARED,
- * LUT1D_TEXTURE, LUT2D_GLOBAL, LUT2D_TEXTURE), its shared arrays), in the planner's order. */
-#define NDF__KS_GATHERS(X, lut, l)                                                                 \
-  X(cuda_ks_##lut, -1, l, 0) X(cuda_ks_##lut##_smem1, -1, l, 1) X(cuda_ks_##lut##_smem2, -1, l, 2)
-#define NDF__CUDA_KS_SOLVERS(X)                                                                    \
-  X(cuda_ks_scatter_quad, 6, 0, 0)                                                                 \
-  X(cuda_ks_scatter_shuffle, 5, 0, 0)                                                              \
-  X(cuda_ks_scatter_warpsync, 4, 0, 0)                                                             \
-  X(cuda_ks_scatter_threadfence, 3, 0, 0)                                                          \
-  X(cuda_ks_scatter_sync, 2, 0, 0)                                                                 \
-  X(cuda_ks_scatter_shared_atomic, 1, 0, 0)                                                        \
-  X(cuda_ks_scatter_global_atomic, 0, 0, 0)                                                        \
-  NDF__KS_GATHERS(X, gather, 0)                                                                    \
-  NDF__KS_GATHERS(X, approx_gather_lut1d_global, 1)                                                \
-  NDF__KS_GATHERS(X, approx_gather_lut1d_shared, 2)                                                \
-  NDF__KS_GATHERS(X, approx_gather_lut1d_texture, 3)                                               \
-  NDF__KS_GATHERS(X, approx_gather_lut2d_global, 4)                                                \
-  NDF__KS_GATHERS(X, approx_gather_lut2d_texture, 5)
-#define NDF__KS_DECLARE(name, v, l, a) extern const ndf__solver ndf__##name;
-NDF__CUDA_KS_SOLVERS(NDF__KS_DECLARE)
-#undef NDF__KS_DECLARE
+int ndf__cuda_register(const ndf__solver **t, int cap);
 #endif
+const char *ndf__op_name(ndf__op op);
 
 /* CUDA glue (src/cuda), all NULL-safe; only in CUDA builds. */
 #ifdef NDF_HAVE_CUDA

@@ -12,9 +12,11 @@ static const char *const op_names[NDF__OP_COUNT] = {"sepfilter", "correlate", "i
 const char *ndf__op_name(ndf__op op) { return op < NDF__OP_COUNT ? op_names[op] : "?"; }
 
 const char *ndf_solver_name(int i, const char **operation) {
-  if (i < 0 || i >= ndf__nsolvers) return NULL;
-  if (operation) *operation = ndf__op_name(ndf__solvers[i]->op);
-  return ndf__solvers[i]->name;
+  int n;
+  const ndf__solver *const *t = ndf__solver_table(&n);
+  if (i < 0 || i >= n) return NULL;
+  if (operation) *operation = ndf__op_name(t[i]->op);
+  return t[i]->name;
 }
 
 static const char *place_word(ndf_place_kind k) { return k == NDF_PLACE_CUDA ? "CUDA" : "CPU"; }
@@ -53,19 +55,21 @@ double ndf__staging_cost(const ndf__problem *pb) {
 static ndf_status choose(const ndf__solver **pick, ndf_context *ctx, const ndf__problem *pb,
                          const char *method, const char *skip) {
   const char *op = pb->label ? pb->label : ndf__op_name(pb->op);
+  int nsolvers;
+  const ndf__solver *const *solvers = ndf__solver_table(&nsolvers);
   if (method && *method && strcmp(method, "auto")) {
     /* A kind without a place ("direct", "fft") names the context's solver of that kind. */
     char here[48] = "";
     if (!strchr(method, '_') && strlen(method) < 32)
       snprintf(here, sizeof here, "%s_%s", ctx->place.kind == NDF_PLACE_CUDA ? "cuda" : "cpu",
                method);
-    for (int i = 0; i < ndf__nsolvers; i++) {
-      const ndf__solver *s = ndf__solvers[i];
+    for (int i = 0; i < nsolvers; i++) {
+      const ndf__solver *s = solvers[i];
       if (s->op != pb->op || (strcmp(s->name, method) && strcmp(s->name, here))) continue;
       if (s->place != ctx->place.kind)
         return ndf__fail(ctx, NDF_EUNSUPPORTED, "%s: method %s runs on %s, the context is on %s",
                          op, method, place_word(s->place), ctx->device_name);
-      if (!s->applicable(pb, ctx))
+      if (!s->applicable(s, pb, ctx))
         return ndf__fail(ctx, NDF_EUNSUPPORTED, "%s: method %s does not apply to this problem", op,
                          method);
       *pick = s;
@@ -80,10 +84,10 @@ static ndf_status choose(const ndf__solver **pick, ndf_context *ctx, const ndf__
     }
     char list[256] = "";
     if (pb->aliases) strncat(list, pb->aliases, sizeof list - 1);
-    for (int i = 0; i < ndf__nsolvers; i++)
-      if (ndf__solvers[i]->op == pb->op) {
+    for (int i = 0; i < nsolvers; i++)
+      if (solvers[i]->op == pb->op) {
         strncat(list, " ", sizeof list - strlen(list) - 1);
-        strncat(list, ndf__solvers[i]->name, sizeof list - strlen(list) - 1);
+        strncat(list, solvers[i]->name, sizeof list - strlen(list) - 1);
       }
     return ndf__fail(ctx, NDF_EINVAL, "%s: unknown method '%s' (this build has: auto%s)", op,
                      method, list);
@@ -91,14 +95,14 @@ static ndf_status choose(const ndf__solver **pick, ndf_context *ctx, const ndf__
   double best = 0;
   *pick = NULL;
   const int host = ctx->auto_device && all_host(pb);
-  for (int i = 0; i < ndf__nsolvers; i++) {
-    const ndf__solver *s = ndf__solvers[i];
+  for (int i = 0; i < nsolvers; i++) {
+    const ndf__solver *s = solvers[i];
     const int here = pb->pin ? (int)s->place == pb->pin - 1
                              : s->place == ctx->place.kind || (host && s->place == NDF_PLACE_HOST);
-    if (s->op != pb->op || !here || skip[i] || !s->applicable(pb, ctx) ||
+    if (s->op != pb->op || !here || skip[i] || !s->applicable(s, pb, ctx) ||
         (pb->exact && s->finite_only && s->finite_only(pb)))
       continue;
-    double c = s->cost(pb, ctx);
+    double c = s->cost(s, pb, ctx);
     if (host && s->place == NDF_PLACE_CUDA) c += ndf__staging_cost(pb);
     if (!*pick || c < best) {
       *pick = s;
@@ -112,10 +116,12 @@ static ndf_status choose(const ndf__solver **pick, ndf_context *ctx, const ndf__
 
 double ndf__best_cost(const ndf_context *ctx, const ndf__problem *pb) {
   double best = INFINITY;
-  for (int i = 0; i < ndf__nsolvers; i++) {
-    const ndf__solver *s = ndf__solvers[i];
-    if (s->op == pb->op && s->place == ctx->place.kind && s->applicable(pb, ctx)) {
-      const double c = s->cost(pb, ctx);
+  int nsolvers;
+  const ndf__solver *const *solvers = ndf__solver_table(&nsolvers);
+  for (int i = 0; i < nsolvers; i++) {
+    const ndf__solver *s = solvers[i];
+    if (s->op == pb->op && s->place == ctx->place.kind && s->applicable(s, pb, ctx)) {
+      const double c = s->cost(s, pb, ctx);
       if (c < best) best = c;
     }
   }
@@ -235,8 +241,10 @@ ndf_status ndf__plan_make(ndf_plan **out, ndf_context *ctx, ndf__problem *pb, co
     char why[sizeof ctx->msg];
     snprintf(why, sizeof why, "%s", ndf_context_message(ctx));
     destroy_parts(p);
-    for (int i = 0; i < ndf__nsolvers; i++)
-      if (ndf__solvers[i] == s) skip[i] = 1;
+    int nsolvers;
+    const ndf__solver *const *solvers = ndf__solver_table(&nsolvers);
+    for (int i = 0; i < nsolvers; i++)
+      if (solvers[i] == s) skip[i] = 1;
     const ndf__solver *failed = s;
     if (choose(&s, ctx, &p->pb, method, skip) != NDF_OK) {
       ndf__fail(ctx, NDF_ENOMEM, "%s", why);
@@ -296,7 +304,7 @@ const char *ndf_plan_solver(const ndf_plan *p) { return p ? p->solver->name : NU
 
 double ndf_plan_cost(const ndf_plan *p) {
   if (!p) return NAN;
-  const double c = p->solver->cost(&p->pb, p->ctx);
+  const double c = p->solver->cost(p->solver, &p->pb, p->ctx);
   return p->solver->place == NDF_PLACE_CUDA ? c + ndf__staging_cost(&p->pb) : c;
 }
 

@@ -1,27 +1,33 @@
-/* solvers.c - the table of solvers the planner chooses from. */
+/* solvers.c - the table of solvers the planner chooses from: each backend's, as it registers
+ * them (cpu/backend.c, cuda/backend.c), made once. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
 #include "internal.h"
 
-const ndf__solver *const ndf__solvers[] = {&ndf__cpu_sep,
-                                           &ndf__cpu_corr1d_direct,
-                                           &ndf__cpu_corr_direct,
-                                           &ndf__cpu_iir,
-                                           &ndf__cpu_ks,
-#ifdef NDF_HAVE_FFTW
-                                           &ndf__cpu_corr_fft,
-#endif
-#ifdef NDF_HAVE_CUDA
-                                           &ndf__cuda_sep,
-                                           &ndf__cuda_sep_fused,
-                                           &ndf__cuda_corr_direct,
-                                           &ndf__cuda_corr_fft,
-                                           &ndf__cuda_corr1d_direct,
-                                           &ndf__cuda_iir,
-#define NDF__KS_ENTRY(name, v, l, a) &ndf__##name,
-                                           NDF__CUDA_KS_SOLVERS(NDF__KS_ENTRY)
-#undef NDF__KS_ENTRY
-#endif
-};
+static const ndf__solver *table[NDF__MAX_SOLVERS];
+static int count;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-const int ndf__nsolvers = (int)(sizeof ndf__solvers / sizeof ndf__solvers[0]);
-_Static_assert(sizeof ndf__solvers / sizeof ndf__solvers[0] <= NDF__MAX_SOLVERS,
-               "the planner's skip list (planner.c) is shorter than the table");
+static void add(int (*reg)(const ndf__solver **t, int cap)) {
+  const int n = reg(table + count, NDF__MAX_SOLVERS - count);
+  if (n > NDF__MAX_SOLVERS - count) { /* a build error in all but name: say so loudly */
+    fprintf(stderr, "ndfilt: more than %d solvers; raise NDF__MAX_SOLVERS\n", NDF__MAX_SOLVERS);
+    abort();
+  }
+  count += n;
+}
+
+static void build(void) {
+  add(ndf__cpu_register);
+#ifdef NDF_HAVE_CUDA
+  add(ndf__cuda_register);
+#endif
+}
+
+const ndf__solver *const *ndf__solver_table(int *n) {
+  pthread_once(&once, build);
+  *n = count;
+  return table;
+}

@@ -346,7 +346,8 @@ CLONES static void lines(const ndf__iir *f, const source *src, int64_t so, float
 
 static int64_t groups(const int64_t n[D], int axis) { return (lines_of(n, axis) + W - 1) / W; }
 
-static int applicable(const ndf__problem *pb, const ndf_context *ctx) {
+static int applicable(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
+  (void)self;
   (void)ctx;
   return pb->in.place.kind == NDF_PLACE_HOST && pb->out.place.kind == NDF_PLACE_HOST;
 }
@@ -356,7 +357,8 @@ static int applicable(const ndf__problem *pb, const ndf_context *ctx) {
  * 1.0 + 0.25 K for the parallel form (Deriche: 1.96), gathering and storing included. On the
  * same core cpu_sep took 2.8 ns at sigma 4.5 (37 taps), so FIR is the cheaper below sigma ~ 2-3;
  * auto keeps it up to sigma ~ 4, where the recursive filter saves a third (ops/sepfilter.c). */
-static double cost(const ndf__problem *pb, const ndf_context *ctx) {
+static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
+  (void)self;
   const ndf__iirp *q = pb->params;
   double t = 0;
   for (int d = 0; d < pb->in.ndim; d++)
@@ -446,5 +448,6 @@ static ndf_status make(ndf_plan *p) {
 }
 
 const ndf__solver ndf__cpu_iir = {
-    "cpu_iir", NDF__OP_IIR, NDF_PLACE_HOST, applicable, cost, make, ndf__always_finite_only,
+    "cpu_iir", NDF__OP_IIR, NDF_PLACE_HOST,          applicable,
+    cost,      make,        ndf__always_finite_only, NULL /* arg */,
 };

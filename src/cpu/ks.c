@@ -353,14 +353,16 @@ CLONES static void gather_row(const ndf__ksp *q, const geom *g, const double *x,
     ar[pp[D - 1]] = gather1(q, g, x, pp, work);
 }
 
-static int applicable(const ndf__problem *pb, const ndf_context *ctx) {
+static int applicable(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
+  (void)self;
   (void)ctx;
   return pb->op == NDF__OP_KS;
 }
 
 /* ~0.3 ns a multiply-add over each pixel's truncated kernel (the mean radius taken as R / 2) and
  * ~70 ns a pixel for its kernels (512^2, one core). */
-static double cost(const ndf__problem *pb, const ndf_context *ctx) {
+static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
+  (void)self;
   const ndf__ksp *q = pb->params;
   double taps = 1;
   for (int d = 0; d < pb->in.ndim; d++)
@@ -567,5 +569,5 @@ static ndf_status make(ndf_plan *p) {
 }
 
 const ndf__solver ndf__cpu_ks = {
-    "cpu_ks", NDF__OP_KS, NDF_PLACE_HOST, applicable, cost, make, NULL,
+    "cpu_ks", NDF__OP_KS, NDF_PLACE_HOST, applicable, cost, make, NULL, NULL /* arg */,
 };

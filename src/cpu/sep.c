@@ -304,12 +304,14 @@ static void from_f32(const float *f, ndf_array *a, int threads) {
 
 /* ------------------------------------------------------------------ solver */
 
-static int applicable(const ndf__problem *pb, const ndf_context *ctx) {
+static int applicable(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
+  (void)self;
   (void)ctx;
   return pb->in.place.kind == NDF_PLACE_HOST && pb->out.place.kind == NDF_PLACE_HOST;
 }
 
-static double cost(const ndf__problem *pb, const ndf_context *ctx) {
+static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
+  (void)self;
   const ndf__sep *c = pb->params;
   double taps = 0;
   for (int k = 0; k < c->naxes; k++)
@@ -436,5 +438,5 @@ static ndf_status make(ndf_plan *p) {
 }
 
 const ndf__solver ndf__cpu_sep = {
-    "cpu_sep", NDF__OP_SEPFILTER, NDF_PLACE_HOST, applicable, cost, make, NULL,
+    "cpu_sep", NDF__OP_SEPFILTER, NDF_PLACE_HOST, applicable, cost, make, NULL, NULL /* arg */,
 };

@@ -1,4 +1,4 @@
-// corr_fft_kernel.cu - the element-wise kernels around cuFFT for cuda_fft (corr_fft.c):
+// corr_fft_kernel.cu - the element-wise kernels around cuFFT for cuda_fft (fft.c):
 // the mode-extended, zero-padded input in the transform buffer, the spectral product, and
 // the crop of the result. All are memory-bound grid-stride loops over 4-D index spaces.
 #include <cuda_runtime.h>

@@ -37,7 +37,8 @@ typedef struct {
   ndf__iir_tc_pass *tc[NDF_MAX_DIMS], *yxc;
 } state;
 
-static int applicable(const ndf__problem *pb, const ndf_context *ctx) {
+static int applicable(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
+  (void)self;
   (void)pb;
   return ctx->place.kind == NDF_PLACE_CUDA;
 }
@@ -104,7 +105,8 @@ static void filters_run(const ndf__iirp *in, const int64_t *shape, int nd, ndf__
  * DRAM: iir_kernel.cu); and the serial recursion, ~120 ns a sample per line for the two sweeps,
  * over the waves of lines (~512 lines resident per SM, 132 SMs); measured 256^3 0.41 ms (model
  * 0.32), 512^3 3.0 ms (2.4). */
-static double cost(const ndf__problem *pb, const ndf_context *ctx) {
+static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
+  (void)self;
   (void)ctx;
   ndf__iirp run;
   filters_run(pb->params, pb->in.shape, pb->in.ndim, &run);
@@ -284,5 +286,6 @@ static ndf_status make(ndf_plan *p) {
 }
 
 const ndf__solver ndf__cuda_iir = {
-    "cuda_iir", NDF__OP_IIR, NDF_PLACE_CUDA, applicable, cost, make, ndf__always_finite_only,
+    "cuda_iir", NDF__OP_IIR, NDF_PLACE_CUDA,          applicable,
+    cost,       make,        ndf__always_finite_only, NULL /* arg */,
 };

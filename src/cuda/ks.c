@@ -102,7 +102,8 @@ static size_t gather_smem(const ndf__problem *pb, const kind *k, int64_t R) {
   return b;
 }
 
-static int applicable_k(const ndf__problem *pb, const ndf_context *ctx, const kind *k) {
+static int applicable(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
+  const kind *k = self->arg;
   const ndf__ksp *q = pb->params;
   const int nd = pb->in.ndim;
   if (nd > 3 || ndf_array_size(&pb->out) <= 0 || !shape_built(q->tile_rows, q->block_rows))
@@ -136,7 +137,8 @@ static double taps(const ndf__problem *pb) {
  * radius 4 and quad from 5 (1.5x warpsync at 32); the atomic ones are 2-10x slower. The exact
  * gather evaluates erf twice a tap and axis. The look-up tables are approximate, never chosen by
  * auto. */
-static double cost_k(const ndf__problem *pb, const ndf_context *ctx, const kind *k) {
+static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
+  const kind *k = self->arg;
   const ndf__ksp *q = pb->params;
   (void)ctx;
   if (k->variant < 0 && k->lut != NDF__KS_EXACT) return INFINITY;
@@ -382,7 +384,8 @@ static int bucket_of(int64_t r) {
   return b;
 }
 
-static ndf_status make_k(ndf_plan *p, const kind *k) {
+static ndf_status make(ndf_plan *p) {
+  const kind *k = p->solver->arg;
   const ndf__ksp *q = p->pb.params;
   state *s = calloc(1, sizeof *s);
   if (!s) return ndf__fail(p->ctx, NDF_ENOMEM, "%s: out of host memory", p->solver->name);
@@ -472,16 +475,66 @@ static ndf_status make_k(ndf_plan *p, const kind *k) {
   return ndf__cuda_check(p->ctx, e, p->solver->name);
 }
 
-/* One solver: its kind, and its applicable, cost and make passing the kind on. */
-#define NDF__KS_SOLVER(name, v, l, a)                                                              \
-  static const kind kind_##name = {v, l, a};                                                       \
-  static int applicable_##name(const ndf__problem *pb, const ndf_context *c) {                     \
-    return applicable_k(pb, c, &kind_##name);                                                      \
-  }                                                                                                \
-  static double cost_##name(const ndf__problem *pb, const ndf_context *c) {                        \
-    return cost_k(pb, c, &kind_##name);                                                            \
-  }                                                                                                \
-  static ndf_status make_##name(ndf_plan *p) { return make_k(p, &kind_##name); }                   \
-  const ndf__solver ndf__##name = {                                                                \
-      #name, NDF__OP_KS, NDF_PLACE_CUDA, applicable_##name, cost_##name, make_##name, NULL};
-NDF__CUDA_KS_SOLVERS(NDF__KS_SOLVER)
+/* The family: a scatter variant, or a gather's way of evaluating Eq. 4 and its shared arrays,
+ * each entry one solver, in the order the planner meets them. */
+static const kind kinds[] = {
+    {NDF__KS_QUAD, NDF__KS_EXACT, 0},
+    {NDF__KS_SHUFFLE, NDF__KS_EXACT, 0},
+    {NDF__KS_WARPSYNC, NDF__KS_EXACT, 0},
+    {NDF__KS_THREADFENCE, NDF__KS_EXACT, 0},
+    {NDF__KS_SYNC, NDF__KS_EXACT, 0},
+    {NDF__KS_SHARED_ATOMIC, NDF__KS_EXACT, 0},
+    {NDF__KS_GLOBAL_ATOMIC, NDF__KS_EXACT, 0},
+    {-1, NDF__KS_EXACT, 0},
+    {-1, NDF__KS_EXACT, 1},
+    {-1, NDF__KS_EXACT, 2},
+    {-1, NDF__KS_LUT1D_GLOBAL, 0},
+    {-1, NDF__KS_LUT1D_GLOBAL, 1},
+    {-1, NDF__KS_LUT1D_GLOBAL, 2},
+    {-1, NDF__KS_LUT1D_SHARED, 0},
+    {-1, NDF__KS_LUT1D_SHARED, 1},
+    {-1, NDF__KS_LUT1D_SHARED, 2},
+    {-1, NDF__KS_LUT1D_TEXTURE, 0},
+    {-1, NDF__KS_LUT1D_TEXTURE, 1},
+    {-1, NDF__KS_LUT1D_TEXTURE, 2},
+    {-1, NDF__KS_LUT2D_GLOBAL, 0},
+    {-1, NDF__KS_LUT2D_GLOBAL, 1},
+    {-1, NDF__KS_LUT2D_GLOBAL, 2},
+    {-1, NDF__KS_LUT2D_TEXTURE, 0},
+    {-1, NDF__KS_LUT2D_TEXTURE, 1},
+    {-1, NDF__KS_LUT2D_TEXTURE, 2},
+};
+
+#define K(i, name)                                                                                 \
+  { name, NDF__OP_KS, NDF_PLACE_CUDA, applicable, cost, make, NULL, &kinds[i] }
+const ndf__solver ndf__cuda_ks[] = {
+    K(0, "cuda_ks_scatter_quad"),
+    K(1, "cuda_ks_scatter_shuffle"),
+    K(2, "cuda_ks_scatter_warpsync"),
+    K(3, "cuda_ks_scatter_threadfence"),
+    K(4, "cuda_ks_scatter_sync"),
+    K(5, "cuda_ks_scatter_shared_atomic"),
+    K(6, "cuda_ks_scatter_global_atomic"),
+    K(7, "cuda_ks_gather"),
+    K(8, "cuda_ks_gather_smem1"),
+    K(9, "cuda_ks_gather_smem2"),
+    K(10, "cuda_ks_approx_gather_lut1d_global"),
+    K(11, "cuda_ks_approx_gather_lut1d_global_smem1"),
+    K(12, "cuda_ks_approx_gather_lut1d_global_smem2"),
+    K(13, "cuda_ks_approx_gather_lut1d_shared"),
+    K(14, "cuda_ks_approx_gather_lut1d_shared_smem1"),
+    K(15, "cuda_ks_approx_gather_lut1d_shared_smem2"),
+    K(16, "cuda_ks_approx_gather_lut1d_texture"),
+    K(17, "cuda_ks_approx_gather_lut1d_texture_smem1"),
+    K(18, "cuda_ks_approx_gather_lut1d_texture_smem2"),
+    K(19, "cuda_ks_approx_gather_lut2d_global"),
+    K(20, "cuda_ks_approx_gather_lut2d_global_smem1"),
+    K(21, "cuda_ks_approx_gather_lut2d_global_smem2"),
+    K(22, "cuda_ks_approx_gather_lut2d_texture"),
+    K(23, "cuda_ks_approx_gather_lut2d_texture_smem1"),
+    K(24, "cuda_ks_approx_gather_lut2d_texture_smem2"),
+};
+#undef K
+const int ndf__cuda_nks = (int)(sizeof ndf__cuda_ks / sizeof ndf__cuda_ks[0]);
+_Static_assert(sizeof ndf__cuda_ks / sizeof ndf__cuda_ks[0] == sizeof kinds / sizeof kinds[0],
+               "a kind for every solver");

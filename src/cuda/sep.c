@@ -37,7 +37,8 @@ static int fusable(const ndf__sep *c, int ndim) {
          x->n <= 17;
 }
 
-static int applicable(const ndf__problem *pb, const ndf_context *ctx) {
+static int applicable(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
+  (void)self;
   (void)pb;
   return ctx->place.kind == NDF_PLACE_CUDA;
 }
@@ -51,12 +52,14 @@ static double cost_passes(const ndf__problem *pb) {
   return t;
 }
 
-static double cost(const ndf__problem *pb, const ndf_context *ctx) {
+static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
+  (void)self;
   (void)ctx;
   return cost_passes(pb);
 }
 
-static double cost_fused(const ndf__problem *pb, const ndf_context *ctx) {
+static double cost_fused(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
+  (void)self;
   (void)ctx;
   return cost_passes(pb) + 1e-6; /* measured no faster than cuda_sep */
 }
@@ -173,8 +176,9 @@ static ndf_status make(ndf_plan *p) { return make_state(p, 0); }
 static ndf_status make_fused(ndf_plan *p) { return make_state(p, 1); }
 
 const ndf__solver ndf__cuda_sep = {
-    "cuda_sep", NDF__OP_SEPFILTER, NDF_PLACE_CUDA, applicable, cost, make, NULL,
+    "cuda_sep", NDF__OP_SEPFILTER, NDF_PLACE_CUDA, applicable, cost, make, NULL, NULL /* arg */,
 };
 const ndf__solver ndf__cuda_sep_fused = {
-    "cuda_sep_fused", NDF__OP_SEPFILTER, NDF_PLACE_CUDA, applicable, cost_fused, make_fused, NULL,
+    "cuda_sep_fused", NDF__OP_SEPFILTER, NDF_PLACE_CUDA, applicable,
+    cost_fused,       make_fused,        NULL,           NULL /* arg */,
 };

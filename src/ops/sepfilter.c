@@ -69,13 +69,23 @@ static ndf_status build_sep(ndf__problem *pb, ndf_context *ctx, const ndf_array 
   return NDF_OK;
 }
 
+/* The one-axis solvers' names before they were unique across operations ("cpu_direct",
+ * "cuda_direct", and the kind "direct"), still accepted: their names now. */
+static const char *current_name(const char *method) {
+  if (!method) return NULL;
+  if (!strcmp(method, "cpu_direct")) return "cpu_corr1d";
+  if (!strcmp(method, "cuda_direct")) return "cuda_corr1d";
+  if (!strcmp(method, "direct")) return "corr1d";
+  return method;
+}
+
 /* build_sep, then plans it. */
 static ndf_status plan_sep(ndf_plan **plan, ndf_context *ctx, const ndf_array *in,
                            const ndf_array *out, const axis_in *ax, double cval, int convolve,
                            const char *method, const char *what, const char *aliases) {
   ndf__problem pb;
   ndf_status st = build_sep(&pb, ctx, in, out, ax, cval, convolve, what, aliases);
-  return st == NDF_OK ? ndf__plan_create(plan, ctx, &pb, method) : st;
+  return st == NDF_OK ? ndf__plan_create(plan, ctx, &pb, current_name(method)) : st;
 }
 
 /* ------------------------------------------------------------------ correlate1d */
@@ -353,7 +363,7 @@ ndf_status ndf_plan_gaussian(ndf_plan **plan, ndf_context *ctx, const ndf_array 
       return ndf__plan_create_alt(plan, ctx, &pr, NULL, &pf);
     free(pr.params);
   }
-  return ndf__plan_create(plan, ctx, &pf, method);
+  return ndf__plan_create(plan, ctx, &pf, current_name(method));
 }
 
 ndf_status ndf_gaussian(ndf_context *ctx, const ndf_array *in, ndf_array *out,

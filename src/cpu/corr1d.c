@@ -1,5 +1,5 @@
-/* corr1d_direct.c - plain one-axis correlate1d on the CPU: each line copied with its extension,
- * then a dot product per output. The baseline cpu_sep is measured against. */
+/* corr1d.c - cpu_corr1d, plain one-axis correlate1d on the CPU: each line copied with its
+ * extension, then a dot product per output. The baseline cpu_sep is measured against. */
 #include <stdlib.h>
 
 #include <omp.h>
@@ -15,14 +15,16 @@ typedef struct {
   int threads;
 } state;
 
-static int applicable(const ndf__problem *pb, const ndf_context *ctx) {
+static int applicable(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
+  (void)self;
   (void)ctx;
   const ndf__sep *c = pb->params;
   return c->naxes == 1 && pb->in.place.kind == NDF_PLACE_HOST &&
          pb->out.place.kind == NDF_PLACE_HOST;
 }
 
-static double cost(const ndf__problem *pb, const ndf_context *ctx) {
+static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
+  (void)self;
   const ndf__sep *c = pb->params;
   return (double)ndf_array_size(&pb->in) * (double)c->ax[0].n / (2e9 * ctx->threads);
 }
@@ -96,6 +98,6 @@ static ndf_status make(ndf_plan *p) {
   return NDF_OK;
 }
 
-const ndf__solver ndf__cpu_corr1d_direct = {
-    "cpu_direct", NDF__OP_SEPFILTER, NDF_PLACE_HOST, applicable, cost, make, NULL,
+const ndf__solver ndf__cpu_corr1d = {
+    "cpu_corr1d", NDF__OP_SEPFILTER, NDF_PLACE_HOST, applicable, cost, make, NULL, NULL /* arg */,
 };

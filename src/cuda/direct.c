@@ -1,4 +1,4 @@
-/* corr_direct.c - host side of cuda_direct for N-dimensional correlation (corr_kernel.cu):
+/* direct.c - host side of cuda_direct for N-dimensional correlation (corr_kernel.cu):
  * the kernel in float32 on the device, the arrays seen as 4-D, strided views gathered into
  * (or scattered from) contiguous buffers from the stream-ordered allocator for that call. */
 #include <math.h>
@@ -26,12 +26,14 @@ static int has_zero(const ndf__corr *c) {
  * would reach outputs scipy's would not; the exact variant skips them. */
 static int finite_only(const ndf__problem *pb) { return !pb->exact && has_zero(pb->params); }
 
-static int applicable(const ndf__problem *pb, const ndf_context *ctx) {
+static int applicable(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
+  (void)self;
   (void)pb;
   return ctx->place.kind == NDF_PLACE_CUDA;
 }
 
-static double cost(const ndf__problem *pb, const ndf_context *ctx) {
+static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
+  (void)self;
   (void)ctx;
   const ndf__corr *c = pb->params;
   const double nf = (double)c->nf;
@@ -101,6 +103,7 @@ static ndf_status make(ndf_plan *p) {
   return ndf__cuda_check(p->ctx, e, "cuda_direct plan");
 }
 
-const ndf__solver ndf__cuda_corr_direct = {
-    "cuda_direct", NDF__OP_CORRELATE, NDF_PLACE_CUDA, applicable, cost, make, finite_only,
+const ndf__solver ndf__cuda_direct = {
+    "cuda_direct", NDF__OP_CORRELATE, NDF_PLACE_CUDA, applicable, cost,
+    make,          finite_only,       NULL /* arg */,
 };

@@ -1,4 +1,4 @@
-/* corr_fft.c - cuda_fft for N-dimensional correlation (and filter banks) by cuFFT.
+/* fft.c - cuda_fft for N-dimensional correlation (and filter banks) by cuFFT.
  *
  * Per axis the input is extended by the mode to e = n + k - 1 samples (the extended sample
  * t is the input's t - left) and zero-padded to a 2-3-5-smooth L >= e, in the transform
@@ -73,7 +73,8 @@ static double plan_bytes(const ndf__corr *c, size_t bytes) {
   return (double)bytes * (1.0 + (c->nf > 1) + (double)c->nf);
 }
 
-static int applicable(const ndf__problem *pb, const ndf_context *ctx) {
+static int applicable(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
+  (void)self;
   (void)ctx;
   state s;
   size_t bytes;
@@ -92,7 +93,8 @@ static double fft_seconds(const int64_t L[4]) {
   return 4e-6 + N * 8.0 * passes / 2.2e12;
 }
 
-static double cost(const ndf__problem *pb, const ndf_context *ctx) {
+static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
+  (void)self;
   (void)ctx;
   const ndf__corr *c = pb->params;
   state s;
@@ -318,6 +320,7 @@ static ndf_status make(ndf_plan *p) {
   return ndf__cuda_check(p->ctx, e, "cuda_fft plan");
 }
 
-const ndf__solver ndf__cuda_corr_fft = {
-    "cuda_fft", NDF__OP_CORRELATE, NDF_PLACE_CUDA, applicable, cost, make, ndf__always_finite_only,
+const ndf__solver ndf__cuda_fft = {
+    "cuda_fft", NDF__OP_CORRELATE,       NDF_PLACE_CUDA, applicable, cost,
+    make,       ndf__always_finite_only, NULL /* arg */,
 };

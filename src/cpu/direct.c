@@ -1,4 +1,4 @@
-/* corr_direct.c - cpu_direct for N-dimensional correlation: the input is copied once into a
+/* direct.c - cpu_direct for N-dimensional correlation: the input is copied once into a
  * float32 array extended by the kernel on every axis (the modes applied there, so the loops
  * below have no boundary tests), then each output row accumulates, for every kernel row, a
  * 1-D correlation of the matching extended row: a loop over x the compiler vectorises, on a
@@ -31,12 +31,14 @@ static void as4(const ndf_array *a, int64_t n[D], int64_t s[D]) {
   }
 }
 
-static int applicable(const ndf__problem *pb, const ndf_context *ctx) {
+static int applicable(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
+  (void)self;
   (void)ctx;
   return pb->in.place.kind == NDF_PLACE_HOST && pb->out.place.kind == NDF_PLACE_HOST;
 }
 
-static double cost(const ndf__problem *pb, const ndf_context *ctx) {
+static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
+  (void)self;
   const ndf__corr *c = pb->params;
   /* ~4 GFMA/s per thread on the inner loop, plus a copy of the input */
   return (double)ndf_array_size(&pb->in) * ((double)(c->nw * c->nf) / 4e9 + 2e-9) / ctx->threads;
@@ -161,6 +163,6 @@ static ndf_status make(ndf_plan *p) {
   return NDF_OK;
 }
 
-const ndf__solver ndf__cpu_corr_direct = {
-    "cpu_direct", NDF__OP_CORRELATE, NDF_PLACE_HOST, applicable, cost, make, NULL,
+const ndf__solver ndf__cpu_direct = {
+    "cpu_direct", NDF__OP_CORRELATE, NDF_PLACE_HOST, applicable, cost, make, NULL, NULL /* arg */,
 };

@@ -1,13 +1,14 @@
-/* corr_fft.c - cpu_fft for N-dimensional correlation, by FFTW (single precision, threaded).
+/* fft.c - cpu_fft for N-dimensional correlation, by FFTW (single precision, threaded).
  * The input is copied into a float32 array extended by the kernel on every axis, the modes
- * applied there, exactly as cpu_direct does (corr_direct.c); what is left is the "valid"
+ * applied there, exactly as cpu_direct does (direct.c); what is left is the "valid"
  * correlation out[i] = sum_j w[j] * E[i + j]. Both E and the reversed kernel are zero-padded
  * to L[d] >= n[d] + k[d] - 1 points per axis (2-3-5-7-smooth, sizes FFTW does quickly), so
  * the circular convolution of the two equals the linear one where we read it, at offset
  * k[d] - 1. The kernel's spectrum, scaled by 1 / prod(L), is made once per plan; an execute
  * is a copy in, a forward transform, a complex product, an inverse transform and a copy out,
  * in place in one buffer of the plan (r2c layout: the last axis padded to 2 * (L/2 + 1)).
- * Arrays are seen as 4-D with leading axes of length 1, as in corr_direct.c. */
+ * Arrays are seen as 4-D with leading axes of length 1, as in direct.c. */
+#ifdef NDF_HAVE_FFTW
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
@@ -65,7 +66,8 @@ static int sizes(const ndf__problem *pb, int64_t n[D], int64_t k[D], int64_t e[D
   return 1;
 }
 
-static int applicable(const ndf__problem *pb, const ndf_context *ctx) {
+static int applicable(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
+  (void)self;
   (void)ctx;
   int64_t n[D], k[D], e[D], L[D];
   size_t bytes;
@@ -73,7 +75,8 @@ static int applicable(const ndf__problem *pb, const ndf_context *ctx) {
          sizes(pb, n, k, e, L, &bytes);
 }
 
-static double cost(const ndf__problem *pb, const ndf_context *ctx) {
+static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
+  (void)self;
   int64_t n[D], k[D], e[D], L[D];
   size_t bytes;
   if (!sizes(pb, n, k, e, L, &bytes)) return INFINITY;
@@ -307,6 +310,9 @@ static ndf_status make(ndf_plan *p) {
   return NDF_OK;
 }
 
-const ndf__solver ndf__cpu_corr_fft = {
-    "cpu_fft", NDF__OP_CORRELATE, NDF_PLACE_HOST, applicable, cost, make, ndf__always_finite_only,
+const ndf__solver ndf__cpu_fft = {
+    "cpu_fft", NDF__OP_CORRELATE,       NDF_PLACE_HOST, applicable, cost,
+    make,      ndf__always_finite_only, NULL /* arg */,
 };
+
+#endif /* NDF_HAVE_FFTW */

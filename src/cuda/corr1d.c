@@ -1,4 +1,4 @@
-/* corr1d_direct.c - host side of the plain one-axis CUDA correlate1d solver (the
+/* corr1d.c - host side of cuda_corr1d, the plain one-axis CUDA correlate1d solver (the
  * baseline cuda_sep is measured against). */
 #include <stdlib.h>
 
@@ -6,12 +6,14 @@
 
 #include "host.h"
 
-static int applicable(const ndf__problem *pb, const ndf_context *ctx) {
+static int applicable(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
+  (void)self;
   const ndf__sep *c = pb->params;
   return c->naxes == 1 && ctx->place.kind == NDF_PLACE_CUDA;
 }
 
-static double cost(const ndf__problem *pb, const ndf_context *ctx) {
+static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
+  (void)self;
   (void)ctx;
   const ndf__sep *c = pb->params;
   return (double)ndf_array_size(&pb->in) * (double)c->ax[0].n / 2e11;
@@ -56,6 +58,6 @@ static ndf_status make(ndf_plan *p) {
   return NDF_OK;
 }
 
-const ndf__solver ndf__cuda_corr1d_direct = {
-    "cuda_direct", NDF__OP_SEPFILTER, NDF_PLACE_CUDA, applicable, cost, make, NULL,
+const ndf__solver ndf__cuda_corr1d = {
+    "cuda_corr1d", NDF__OP_SEPFILTER, NDF_PLACE_CUDA, applicable, cost, make, NULL, NULL /* arg */,
 };
