@@ -29,6 +29,8 @@ FAMILIES = {
            "ks"),
     "ncu": ("Nsight Compute metrics of the separable and non-separable kernels", "bench/ncu.py",
             "profile"),
+    "user": ("what users call: Python with numpy and CuPy arrays, new sigma maps, the CLI",
+             "bench/user_paths.py", "user"),
 }
 
 IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)\s]+)\)")
