@@ -423,6 +423,55 @@ int main(int argc, char **argv) {
         "--dtype f64");
   free(y.data);
 
+  /* The subcommands' option tables: every command's help, a missing value, an unknown option,
+   * each kind of bad value, refusals, in any order with the paths; nothing is written. */
+  {
+    static const char *const bad[][2] = {
+        {"correlate1d IN OUT --weights 1,2,1 --axis", "needs a value"},
+        {"correlate1d IN OUT --weights 1,2,1 --frobnicate 3", "unknown option --frobnicate"},
+        {"correlate1d IN OUT --weights 1,2,1 --axis x", "bad --axis 'x'"},
+        {"correlate1d IN OUT --weights 1,2,1 --mode sideways", "unknown --mode 'sideways'"},
+        {"correlate1d IN OUT --weights 1,2,1 --dtype f16", "unknown --dtype 'f16'"},
+        {"correlate1d IN OUT --weights 1,2,1 --cval nan1", "bad --cval 'nan1'"},
+        {"correlate1d IN OUT --weights 1,2,1 --shape 3,0", "bad --shape '3,0'"},
+        {"sepconv IN OUT --weights 1,2,1 --axes 0,1,2,3,4", "has more than 4 values"},
+        {"sepconv IN OUT --weights 1,2,1 --mode reflect,bogus", "bad --mode 'reflect,bogus'"},
+        {"gauss IN OUT --sigma 2 --fwhm 3", "not both"},
+        {"gauss IN OUT --sigma 2 --truncate 0", "expected a number > 0"},
+        {"gauss IN OUT --sigma 2 --tolerance -1", "expected a number >= 0"},
+        {"gauss IN OUT --sigma 2 --iir-order -2", "expected an integer >= 0"},
+        {"gauss IN OUT --sigma 2 --order 1,-1", "integers >= 0"},
+        {"gauss IN OUT --sigma 2mile", "with a unit"},
+        {"conv IN OUT --kernel sobel --origin 1,x", "bad --origin '1,x'"},
+        {"ks IN OUT --sigma-map M --cval 1", "ks has no --cval"},
+        {"ks IN OUT --sigma-map M --index sideways", "bad --index 'sideways'"},
+        {"ks IN OUT --sigma-map M --n-sigma 0", "expected a number > 0"},
+        {"ks IN OUT --sigma-map M --sigma-map M --sigma-map M --sigma-map M --sigma-map M "
+         "--sigma-map M",
+         "more than 4 --sigma-map"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+      char line[512];
+      const char *t = bad[k][0];
+      size_t o = 0;
+      for (; *t && o + 200 < sizeof line; t++) { /* IN, OUT and M: the test's files */
+        if (!strncmp(t, "IN", 2) || !strncmp(t, "OUT", 3) || (t[0] == 'M' && t[-1] == ' ')) {
+          o += (size_t)snprintf(line + o, sizeof line - o, "%s",
+                                t[0] == 'O' ? "/nonexistent/x.npy" : in);
+          t += t[0] == 'O' ? 2 : t[0] == 'I' ? 1 : 0;
+        } else {
+          line[o++] = *t;
+        }
+      }
+      line[o] = 0;
+      CHECK(run(line) == 2 && file_has("stderr", bad[k][1]), "'%s': want exit 2 and '%s'",
+            bad[k][0], bad[k][1]);
+    }
+    CHECK(run("conv --help") == 0 && run("ks --help") == 0 && run("convolve --help") == 0, "help");
+    snprintf(args, sizeof args, "sepconv --convolve --weights 1,2,1 %s -v %s --axes 2", in, out);
+    CHECK(run(args) == 0 && file_has("stderr", "filtered by"), "a flag, -v, paths between options");
+  }
+
   /* gauss: against a float64 correlate1d chain with ndf_gaussian_kernel1d's
    * kernels; the CLI's default mode is nearest. */
   CHECK(run("gauss --help") == 0 && file_has("stdout", "--sigma") &&

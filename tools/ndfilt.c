@@ -458,36 +458,6 @@ static void step_done(void) {
   if (tick.drawn) fprintf(stderr, "\r\033[K");
 }
 
-static int item_extent(const char *s, int64_t k, void *dst) {
-  char *end;
-  errno = 0;
-  long long v = strtoll(s, &end, 10);
-  if (errno || end == s || *end || v < 1) return 0;
-  ((int64_t *)dst)[k] = v;
-  return 1;
-}
-
-/* Handles option a with value v if it is a common one: returns -1 if it is
- * not, NDF_EXIT_OK if it was taken, or a usage error's code. */
-static int common_option(const char *a, const char *v, common_opts *c) {
-  if (!strcmp(a, "--method")) {
-    c->method = v;
-  } else if (!strcmp(a, "--cval")) {
-    char *end;
-    c->cval = strtod(v, &end);
-    if (end == v || *end) return usage_error("bad --cval '%s'", v);
-  } else if (!strcmp(a, "--dtype")) {
-    if (!(c->dtype = parse_dtype(v))) return usage_error("unknown --dtype '%s'", v);
-  } else if (!strcmp(a, "--shape")) {
-    int64_t n = parse_list(v, NDF_MAX_DIMS, item_extent, c->shape);
-    if (n < 1) return usage_error("bad --shape '%s': 1 to %d integers >= 1", v, NDF_MAX_DIMS);
-    c->nshape = (int)n;
-  } else {
-    return -1;
-  }
-  return NDF_EXIT_OK;
-}
-
 /* A positional argument: IN, then OUT; anything else is a usage error. */
 static int take_path(const char *a, const char **in_path, const char **out_path) {
   if (a[0] == '-' && a[1]) return usage_error("unknown option %s", a);
@@ -506,18 +476,154 @@ static int take_path(const char *a, const char **in_path, const char **out_path)
   return NDF_EXIT_OK;
 }
 
-/* The end of one step of a command's argument loop: rc < 0 (not an option
- * of the command) makes a a path; a parsed option also takes its value. */
-static int finish_arg(int rc, const char *a, int *i, const char **in_path, const char **out_path) {
-  if (rc < 0) {
-    if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
-      verbose = 1;
+/* ------------------------------------------------------------------ option tables */
+
+/* One option of a subcommand: its name, how its value is taken into the command's argument
+ * struct (at the field `at`; a per-axis list parses its items with `item` and counts them in the
+ * int64_t field `count`), what the values should be (for messages), and whether it is a flag
+ * (no value). A command is its table and one call of parse_args. */
+typedef struct cli_opt {
+  const char *name;
+  int (*take)(const struct cli_opt *o, const char *v, char *args);
+  size_t at, count;
+  item_fn item;
+  const char *what;
+  int flag;
+} cli_opt;
+
+static int take_str(const cli_opt *o, const char *v, char *args) {
+  *(const char **)(args + o->at) = v;
+  return NDF_EXIT_OK;
+}
+
+static int take_flag(const cli_opt *o, const char *v, char *args) {
+  (void)v;
+  *(int *)(args + o->at) = 1;
+  return NDF_EXIT_OK;
+}
+
+static int take_int(const cli_opt *o, const char *v, char *args) {
+  int *x = (int *)(args + o->at);
+  if (parse_int(v, x) && (!o->what || *x >= 0)) return NDF_EXIT_OK;
+  return o->what ? usage_error("bad %s '%s': expected %s", o->name, v, o->what)
+                 : usage_error("bad %s '%s'", o->name, v);
+}
+
+/* A number; what: NULL (any), or the bound it must pass: "a number > 0", "a number >= 0"
+ * (finite). */
+static int take_number(const cli_opt *o, const char *v, char *args) {
+  char *end;
+  double *x = (double *)(args + o->at);
+  *x = strtod(v, &end);
+  int ok = end != v && !*end;
+  if (ok && o->what) ok = isfinite(*x) && (strstr(o->what, ">=") ? *x >= 0 : *x > 0);
+  if (ok) return NDF_EXIT_OK;
+  return o->what ? usage_error("bad %s '%s': expected %s", o->name, v, o->what)
+                 : usage_error("bad %s '%s'", o->name, v);
+}
+
+static int take_mode(const cli_opt *o, const char *v, char *args) {
+  return ndf_mode_parse(v, (ndf_mode *)(args + o->at)) == NDF_OK
+             ? NDF_EXIT_OK
+             : usage_error("unknown %s '%s'", o->name, v);
+}
+
+static int take_list(const cli_opt *o, const char *v, char *args) {
+  return parse_axis_list(o->name, v, o->item, args + o->at, (int64_t *)(args + o->count), o->what);
+}
+
+/* One of the words in what ("input|output"): its index into the int at `at`. */
+static int take_word(const cli_opt *o, const char *v, char *args) {
+  const size_t n = strlen(v);
+  int k = 0;
+  for (const char *w = o->what; *w; k++) {
+    const size_t len = strcspn(w, "|");
+    if (len == n && !strncmp(w, v, n)) {
+      *(int *)(args + o->at) = k;
       return NDF_EXIT_OK;
     }
-    return take_path(a, in_path, out_path);
+    w += len + (w[len] == '|');
   }
-  if (rc == NDF_EXIT_OK) (*i)++; /* the option's value */
-  return rc;
+  return usage_error("bad %s '%s'", o->name, v);
+}
+
+/* An option the command refuses with a reason (what). */
+static int take_refusal(const cli_opt *o, const char *v, char *args) {
+  (void)v;
+  (void)args;
+  return usage_error("%s", o->what);
+}
+
+static int take_dtype(const cli_opt *o, const char *v, char *args) {
+  ndf_dtype *t = (ndf_dtype *)(args + o->at);
+  return (*t = parse_dtype(v)) ? NDF_EXIT_OK : usage_error("unknown %s '%s'", o->name, v);
+}
+
+static int item_extent(const char *s, int64_t k, void *dst) {
+  char *end;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (errno || end == s || *end || v < 1) return 0;
+  ((int64_t *)dst)[k] = v;
+  return 1;
+}
+
+static int take_shape(const cli_opt *o, const char *v, char *args) {
+  common_opts *c = (common_opts *)(args + o->at);
+  int64_t n = parse_list(v, NDF_MAX_DIMS, item_extent, c->shape);
+  if (n < 1) return usage_error("bad %s '%s': 1 to %d integers >= 1", o->name, v, NDF_MAX_DIMS);
+  c->nshape = (int)n;
+  return NDF_EXIT_OK;
+}
+
+/* The options every filter command takes, for a command whose argument struct T holds its
+ * common_opts as `co`. */
+#define COMMON_OPTS(T)                                                                             \
+  {"--method", take_str, offsetof(T, co.method), 0, NULL, NULL, 0},                                \
+      {"--cval", take_number, offsetof(T, co.cval), 0, NULL, NULL, 0},                             \
+      {"--dtype", take_dtype, offsetof(T, co.dtype), 0, NULL, NULL, 0}, {                          \
+    "--shape", take_shape, offsetof(T, co), 0, NULL, NULL, 0                                       \
+  }
+#define OPT(T, name, take, field)                                                                  \
+  { name, take, offsetof(T, field), 0, NULL, NULL, 0 }
+#define OPT_WHAT(T, name, take, field, what)                                                       \
+  { name, take, offsetof(T, field), 0, NULL, what, 0 }
+#define OPT_FLAG(T, name, field)                                                                   \
+  { name, take_flag, offsetof(T, field), 0, NULL, NULL, 1 }
+#define OPT_LIST(T, name, field, n, item, what)                                                    \
+  { name, take_list, offsetof(T, field), offsetof(T, n), item, what, 0 }
+#define NOPTS(t) ((int)(sizeof t / sizeof t[0]))
+
+/* Parses a command's arguments by its table: options (any order), -v, and the paths IN then
+ * OUT; -h prints usage. Returns NDF_EXIT_OK, a usage error's code, or -1 after -h (the command
+ * then ends successfully). */
+static int parse_args(int argc, char **argv, const cli_opt *t, int n, void *args, const char *usage,
+                      const char **in, const char **out) {
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      fputs(usage, stdout);
+      return -1;
+    }
+    if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+      verbose = 1;
+      continue;
+    }
+    const cli_opt *o = NULL;
+    for (int k = 0; k < n && !o; k++)
+      if (!strcmp(a, t[k].name)) o = &t[k];
+    int rc;
+    if (!o)
+      rc = take_path(a, in, out);
+    else if (o->flag)
+      rc = o->take(o, NULL, args);
+    else if (i + 1 >= argc)
+      rc = usage_error("option %s needs a value", a);
+    else
+      rc = o->take(o, argv[++i], args);
+    if (rc != NDF_EXIT_OK) return rc;
+  }
+  return NDF_EXIT_OK;
 }
 
 /* Reads an image (any format; raw with co's --shape and --dtype); on failure prints why,
@@ -806,37 +912,32 @@ static ndf_status plan_corr1d(ndf_plan **p, ndf_context *ctx, const ndf_array *i
                      : ndf_plan_correlate1d(p, ctx, in, out, c->w, c->n, c->axis, &c->o);
 }
 
+typedef struct {
+  common_opts co;
+  const char *weights;
+  int axis, origin;
+  ndf_mode mode;
+} corr1d_cli;
+
+static const cli_opt corr1d_opts[] = {
+    COMMON_OPTS(corr1d_cli),
+    OPT(corr1d_cli, "--weights", take_str, weights),
+    OPT(corr1d_cli, "--axis", take_int, axis),
+    OPT(corr1d_cli, "--mode", take_mode, mode),
+    OPT(corr1d_cli, "--origin", take_int, origin),
+};
+
 static int cmd_corr1d(ndf_context *ctx, int argc, char **argv, int convolve) {
-  const char *in_path = NULL, *out_path = NULL, *wlist = NULL;
-  common_opts co = {0};
-  corr1d_args c = {NULL, 0, -1, convolve, {sizeof c.o, NULL, NDF_MODE_NEAREST, 0, 0}};
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      fputs(usage_corr, stdout);
-      return NDF_EXIT_OK;
-    }
-    if (a[0] == '-' && a[1] == '-' && !v) return usage_error("option %s needs a value", a);
-    int rc = -1; /* -1: not an option of this command */
-    if (!strcmp(a, "--weights")) {
-      wlist = v;
-      rc = NDF_EXIT_OK;
-    } else if (!strcmp(a, "--axis")) {
-      rc = parse_int(v, &c.axis) ? NDF_EXIT_OK : usage_error("bad --axis '%s'", v);
-    } else if (!strcmp(a, "--mode")) {
-      rc = ndf_mode_parse(v, &c.o.mode) ? usage_error("unknown --mode '%s'", v) : NDF_EXIT_OK;
-    } else if (!strcmp(a, "--origin")) {
-      rc = parse_int(v, &c.o.origin) ? NDF_EXIT_OK : usage_error("bad --origin '%s'", v);
-    } else {
-      rc = common_option(a, v, &co);
-    }
-    rc = finish_arg(rc, a, &i, &in_path, &out_path);
-    if (rc != NDF_EXIT_OK) return rc;
-  }
+  const char *in_path = NULL, *out_path = NULL;
+  corr1d_cli a = {.axis = -1, .mode = NDF_MODE_NEAREST};
+  const int pr =
+      parse_args(argc, argv, corr1d_opts, NOPTS(corr1d_opts), &a, usage_corr, &in_path, &out_path);
+  if (pr) return pr < 0 ? NDF_EXIT_OK : pr;
   if (!in_path || !out_path) return usage_error("%s", "needs IN and OUT");
-  if (!wlist) return usage_error("%s", "needs --weights");
-  c.o.method = co.method;
-  c.o.cval = co.cval;
+  if (!a.weights) return usage_error("%s", "needs --weights");
+  const char *wlist = a.weights;
+  const common_opts co = a.co;
+  corr1d_args c = {NULL, 0, a.axis, convolve, {sizeof c.o, co.method, a.mode, co.cval, a.origin}};
 
   double *w;
   int rc = parse_weights(wlist, &w, &c.n);
@@ -864,41 +965,37 @@ static ndf_status plan_sep(ndf_plan **p, ndf_context *ctx, const ndf_array *in,
   return ndf_plan_sepfilter(p, ctx, in, out, s->w, s->n, &s->o);
 }
 
-static int cmd_sepconv(ndf_context *ctx, int argc, char **argv) {
-  const char *in_path = NULL, *out_path = NULL, *wlist = NULL;
-  common_opts co = {0};
-  int axes[NDF_MAX_DIMS], origin[NDF_MAX_DIMS], convolve = 0;
+typedef struct {
+  common_opts co;
+  const char *weights;
+  int convolve;
+  int axes[NDF_MAX_DIMS], origin[NDF_MAX_DIMS];
   ndf_mode mode[NDF_MAX_DIMS];
-  int64_t naxes = 0, norigin = 0, nmode = 0; /* 0: not given */
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      fputs(usage_sepconv, stdout);
-      return NDF_EXIT_OK;
-    }
-    if (!strcmp(a, "--convolve")) { /* the one option without a value */
-      convolve = 1;
-      continue;
-    }
-    if (a[0] == '-' && a[1] == '-' && !v) return usage_error("option %s needs a value", a);
-    int rc = -1; /* -1: not an option of this command */
-    if (!strcmp(a, "--weights")) {
-      wlist = v;
-      rc = NDF_EXIT_OK;
-    } else if (!strcmp(a, "--axes")) {
-      rc = parse_axis_list(a, v, item_int, axes, &naxes, "integers");
-    } else if (!strcmp(a, "--mode")) {
-      rc = parse_axis_list(a, v, item_mode, mode, &nmode, MODE_NAMES);
-    } else if (!strcmp(a, "--origin")) {
-      rc = parse_axis_list(a, v, item_int, origin, &norigin, "integers");
-    } else {
-      rc = common_option(a, v, &co);
-    }
-    rc = finish_arg(rc, a, &i, &in_path, &out_path);
-    if (rc != NDF_EXIT_OK) return rc;
-  }
+  int64_t naxes, norigin, nmode; /* 0: not given */
+} sepconv_cli;
+
+static const cli_opt sepconv_opts[] = {
+    COMMON_OPTS(sepconv_cli),
+    OPT(sepconv_cli, "--weights", take_str, weights),
+    OPT_FLAG(sepconv_cli, "--convolve", convolve),
+    OPT_LIST(sepconv_cli, "--axes", axes, naxes, item_int, "integers"),
+    OPT_LIST(sepconv_cli, "--mode", mode, nmode, item_mode, MODE_NAMES),
+    OPT_LIST(sepconv_cli, "--origin", origin, norigin, item_int, "integers"),
+};
+
+static int cmd_sepconv(ndf_context *ctx, int argc, char **argv) {
+  const char *in_path = NULL, *out_path = NULL;
+  sepconv_cli a = {0};
+  const int pr = parse_args(argc, argv, sepconv_opts, NOPTS(sepconv_opts), &a, usage_sepconv,
+                            &in_path, &out_path);
+  if (pr) return pr < 0 ? NDF_EXIT_OK : pr;
   if (!in_path || !out_path) return usage_error("%s", "needs IN and OUT");
-  if (!wlist) return usage_error("%s", "needs --weights");
+  if (!a.weights) return usage_error("%s", "needs --weights");
+  const char *wlist = a.weights;
+  const common_opts co = a.co;
+  int *axes = a.axes, *origin = a.origin, convolve = a.convolve;
+  ndf_mode *mode = a.mode;
+  int64_t naxes = a.naxes, norigin = a.norigin, nmode = a.nmode;
 
   double *w;
   int64_t n;
@@ -1024,57 +1121,53 @@ static int sigmas_in_voxels(const char *opt, const length *l, int64_t n, int nd,
   return NDF_EXIT_OK;
 }
 
-static int cmd_gauss(ndf_context *ctx, int argc, char **argv) {
-  const char *in_path = NULL, *out_path = NULL, *sopt = NULL;
-  common_opts co = {0};
-  double truncate = 4.0, tolerance = 0;
+typedef struct {
+  common_opts co;
+  const char *sopt; /* --sigma or --fwhm, whichever was given */
   length slen[NDF_MAX_DIMS];
-  int order[NDF_MAX_DIMS], radius[NDF_MAX_DIMS], iir_order = 0;
+  int order[NDF_MAX_DIMS], radius[NDF_MAX_DIMS], iir_order;
   ndf_mode mode[NDF_MAX_DIMS];
-  int64_t nsigma = 0, norder = 0, nradius = 0, nmode = 0; /* 0: not given */
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      fputs(usage_gauss, stdout);
-      return NDF_EXIT_OK;
-    }
-    if (a[0] == '-' && a[1] == '-' && !v) return usage_error("option %s needs a value", a);
-    int rc = -1; /* -1: not an option of this command */
-    if (!strcmp(a, "--sigma") || !strcmp(a, "--fwhm")) {
-      if (sopt && strcmp(sopt, a)) return usage_error("%s", "give --sigma or --fwhm, not both");
-      sopt = a;
-      rc = parse_axis_list(a, v, item_length, slen, &nsigma,
-                           "numbers >= 0, in voxels or with a unit (2mm, 500um)");
-    } else if (!strcmp(a, "--order")) {
-      rc = parse_axis_list(a, v, item_order, order, &norder, "integers >= 0");
-    } else if (!strcmp(a, "--radius")) {
-      rc = parse_axis_list(a, v, item_radius, radius, &nradius, "integers >= 1");
-    } else if (!strcmp(a, "--mode")) {
-      rc = parse_axis_list(a, v, item_mode, mode, &nmode, MODE_NAMES);
-    } else if (!strcmp(a, "--truncate")) {
-      char *end;
-      truncate = strtod(v, &end);
-      rc = end == v || *end || !(truncate > 0) || !isfinite(truncate)
-               ? usage_error("bad --truncate '%s': expected a number > 0", v)
-               : NDF_EXIT_OK;
-    } else if (!strcmp(a, "--tolerance")) {
-      char *end;
-      tolerance = strtod(v, &end);
-      rc = end == v || *end || !(tolerance >= 0) || !isfinite(tolerance)
-               ? usage_error("bad --tolerance '%s': expected a number >= 0", v)
-               : NDF_EXIT_OK;
-    } else if (!strcmp(a, "--iir-order")) {
-      rc = parse_int(v, &iir_order) && iir_order >= 0
-               ? NDF_EXIT_OK
-               : usage_error("bad --iir-order '%s': expected an integer >= 0", v);
-    } else {
-      rc = common_option(a, v, &co);
-    }
-    rc = finish_arg(rc, a, &i, &in_path, &out_path);
-    if (rc != NDF_EXIT_OK) return rc;
-  }
+  double truncate, tolerance;
+  int64_t nsigma, norder, nradius, nmode; /* 0: not given */
+} gauss_cli;
+
+/* --sigma or --fwhm (one of them), per axis, lengths in voxels or with a unit. */
+static int take_sigma(const cli_opt *o, const char *v, char *args) {
+  gauss_cli *g = (gauss_cli *)args;
+  if (g->sopt && strcmp(g->sopt, o->name))
+    return usage_error("%s", "give --sigma or --fwhm, not both");
+  g->sopt = o->name;
+  return parse_axis_list(o->name, v, item_length, g->slen, &g->nsigma, o->what);
+}
+
+#define SIGMA_WHAT "numbers >= 0, in voxels or with a unit (2mm, 500um)"
+static const cli_opt gauss_opts[] = {
+    COMMON_OPTS(gauss_cli),
+    {"--sigma", take_sigma, 0, 0, NULL, SIGMA_WHAT, 0},
+    {"--fwhm", take_sigma, 0, 0, NULL, SIGMA_WHAT, 0},
+    OPT_LIST(gauss_cli, "--order", order, norder, item_order, "integers >= 0"),
+    OPT_LIST(gauss_cli, "--radius", radius, nradius, item_radius, "integers >= 1"),
+    OPT_LIST(gauss_cli, "--mode", mode, nmode, item_mode, MODE_NAMES),
+    OPT_WHAT(gauss_cli, "--truncate", take_number, truncate, "a number > 0"),
+    OPT_WHAT(gauss_cli, "--tolerance", take_number, tolerance, "a number >= 0"),
+    OPT_WHAT(gauss_cli, "--iir-order", take_int, iir_order, "an integer >= 0"),
+};
+
+static int cmd_gauss(ndf_context *ctx, int argc, char **argv) {
+  const char *in_path = NULL, *out_path = NULL;
+  gauss_cli a = {.truncate = 4.0};
+  const int pr =
+      parse_args(argc, argv, gauss_opts, NOPTS(gauss_opts), &a, usage_gauss, &in_path, &out_path);
+  if (pr) return pr < 0 ? NDF_EXIT_OK : pr;
   if (!in_path || !out_path) return usage_error("%s", "needs IN and OUT");
-  if (!nsigma) return usage_error("%s", "needs --sigma or --fwhm");
+  if (!a.nsigma) return usage_error("%s", "needs --sigma or --fwhm");
+  const common_opts co = a.co;
+  const char *sopt = a.sopt;
+  const length *slen = a.slen;
+  const int *order = a.order, *radius = a.radius, iir_order = a.iir_order;
+  const ndf_mode *mode = a.mode;
+  const double truncate = a.truncate, tolerance = a.tolerance;
+  const int64_t nsigma = a.nsigma, norder = a.norder, nradius = a.nradius, nmode = a.nmode;
 
   ndf_image img;
   int rc = read_input(in_path, &co, &img);
@@ -1186,35 +1279,34 @@ static int load_kernel(const char *spec, const ndf_array *in, const char *in_pat
   return NDF_EXIT_OK;
 }
 
-static int cmd_conv(ndf_context *ctx, int argc, char **argv, int convolve) {
-  const char *in_path = NULL, *out_path = NULL, *kspec = NULL;
-  common_opts co = {0};
+typedef struct {
+  common_opts co;
+  const char *kernel;
   int origin[NDF_MAX_DIMS];
   ndf_mode mode[NDF_MAX_DIMS];
-  int64_t norigin = 0, nmode = 0; /* 0: not given */
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      fputs(usage_conv, stdout);
-      return NDF_EXIT_OK;
-    }
-    if (a[0] == '-' && a[1] == '-' && !v) return usage_error("option %s needs a value", a);
-    int rc = -1; /* -1: not an option of this command */
-    if (!strcmp(a, "--kernel")) {
-      kspec = v;
-      rc = NDF_EXIT_OK;
-    } else if (!strcmp(a, "--mode")) {
-      rc = parse_axis_list(a, v, item_mode, mode, &nmode, MODE_NAMES);
-    } else if (!strcmp(a, "--origin")) {
-      rc = parse_axis_list(a, v, item_int, origin, &norigin, "integers");
-    } else {
-      rc = common_option(a, v, &co);
-    }
-    rc = finish_arg(rc, a, &i, &in_path, &out_path);
-    if (rc != NDF_EXIT_OK) return rc;
-  }
+  int64_t norigin, nmode; /* 0: not given */
+} conv_cli;
+
+static const cli_opt conv_opts[] = {
+    COMMON_OPTS(conv_cli),
+    OPT(conv_cli, "--kernel", take_str, kernel),
+    OPT_LIST(conv_cli, "--mode", mode, nmode, item_mode, MODE_NAMES),
+    OPT_LIST(conv_cli, "--origin", origin, norigin, item_int, "integers"),
+};
+
+static int cmd_conv(ndf_context *ctx, int argc, char **argv, int convolve) {
+  const char *in_path = NULL, *out_path = NULL;
+  conv_cli a = {0};
+  const int pr =
+      parse_args(argc, argv, conv_opts, NOPTS(conv_opts), &a, usage_conv, &in_path, &out_path);
+  if (pr) return pr < 0 ? NDF_EXIT_OK : pr;
   if (!in_path || !out_path) return usage_error("%s", "needs IN and OUT");
-  if (!kspec) return usage_error("%s", "needs --kernel (a .npy file or " NDF_KERNEL_NAMES ")");
+  if (!a.kernel) return usage_error("%s", "needs --kernel (a .npy file or " NDF_KERNEL_NAMES ")");
+  const char *kspec = a.kernel;
+  const common_opts co = a.co;
+  const int *origin = a.origin;
+  const ndf_mode *mode = a.mode;
+  const int64_t norigin = a.norigin, nmode = a.nmode;
 
   ndf_image img;
   int rc = read_input(in_path, &co, &img);
@@ -1267,50 +1359,49 @@ static ndf_status plan_ks(ndf_plan **p, ndf_context *ctx, const ndf_array *in, c
   return ndf_plan_ks(p, ctx, in, out, k->maps, k->nmaps, &k->o);
 }
 
+typedef struct {
+  common_opts co;
+  const char *maps[NDF_MAX_DIMS + 1];
+  int nmaps, index, output, normalize, deterministic;
+  double n_sigma;
+} ks_cli;
+
+static int take_map(const cli_opt *o, const char *v, char *args) {
+  ks_cli *k = (ks_cli *)args;
+  if (k->nmaps > NDF_MAX_DIMS) return usage_error("more than %d %s", NDF_MAX_DIMS, o->name);
+  k->maps[k->nmaps++] = v;
+  return NDF_EXIT_OK;
+}
+
+static const cli_opt ks_opts[] = {
+    OPT_WHAT(ks_cli, "--cval", take_refusal, co, "ks has no --cval"), /* before the common one */
+    COMMON_OPTS(ks_cli),
+    {"--sigma-map", take_map, 0, 0, NULL, NULL, 0},
+    OPT_WHAT(ks_cli, "--index", take_word, index, "input|output"), /* NDF_KS_INPUT, _OUTPUT */
+    OPT_WHAT(ks_cli, "--output", take_word, output, "same|full"),  /* NDF_KS_SAME, _FULL */
+    OPT_WHAT(ks_cli, "--n-sigma", take_number, n_sigma, "a number > 0"),
+    OPT_FLAG(ks_cli, "--normalize", normalize),
+    OPT_FLAG(ks_cli, "--deterministic", deterministic),
+};
+
 static int cmd_ks(ndf_context *ctx, int argc, char **argv) {
-  const char *in_path = NULL, *out_path = NULL, *map_path[NDF_MAX_DIMS + 1];
-  int nmaps = 0;
-  common_opts co = {0};
+  const char *in_path = NULL, *out_path = NULL;
+  ks_cli a = {0};
+  const int pr = parse_args(argc, argv, ks_opts, NOPTS(ks_opts), &a, usage_ks, &in_path, &out_path);
+  if (pr) return pr < 0 ? NDF_EXIT_OK : pr;
+  if (!in_path || !out_path) return usage_error("%s", "needs IN and OUT");
+  if (!a.nmaps) return usage_error("%s", "needs --sigma-map");
+  const common_opts co = a.co;
+  const char *const *map_path = a.maps;
+  const int nmaps = a.nmaps;
   ks_args k;
   memset(&k, 0, sizeof k);
   k.o.struct_size = sizeof k.o;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      fputs(usage_ks, stdout);
-      return NDF_EXIT_OK;
-    }
-    if (!strcmp(a, "--normalize") || !strcmp(a, "--deterministic")) {
-      *(a[2] == 'n' ? &k.o.normalize : &k.o.deterministic) = 1;
-      continue;
-    }
-    if (a[0] == '-' && a[1] == '-' && !v) return usage_error("option %s needs a value", a);
-    int rc = common_option(a, v, &co);
-    if (rc >= 0 && !strcmp(a, "--cval")) rc = usage_error("%s", "ks has no --cval");
-    if (rc >= 0) {
-    } else if (!strcmp(a, "--sigma-map")) {
-      if (nmaps > NDF_MAX_DIMS) return usage_error("more than %d --sigma-map", NDF_MAX_DIMS);
-      map_path[nmaps++] = v;
-      rc = NDF_EXIT_OK;
-    } else if (!strcmp(a, "--index")) {
-      rc = !strcmp(v, "input") || !strcmp(v, "output") ? NDF_EXIT_OK
-                                                       : usage_error("bad --index '%s'", v);
-      k.o.index = strcmp(v, "output") ? NDF_KS_INPUT : NDF_KS_OUTPUT;
-    } else if (!strcmp(a, "--output")) {
-      rc = !strcmp(v, "same") || !strcmp(v, "full") ? NDF_EXIT_OK
-                                                    : usage_error("bad --output '%s'", v);
-      k.o.output = strcmp(v, "full") ? NDF_KS_SAME : NDF_KS_FULL;
-    } else if (!strcmp(a, "--n-sigma")) {
-      char *end;
-      k.o.n_sigma = strtod(v, &end);
-      rc =
-          end != v && !*end && k.o.n_sigma > 0 ? NDF_EXIT_OK : usage_error("bad --n-sigma '%s'", v);
-    }
-    rc = finish_arg(rc, a, &i, &in_path, &out_path);
-    if (rc != NDF_EXIT_OK) return rc;
-  }
-  if (!in_path || !out_path) return usage_error("%s", "needs IN and OUT");
-  if (!nmaps) return usage_error("%s", "needs --sigma-map");
+  k.o.index = (ndf_ks_index)a.index;
+  k.o.output = (ndf_ks_extent)a.output;
+  k.o.normalize = a.normalize;
+  k.o.deterministic = a.deterministic;
+  k.o.n_sigma = a.n_sigma;
   k.o.method = co.method;
   ndf_image img, mimg[NDF_MAX_DIMS + 1];
   ndf_array maps[NDF_MAX_DIMS + 1];
