@@ -41,25 +41,21 @@ static void use_cpu(ndf_context *c) {
   snprintf(c->device_name, sizeof c->device_name, "cpu");
 }
 
-#ifdef NDF_HAVE_CUDA
-/* First usable device from `first` on (or exactly `first` when !any). */
+/* The first usable device (dev < 0), or device dev. */
 static ndf_status pick_cuda(ndf_context *c, int dev, int required) {
-  int n = ndf__cuda_device_count();
+  const ndf__device_ops *d = ndf__device();
+  if (!d)
+    return required ? ndf__fail(c, NDF_ENODEV, "this build of ndfilt has no CUDA support")
+                    : NDF_ENODEV;
+  int n = d->count();
   if (dev >= 0) {
     if (dev >= n) return ndf__fail(c, NDF_ENODEV, "CUDA device %d requested, %d present", dev, n);
-    return ndf__cuda_select(c, dev);
+    return d->select(c, dev);
   }
   for (int i = 0; i < n; i++)
-    if (ndf__cuda_select(c, i) == NDF_OK) return NDF_OK;
+    if (d->select(c, i) == NDF_OK) return NDF_OK;
   return required ? ndf__fail(c, NDF_ENODEV, "no usable CUDA device (%d present)", n) : NDF_ENODEV;
 }
-#else
-static ndf_status pick_cuda(ndf_context *c, int dev, int required) {
-  (void)dev;
-  return required ? ndf__fail(c, NDF_ENODEV, "this build of ndfilt has no CUDA support")
-                  : NDF_ENODEV;
-}
-#endif
 
 /* The failure's reason into the caller's buffer, if any; returns st. */
 static ndf_status create_fail(const ndf_context_opts *o, ndf_status st, const char *fmt, ...)
@@ -186,8 +182,6 @@ const char *ndf_context_message(const ndf_context *c) { return c ? c->msg : ""; 
 
 ndf_status ndf_context_synchronize(ndf_context *c) {
   if (!c) return NDF_EINVAL;
-#ifdef NDF_HAVE_CUDA
-  if (c->place.kind == NDF_PLACE_CUDA) return ndf__cuda_sync(c);
-#endif
+  if (c->place.kind == NDF_PLACE_CUDA && ndf__device()) return ndf__device()->sync(c);
   return NDF_OK;
 }

@@ -60,6 +60,23 @@ typedef struct ndf__sep {
   double w[];
 } ndf__sep;
 
+/* One axis of a separable filter as the caller gave it, before convolve's flip (n == 0: the
+ * axis is not filtered). */
+typedef struct ndf__axis_in {
+  const double *w;
+  int64_t n;
+  ndf_mode mode;
+  int origin;
+} ndf__axis_in;
+/* Validates per-axis kernels and builds a separable filter's problem (ops/sepfilter.c); `what`
+ * names the operation in messages, `aliases` the method names it takes besides solvers'. */
+ndf_status ndf__build_sep(ndf__problem *pb, ndf_context *ctx, const ndf_array *in,
+                          const ndf_array *out, const ndf__axis_in *ax, double cval, int convolve,
+                          const char *what, const char *aliases);
+/* A separable filter's method as the planner names it: the one-axis solvers' former names
+ * ("cpu_direct", "cuda_direct", the kind "direct") are taken for their names now. */
+const char *ndf__sep_method(const char *method);
+
 /* Parameters of an N-dimensional correlation (convolve already flipped):
  * nf kernels (a filter bank; 1 otherwise), each C-contiguous with in's ndim,
  * one after the other in w, and per axis their length k, the taps before the
@@ -196,6 +213,18 @@ ndf_status ndf__plan_create(ndf_plan **out, ndf_context *ctx, ndf__problem *pb, 
  * planned as the exact plan run instead on inputs that hold them. */
 ndf_status ndf__plan_create_alt(ndf_plan **out, ndf_context *ctx, ndf__problem *pb,
                                 const char *method, ndf__problem *alt_pb);
+/* One form of a call for ndf__plan_cheapest: its problem, and the error its solvers' results
+ * may have against the exact form's (0: the exact form itself). */
+typedef struct ndf__candidate {
+  ndf__problem pb;
+  double error;
+} ndf__candidate;
+/* Method auto over several forms of one call (c[0] the exact one, error 0): plans the form whose
+ * cheapest solver, by the same rule as choose's (transfers counted), costs least among those
+ * whose error is within tolerance; an approximate form's plan runs c[0]'s as its exact twin on
+ * inputs that hold NaN or Inf. Takes ownership of every candidate's params. */
+ndf_status ndf__plan_cheapest(ndf_plan **out, ndf_context *ctx, ndf__candidate *c, int n,
+                              double tolerance);
 /* The planner's one function: as_alt makes a plan without staging, run only as another's
  * exact twin. */
 ndf_status ndf__plan_make(ndf_plan **out, ndf_context *ctx, ndf__problem *pb, const char *method,
@@ -209,8 +238,6 @@ int ndf__host_nonfinite(const ndf_array *a, int threads);
 /* Bytes in count elements of elem bytes each; -1 if that overflows int64 or size_t. */
 int64_t ndf__bytes(int64_t count, size_t elem);
 #define NDF__MAX_SOLVERS 64 /* the planner's table (solvers.c) holds at most these */
-/* The cheapest applicable solver's cost for pb on ctx's device; INFINITY if none applies. */
-double ndf__best_cost(const ndf_context *ctx, const ndf__problem *pb);
 /* The planner's table: every backend's solvers, in their registration order; *n its length. */
 const ndf__solver *const *ndf__solver_table(int *n);
 /* A backend's registration (cpu/backend.c, cuda/backend.c): its solvers into t, at most cap of
@@ -221,22 +248,30 @@ int ndf__cuda_register(const ndf__solver **t, int cap);
 #endif
 const char *ndf__op_name(ndf__op op);
 
-/* CUDA glue (src/cuda), all NULL-safe; only in CUDA builds. */
+/* A device backend's services to core, which calls the backend through them only: devices,
+ * memory, a CUDA plan's staging and execution, waiting. */
+typedef struct ndf__device_ops {
+  int (*count)(void);                                 /* devices present (0: none usable) */
+  ndf_status (*select)(ndf_context *ctx, int device); /* checks it usable, names it in ctx */
+  ndf_status (*alloc)(ndf_context *ctx, void **p, size_t bytes);
+  void (*free)(ndf_context *ctx, void *p);
+  /* bytes between host memory and the context's device, or within it; synchronous */
+  ndf_status (*copy)(ndf_context *ctx, void *dst, const void *src, size_t bytes);
+  ndf_status (*sync)(ndf_context *ctx); /* waits for the context's stream */
+  /* a device plan's staging buffers (p->stage), made after its solver's make */
+  ndf_status (*stage_create)(ndf_plan *p);
+  void (*stage_destroy)(struct ndf__stage *s);
+  /* waits for everything a plan may have queued, once before its parts are freed */
+  void (*quiesce)(ndf_context *ctx);
+  /* executes a device plan: out is p->pb.nout arrays; same: out is in itself (checked) */
+  ndf_status (*execute)(const ndf_plan *p, const ndf_array *in, const ndf_array *ops,
+                        ndf_array *out, int same);
+} ndf__device_ops;
+/* The device backend's services, or NULL in a build without one (solvers.c, beside the
+ * registration). */
+const ndf__device_ops *ndf__device(void);
 #ifdef NDF_HAVE_CUDA
-int ndf__cuda_device_count(void);
-ndf_status ndf__cuda_select(ndf_context *ctx, int device); /* checks usable, names it */
-ndf_status ndf__cuda_stage_create(ndf_plan *p);
-void ndf__cuda_stage_destroy(struct ndf__stage *s);
-/* out: p->pb.nout arrays; same: out is in itself (ndf_execute has checked overlap). */
-ndf_status ndf__cuda_execute(const ndf_plan *p, const ndf_array *in, const ndf_array *ops,
-                             ndf_array *out, int same);
-ndf_status ndf__cuda_sync(ndf_context *ctx);
-ndf_status ndf__cuda_alloc(ndf_context *ctx, void **p, size_t bytes);
-void ndf__cuda_free(ndf_context *ctx, void *p);
-ndf_status ndf__cuda_copy(ndf_context *ctx, void *dst, const void *src, size_t bytes);
-/* 1 in *bad if the device array a (any dtype and strides) holds a NaN or an infinity, with
- * the plan's flag buffers; synchronises the context's stream. */
-ndf_status ndf__cuda_nonfinite(const ndf_plan *p, const ndf_array *a, int *bad);
+const ndf__device_ops *ndf__cuda_device_ops(void);
 #endif
 
 /* Copies the caller's options (NULL: all zero, the defaults) into o, `size` bytes, after

@@ -13,14 +13,12 @@ ndf_status ndf_array_alloc(ndf_context *ctx, ndf_array *a, ndf_dtype dtype, int 
   ndf_status st = ndf__check_desc(ctx, &r, "alloc");
   if (st != NDF_OK) return st;
   size_t bytes = (size_t)ndf_array_size(&r) * ndf_dtype_size(dtype);
-#ifdef NDF_HAVE_CUDA
-  if (ctx->place.kind == NDF_PLACE_CUDA) {
-    st = ndf__cuda_alloc(ctx, &r.data, bytes);
+  if (ctx->place.kind == NDF_PLACE_CUDA && ndf__device()) {
+    st = ndf__device()->alloc(ctx, &r.data, bytes);
     if (st != NDF_OK) return st;
     *a = r;
     return NDF_OK;
   }
-#endif
   r.data = malloc(bytes);
   if (!r.data) return ndf__fail(ctx, NDF_ENOMEM, "out of host memory allocating %zu bytes", bytes);
   *a = r;
@@ -29,11 +27,9 @@ ndf_status ndf_array_alloc(ndf_context *ctx, ndf_array *a, ndf_dtype dtype, int 
 
 void ndf_array_free(ndf_context *ctx, ndf_array *a) {
   if (!a || !a->data) return;
-#ifdef NDF_HAVE_CUDA
-  if (a->place.kind == NDF_PLACE_CUDA)
-    ndf__cuda_free(ctx, a->data);
+  if (a->place.kind == NDF_PLACE_CUDA && ndf__device())
+    ndf__device()->free(ctx, a->data);
   else
-#endif
     free(a->data);
   (void)ctx;
   a->data = NULL;
@@ -54,11 +50,9 @@ ndf_status ndf_array_copy(ndf_context *ctx, ndf_array *dst, const ndf_array *src
     memmove(dst->data, src->data, bytes);
     return NDF_OK;
   }
-#ifdef NDF_HAVE_CUDA
-  if (ctx->place.kind == NDF_PLACE_CUDA &&
+  if (ctx->place.kind == NDF_PLACE_CUDA && ndf__device() &&
       (src->place.kind == NDF_PLACE_HOST || src->place.device == ctx->place.device) &&
       (dst->place.kind == NDF_PLACE_HOST || dst->place.device == ctx->place.device))
-    return ndf__cuda_copy(ctx, dst->data, src->data, bytes);
-#endif
+    return ndf__device()->copy(ctx, dst->data, src->data, bytes);
   return ndf__fail(ctx, NDF_EINVAL, "copy: a device array is not on the context's device");
 }

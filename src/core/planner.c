@@ -51,6 +51,33 @@ double ndf__staging_cost(const ndf__problem *pb) {
   return 30e-6 + bytes / 15e9;
 }
 
+/* auto's rule: the cheapest solver of pb (NULL if none applies; skip[i]: solver i is out, NULL:
+ * none is) in *pick, and its cost, the staging of host arrays counted. On a context whose device
+ * auto chose, CPU solvers compete for host arrays; a pinned problem takes its place's only. */
+static double cheapest(const ndf__solver **pick, const ndf_context *ctx, const ndf__problem *pb,
+                       const char *skip) {
+  int nsolvers;
+  const ndf__solver *const *solvers = ndf__solver_table(&nsolvers);
+  double best = INFINITY;
+  *pick = NULL;
+  const int host = ctx->auto_device && all_host(pb);
+  for (int i = 0; i < nsolvers; i++) {
+    const ndf__solver *s = solvers[i];
+    const int here = pb->pin ? (int)s->place == pb->pin - 1
+                             : s->place == ctx->place.kind || (host && s->place == NDF_PLACE_HOST);
+    if (s->op != pb->op || !here || (skip && skip[i]) || !s->applicable(s, pb, ctx) ||
+        (pb->exact && s->finite_only && s->finite_only(pb)))
+      continue;
+    double c = s->cost(s, pb, ctx);
+    if (host && s->place == NDF_PLACE_CUDA) c += ndf__staging_cost(pb);
+    if (!*pick || c < best) {
+      *pick = s;
+      best = c;
+    }
+  }
+  return best;
+}
+
 /* skip[i]: solver i ran out of memory making this plan; auto picks among the others. */
 static ndf_status choose(const ndf__solver **pick, ndf_context *ctx, const ndf__problem *pb,
                          const char *method, const char *skip) {
@@ -92,40 +119,10 @@ static ndf_status choose(const ndf__solver **pick, ndf_context *ctx, const ndf__
     return ndf__fail(ctx, NDF_EINVAL, "%s: unknown method '%s' (this build has: auto%s)", op,
                      method, list);
   }
-  double best = 0;
-  *pick = NULL;
-  const int host = ctx->auto_device && all_host(pb);
-  for (int i = 0; i < nsolvers; i++) {
-    const ndf__solver *s = solvers[i];
-    const int here = pb->pin ? (int)s->place == pb->pin - 1
-                             : s->place == ctx->place.kind || (host && s->place == NDF_PLACE_HOST);
-    if (s->op != pb->op || !here || skip[i] || !s->applicable(s, pb, ctx) ||
-        (pb->exact && s->finite_only && s->finite_only(pb)))
-      continue;
-    double c = s->cost(s, pb, ctx);
-    if (host && s->place == NDF_PLACE_CUDA) c += ndf__staging_cost(pb);
-    if (!*pick || c < best) {
-      *pick = s;
-      best = c;
-    }
-  }
+  cheapest(pick, ctx, pb, skip);
   return *pick ? NDF_OK
                : ndf__fail(ctx, NDF_EUNSUPPORTED, "%s: no solver applies on %s", op,
                            ctx->device_name);
-}
-
-double ndf__best_cost(const ndf_context *ctx, const ndf__problem *pb) {
-  double best = INFINITY;
-  int nsolvers;
-  const ndf__solver *const *solvers = ndf__solver_table(&nsolvers);
-  for (int i = 0; i < nsolvers; i++) {
-    const ndf__solver *s = solvers[i];
-    if (s->op == pb->op && s->place == ctx->place.kind && s->applicable(s, pb, ctx)) {
-      const double c = s->cost(s, pb, ctx);
-      if (c < best) best = c;
-    }
-  }
-  return best;
 }
 
 ndf__problem ndf__problem_make(ndf__op op, const char *label, const char *aliases,
@@ -166,12 +163,18 @@ static int needs_alt(const ndf__solver *s, const ndf__problem *pb, const char *m
   return !s->finite_only(&e);
 }
 
-static void destroy_parts(ndf_plan *p) {
-#ifdef NDF_HAVE_CUDA
-  ndf__cuda_stage_destroy(p->stage);
-#endif
+static void free_plan(ndf_plan *p, int quiet);
+
+/* Frees a plan's state, staging and exact twin; quiet: the device has been waited for (a
+ * plan with device work waits once, here, for itself and its twin, not once per solver). */
+static void destroy_parts(ndf_plan *p, int quiet) {
+  const ndf__device_ops *d = ndf__device();
+  const int device = (p->solver && p->solver->place == NDF_PLACE_CUDA) ||
+                     (p->alt && p->alt->solver->place == NDF_PLACE_CUDA);
+  if (d && device && !quiet) d->quiesce(p->ctx);
+  if (d) d->stage_destroy(p->stage);
   if (p->free_state) p->free_state(p->state);
-  ndf_plan_destroy(p->alt);
+  free_plan(p->alt, 1);
   p->stage = NULL;
   p->state = NULL;
   p->exec = NULL;
@@ -232,15 +235,13 @@ ndf_status ndf__plan_make(ndf_plan **out, ndf_context *ctx, ndf__problem *pb, co
     p->solver = s;
     st = s->make(p);
     if (st == NDF_OK && needs_alt(s, &p->pb, method)) st = make_alt(p, alt_pb, !is_auto(method));
-#ifdef NDF_HAVE_CUDA
-    if (st == NDF_OK && s->place == NDF_PLACE_CUDA && !as_alt) st = ndf__cuda_stage_create(p);
-#endif
+    if (st == NDF_OK && s->place == NDF_PLACE_CUDA && !as_alt) st = ndf__device()->stage_create(p);
     if (st != NDF_ENOMEM || !is_auto(method)) break;
     /* Out of memory (an FFT's buffers, say): auto tries the next cheapest solver, and the
      * context's message says what happened. */
     char why[sizeof ctx->msg];
     snprintf(why, sizeof why, "%s", ndf_context_message(ctx));
-    destroy_parts(p);
+    destroy_parts(p, 0);
     int nsolvers;
     const ndf__solver *const *solvers = ndf__solver_table(&nsolvers);
     for (int i = 0; i < nsolvers; i++)
@@ -262,6 +263,24 @@ ndf_status ndf__plan_make(ndf_plan **out, ndf_context *ctx, ndf__problem *pb, co
   return NDF_OK;
 }
 
+ndf_status ndf__plan_cheapest(ndf_plan **out, ndf_context *ctx, ndf__candidate *c, int n,
+                              double tolerance) {
+  int k = 0;
+  double best = INFINITY;
+  for (int i = 0; i < n; i++) {
+    const ndf__solver *s = NULL;
+    const double cost = c[i].error <= tolerance ? cheapest(&s, ctx, &c[i].pb, NULL) : INFINITY;
+    if (s && cost < best) {
+      best = cost;
+      k = i;
+    }
+  }
+  for (int i = 1; i < n; i++)
+    if (i != k) free(c[i].pb.params);
+  if (k == 0) return ndf__plan_make(out, ctx, &c[0].pb, NULL, 0, NULL);
+  return ndf__plan_make(out, ctx, &c[k].pb, NULL, 0, &c[0].pb);
+}
+
 ndf_status ndf__plan_create(ndf_plan **out, ndf_context *ctx, ndf__problem *pb,
                             const char *method) {
   return ndf__plan_make(out, ctx, pb, method, 0, NULL);
@@ -272,12 +291,14 @@ ndf_status ndf__plan_create_alt(ndf_plan **out, ndf_context *ctx, ndf__problem *
   return ndf__plan_make(out, ctx, pb, method, 0, alt_pb);
 }
 
-void ndf_plan_destroy(ndf_plan *p) {
+static void free_plan(ndf_plan *p, int quiet) {
   if (!p) return;
-  destroy_parts(p);
+  destroy_parts(p, quiet);
   free(p->pb.params);
   free(p);
 }
+
+void ndf_plan_destroy(ndf_plan *p) { free_plan(p, 0); }
 
 void ndf__note_alt(const ndf_plan *p, int used) {
   ndf_plan *m = (ndf_plan *)p; /* last_alt is the one field execute writes */
@@ -361,9 +382,7 @@ static ndf_status execute(const ndf_plan *p, const ndf_array *in, int nops, cons
         return ndf__fail(p->ctx, NDF_EINVAL, "operand %d and %s overlap", k + 1, what);
   }
   if (!nops) ops = NULL;
-#ifdef NDF_HAVE_CUDA
-  if (p->solver->place == NDF_PLACE_CUDA) return ndf__cuda_execute(p, in, ops, out, same);
-#endif
+  if (p->solver->place == NDF_PLACE_CUDA) return ndf__device()->execute(p, in, ops, out, same);
   const int alt = p->alt && ndf__host_nonfinite(in, p->ctx->threads);
   ndf__note_alt(p, alt);
   const ndf_plan *q = alt ? p->alt : p;

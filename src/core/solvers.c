@@ -1,5 +1,6 @@
-/* solvers.c - the table of solvers the planner chooses from: each backend's, as it registers
- * them (cpu/backend.c, cuda/backend.c), made once. */
+/* solvers.c - the backends' registrations: the table of solvers the planner chooses from, each
+ * backend's as it registers them (cpu/backend.c, cuda/backend.c), made once; and the device
+ * backend's services (ndf__device). The one place core names a backend. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,14 @@ static void build(void) {
   add(ndf__cpu_register);
 #ifdef NDF_HAVE_CUDA
   add(ndf__cuda_register);
+#endif
+}
+
+const ndf__device_ops *ndf__device(void) {
+#ifdef NDF_HAVE_CUDA
+  return ndf__cuda_device_ops();
+#else
+  return NULL;
 #endif
 }
 

@@ -356,7 +356,7 @@ static int applicable(const ndf__solver *self, const ndf__problem *pb, const ndf
  * about 1.0 + 0.12 K ns per sample and axis for a cascade of order K (VYV 3-5: 1.38-1.59) and
  * 1.0 + 0.25 K for the parallel form (Deriche: 1.96), gathering and storing included. On the
  * same core cpu_sep took 2.8 ns at sigma 4.5 (37 taps), so FIR is the cheaper below sigma ~ 2-3;
- * auto keeps it up to sigma ~ 4, where the recursive filter saves a third (ops/sepfilter.c). */
+ * with a tolerance, auto takes whichever the models make the cheaper (ops/gaussian.c). */
 static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
   (void)self;
   const ndf__iirp *q = pb->params;

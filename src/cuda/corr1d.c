@@ -19,10 +19,7 @@ static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_co
   return (double)ndf_array_size(&pb->in) * (double)c->ax[0].n / 2e11;
 }
 
-static void free_state(void *w) {
-  cudaDeviceSynchronize(); /* a one-shot call may still be running */
-  cudaFree(w);
-}
+static void free_state(void *w) { cudaFree(w); }
 
 static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *ops,
                        ndf_array *out) {

@@ -51,7 +51,6 @@ static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_co
 static void free_state(void *v) {
   state *s = v;
   if (!s) return;
-  cudaDeviceSynchronize(); /* a one-shot call may still be running */
   cudaFree(s->dw);
   free(s);
 }

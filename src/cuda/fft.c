@@ -111,7 +111,6 @@ static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_co
 static void free_state(void *v) {
   state *s = v;
   if (!s) return;
-  cudaDeviceSynchronize(); /* a one-shot call may still be running */
   if (s->have_r2c) cufftDestroy(s->r2c);
   if (s->have_c2r) cufftDestroy(s->c2r);
   if (s->have_c2c) cufftDestroy(s->c2c);

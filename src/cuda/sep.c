@@ -67,7 +67,6 @@ static double cost_fused(const ndf__solver *self, const ndf__problem *pb, const 
 static void free_state(void *v) {
   state *s = v;
   if (!s) return;
-  cudaDeviceSynchronize(); /* a one-shot call may still be running */
   free(s->hw);
   cudaFree(s->dw);
   cudaFree(s->tmp);

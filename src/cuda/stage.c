@@ -34,7 +34,7 @@ static ndf_status cuda_fail(const ndf_context *ctx, cudaError_t e, const char *w
   return ndf__fail(ctx, NDF_ECUDA, "%s: %s", what, cudaGetErrorString(e));
 }
 
-int ndf__cuda_device_count(void) {
+static int device_count(void) {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess) {
     cudaGetLastError(); /* no driver or no device: not sticky */
@@ -43,7 +43,7 @@ int ndf__cuda_device_count(void) {
   return n;
 }
 
-ndf_status ndf__cuda_select(ndf_context *ctx, int dev) {
+static ndf_status select_device(ndf_context *ctx, int dev) {
   struct cudaDeviceProp prop;
   cudaError_t e = cudaSetDevice(dev);
   if (e == cudaSuccess) e = cudaFree(NULL); /* creates the context: proves it usable */
@@ -68,13 +68,13 @@ ndf_status ndf_context_set_stream(ndf_context *ctx, cudaStream_t stream) {
 
 cudaStream_t ndf_context_stream(const ndf_context *ctx) { return ctx ? ctx->stream : NULL; }
 
-ndf_status ndf__cuda_sync(ndf_context *ctx) {
+static ndf_status sync_stream(ndf_context *ctx) {
   cudaError_t e = cudaSetDevice(ctx->place.device);
   if (e == cudaSuccess) e = cudaStreamSynchronize((cudaStream_t)ctx->stream);
   return e == cudaSuccess ? NDF_OK : cuda_fail(ctx, e, "synchronize", 0);
 }
 
-void ndf__cuda_stage_destroy(struct ndf__stage *s) {
+static void stage_destroy(struct ndf__stage *s) {
   if (!s) return;
   cudaFreeHost(s->h_in);
   cudaFreeHost(s->h_out);
@@ -88,7 +88,7 @@ void ndf__cuda_stage_destroy(struct ndf__stage *s) {
   free(s);
 }
 
-ndf_status ndf__cuda_stage_create(ndf_plan *p) {
+static ndf_status stage_create(ndf_plan *p) {
   const ndf_array *in = &p->pb.in, *out = &p->pb.out;
   size_t bin = (size_t)ndf_array_size(in) * sizeof(float);
   size_t bout = (size_t)ndf_array_size(out) * sizeof(float) * (size_t)p->pb.nout;
@@ -289,17 +289,8 @@ static ndf_status device_nonfinite(const ndf_plan *p, const ndf_array *a, int *b
   return NDF_OK;
 }
 
-ndf_status ndf__cuda_nonfinite(const ndf_plan *p, const ndf_array *a, int *bad) {
-  cudaError_t e = cudaSetDevice(p->ctx->place.device);
-  if (e != cudaSuccess) return cuda_fail(p->ctx, e, "cudaSetDevice", 0);
-  pthread_mutex_lock(&p->stage->lock);
-  ndf_status r = device_nonfinite(p, a, bad);
-  pthread_mutex_unlock(&p->stage->lock);
-  return r;
-}
-
-ndf_status ndf__cuda_execute(const ndf_plan *p, const ndf_array *in, const ndf_array *ops,
-                             ndf_array *out, int same) {
+static ndf_status execute(const ndf_plan *p, const ndf_array *in, const ndf_array *ops,
+                          ndf_array *out, int same) {
   ndf_context *ctx = p->ctx;
   struct ndf__stage *s = p->stage;
   cudaStream_t st = (cudaStream_t)ctx->stream;
@@ -374,18 +365,18 @@ ndf_status ndf__cuda_check(const ndf_context *ctx, int err, const char *what) {
   return err == 0 ? NDF_OK : cuda_fail(ctx, (cudaError_t)err, what, 0);
 }
 
-ndf_status ndf__cuda_alloc(ndf_context *ctx, void **p, size_t bytes) {
+static ndf_status alloc(ndf_context *ctx, void **p, size_t bytes) {
   cudaError_t e = cudaSetDevice(ctx->place.device);
   if (e == cudaSuccess) e = cudaMalloc(p, bytes);
   return e == cudaSuccess ? NDF_OK : cuda_fail(ctx, e, "ndf_array_alloc", bytes);
 }
 
-void ndf__cuda_free(ndf_context *ctx, void *p) {
+static void free_device(ndf_context *ctx, void *p) {
   cudaSetDevice(ctx ? ctx->place.device : 0);
   cudaFree(p);
 }
 
-ndf_status ndf__cuda_copy(ndf_context *ctx, void *dst, const void *src, size_t bytes) {
+static ndf_status copy(ndf_context *ctx, void *dst, const void *src, size_t bytes) {
   cudaError_t e = cudaSetDevice(ctx->place.device);
   if (e == cudaSuccess) e = cudaStreamSynchronize((cudaStream_t)ctx->stream);
   if (e == cudaSuccess) e = cudaMemcpy(dst, src, bytes, cudaMemcpyDefault);
@@ -451,3 +442,15 @@ int ndf__cuda_contig_end(ndf__contig *c, int err, ndf_array *out, void *stream) 
   c->gout = &c->gout1;
   return (int)e;
 }
+
+/* A plan's parts are freed after its device work: one wait for the whole device (a one-shot
+ * call may still be running, on any stream the context has had). */
+static void quiesce(ndf_context *ctx) {
+  if (cudaSetDevice(ctx->place.device) == cudaSuccess) cudaDeviceSynchronize();
+}
+
+static const ndf__device_ops ops = {device_count, select_device, alloc,        free_device,
+                                    copy,         sync_stream,   stage_create, stage_destroy,
+                                    quiesce,      execute};
+
+const ndf__device_ops *ndf__cuda_device_ops(void) { return &ops; }
