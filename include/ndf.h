@@ -331,18 +331,16 @@ typedef struct ndf_gaussian_opts {
  * of order 3 or 4 and one iir_alvarez step as that sum: float32 state in the better conditioned
  * form of first-order complex recursions, within about 1e-6 of float64; as chunk-sized matrix
  * products on the tensor cores in split TF32, float32's accuracy (lines past 1024 in segments of
- * 256, whose states are chained between them); NDF_CUDA_IIR_TC=0 keeps the FFMA kernel on lines
- * up to 2048 long; iir_alvarez of 2 to 4
- * steps, whose pole repeats, on those tensor-core passes only, as first-order sections one after
- * the other, to sigma 256, lines past 1024 in segments too). They support mode nearest
- * only (the boundary exact: each line continued by its end values for ever), order 0, and
- * ignore truncate and radius; anything else is NDF_EUNSUPPORTED. Relative L2 error against
- * the true Gaussian on noise, borders included (BENCHMARKS.md, "Recursive Gaussian"):
- * iir_deriche 2.6e-4 to 6.6e-4 for sigma 0.5 to 1000; iir_vyv (sigma >= 0.5) order 3 1e-2 to
- * 2e-2 from sigma 2 (5e-2 at sigma 1, 0.12 at 0.5), order 4 3e-3 to 7e-3 from sigma 2 (3e-2
- * at 1), order 5 1.2e-3 to 2.5e-3 from sigma 2 (2e-2 at 1; refused past sigma 20, order 4 past
- * 100); iir_alvarez 0.11 to 0.2 at 3 steps for sigma 2 to 64 (0.27 at 1; 4 steps refused past
- * sigma 100, 5 past 50), falling with more steps. */
+ * 256, whose states are chained between them); iir_alvarez of 2 to 4 steps, whose pole repeats, on
+ * those tensor-core passes only, as first-order sections one after the other, to sigma 256, lines
+ * past 1024 in segments too). They support mode nearest only (the boundary exact: each line
+ * continued by its end values for ever), order 0, and ignore truncate and radius; anything else is
+ * NDF_EUNSUPPORTED. Relative L2 error against the true Gaussian on noise, borders included
+ * (BENCHMARKS.md, "Recursive Gaussian"): iir_deriche 2.6e-4 to 6.6e-4 for sigma 0.5 to 1000;
+ * iir_vyv (sigma >= 0.5) order 3 1e-2 to 2e-2 from sigma 2 (5e-2 at sigma 1, 0.12 at 0.5), order 4
+ * 3e-3 to 7e-3 from sigma 2 (3e-2 at 1), order 5 1.2e-3 to 2.5e-3 from sigma 2 (2e-2 at 1; refused
+ * past sigma 20, order 4 past 100); iir_alvarez 0.11 to 0.2 at 3 steps for sigma 2 to 64 (0.27 at
+ * 1; 4 steps refused past sigma 100, 5 past 50), falling with more steps. */
 NDF_API ndf_status ndf_plan_gaussian(ndf_plan **plan, ndf_context *ctx, const ndf_array *in,
                                      const ndf_array *out, const ndf_gaussian_opts *opts);
 NDF_API ndf_status ndf_gaussian(ndf_context *ctx, const ndf_array *in, ndf_array *out,

@@ -46,7 +46,7 @@ echo "gpu: ${gpu:-none}  commit: $COMMIT" | tee "$OUT/env.txt"
 "$NVCC" --version | tail -1 >>"$OUT/env.txt"
 
 if cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DNDF_ENABLE_CUDA=ON -DNDF_CUDA_ARCHS=90 \
-     -DCMAKE_CUDA_COMPILER="$NVCC" -DNDF_PYTHON="$(command -v python3)" -DNDF_KS_ALL_SHAPES=ON \
+     -DCMAKE_CUDA_COMPILER="$NVCC" -DNDF_PYTHON="$(command -v python3)" -DNDF_KS_ALL_SHAPES=ON -DNDF_DEV_SWITCHES=ON \
      -DNDF_REQUIRE_FORMATS=OFF -DNDF_BUILD_TOOLS=ON \
      >"$LOG/configure.log" 2>&1 &&
    cmake --build "$B" -j "$J" >"$LOG/build.log" 2>&1; then

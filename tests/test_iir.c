@@ -10,6 +10,14 @@
 #include "core/iir.h"
 #include "ref/ref.h"
 
+/* Whether the library reads cuda_iir's development switches (NDF_CUDA_IIR_*: a build configured
+ * with NDF_DEV_SWITCHES, the GPU check's), so that the cases below can force its paths. */
+#ifdef NDF_DEV_SWITCHES
+#define DEV_SWITCHES 1
+#else
+#define DEV_SWITCHES 0
+#endif
+
 /* max |out - ref| / iir_mag's scale (float outputs). Until 2026-11-24, 1e-5 of max |ref|. Over
  * test_iir's float32 cases, that scale is 1.6 times max |ref| at the median and 3.7 at the 90th
  * percentile (46 at most, where the output cancels). So half the bound keeps the usual case
@@ -296,7 +304,7 @@ static void shaped_case(ndf_context *ctx, int cuda, uint64_t *r, int k, int nd,
                         const int64_t *shape, int inplace, int iso, double smax) {
   tcase c = shaped(r, cuda, k, nd, shape, inplace, iso, smax, nd);
   run_case(ctx, cuda, &c, r);
-  if (iso && cuda)
+  if (iso && cuda && DEV_SWITCHES)
     for (char v[2] = "0"; v[0] <= '2'; v[0]++) {
       setenv("NDF_CUDA_IIR_FUSED", v, 1);
       run_case(ctx, cuda, &c, r);
@@ -422,7 +430,7 @@ static int long_cases(ndf_context *ctx, int cuda, uint64_t *r) {
               {"1024", 2, 0, {1025, 5}},
               {"1024", 3, 0, {2, 1100, 1030}},
               {"300", 3, 0, {3, 600, 301}}};
-  if (cuda) {
+  if (cuda && DEV_SWITCHES) {
     setenv("NDF_CUDA_IIR_TC", "0", 1);
     for (size_t k = 0; k < sizeof ffma / sizeof ffma[0]; k++)
       shaped_case(ctx, cuda, r, find_method("iir_deriche", 4), 3, ffma[k].shape, ffma[k].inplace, 0,
@@ -629,7 +637,7 @@ static int channels_cases(ndf_context *ctx, int cuda, uint64_t *r) {
   int n = 0;
   for (size_t k = 0; k < sizeof cc / sizeof cc[0]; k++)
     for (int tc = 1; tc >= 0; tc--) {
-      if (!tc && (!cuda || cc[k].seg)) continue;
+      if (!tc && (!cuda || cc[k].seg || !DEV_SWITCHES)) continue;
       const int m = find_method(cc[k].name, cc[k].order), nd = cc[k].nd;
       tcase c =
           shaped(r, cuda, m, nd, cc[k].shape, cc[k].inplace, 0, sigma_max(&methods[m]), nd - 1);

@@ -67,11 +67,11 @@ static int chunked(const ndf__iir *f, int64_t L) {
  * 1025 to 2048 (segments, iir_tc_kernel.cu's iir_tc_seg, past 1024) the FFMA chunked kernel, which
  * takes them whole, is as fast or faster on arrays that the L2 holds, where the segments' two more
  * launches cost more than they save; on larger arrays the segments are faster (figures:
- * docs/design/recursive-gaussian.md). NDF_CUDA_IIR_SEG (a development switch: a length) forces
- * segments. */
+ * docs/design/recursive-gaussian.md). NDF_CUDA_IIR_SEG (a development switch, ndf__dev_switch: a
+ * length) forces segments. */
 static int tc_pass(const ndf__iir *f, int64_t L, double bytes) {
   return tc_takes(f, L) && (L <= NDF__IIR_TC_LINE || !ndf__iir_chunks_fit(f, L) || bytes > 32e6 ||
-                            getenv("NDF_CUDA_IIR_SEG"));
+                            ndf__dev_switch("NDF_CUDA_IIR_SEG"));
 }
 
 /* The filters cuda_iir runs, in *q: each cascade's parallel twin (core/iir.h: iir_vyv of order 3
@@ -168,8 +168,8 @@ static int all_in_place(const ndf__iirp *q, const int64_t *shape, const int *ax,
  * or more of up to 512 x 512, where it saves a tenth of the three passes' time at 256^3 and a
  * little at 512^3; on 64 or 128 slices of 256^2 it is no faster (figures:
  * docs/design/recursive-gaussian.md). NDF_CUDA_IIR_FUSED=0, 1 or 2 picks one (a development
- * switch); the ticketed pass, bound by its groups' latency (iir_tc_kernel.cu), is slower than
- * the passes it replaces. */
+ * switch, ndf__dev_switch); the ticketed pass, bound by its groups' latency (iir_tc_kernel.cu), is
+ * slower than the passes it replaces. */
 static int fused_yx(const ndf__iirp *q, const int64_t *shape, int nd, const int *ax, int np) {
   if (np < 2 || ax[0] != nd - 1 || ax[1] != nd - 2) return 0;
   const ndf__iir *fx = &q->ax[nd - 1], *fy = &q->ax[nd - 2];
@@ -177,7 +177,7 @@ static int fused_yx(const ndf__iirp *q, const int64_t *shape, int nd, const int 
         ndf__iir_tc_filter(fy, shape[nd - 2]) && all_in_place(q, shape, ax, np) &&
         ndf__iir_tc_yx_fits(NULL, NULL, shape[nd - 2], shape[nd - 1])))
     return 0;
-  const char *fused = getenv("NDF_CUDA_IIR_FUSED");
+  const char *fused = ndf__dev_switch("NDF_CUDA_IIR_FUSED");
   if (fused && (fused[0] == '0' || fused[0] == '1' || fused[0] == '2')) return fused[0] - '0';
   return shape[nd - 1] <= 512 && shape[nd - 2] <= 512 && extent(shape, 0, nd - 2) >= 256 ? 2 : 0;
 }

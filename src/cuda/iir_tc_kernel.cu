@@ -1327,7 +1327,8 @@ cudaError_t pass_init(ndf__iir_tc_pass &p, int64_t P, int64_t L, int64_t Q, cons
   // columns longer than 256: 8 chunks a warp (a tenth faster on 512^3's y and z passes; rows of
   // 512 and all of 256^3 are as fast or faster with 4)
   const int li = (int)L;
-  const char *senv = getenv("NDF_CUDA_IIR_SEG"); // development switch: segments past this length
+  const char *senv =
+      ndf__dev_switch("NDF_CUDA_IIR_SEG"); // development switch: segments past this length
   if (L > (senv && atoi(senv) > 0 ? std::min(atoi(senv), kMaxL) : kMaxL))
     return Q == 1 ? seg_init<true>(p, P, f) : seg_init<false>(p, P * Q, f);
   if (Q == 1) return tc_init<true, 4>(p, P * Q, li);
@@ -1338,7 +1339,7 @@ cudaError_t pass_init(ndf__iir_tc_pass &p, int64_t P, int64_t L, int64_t Q, cons
 } // namespace
 
 extern "C" int ndf__iir_tc_fits(const float *src, const float *dst, int64_t L) {
-  const char *env = getenv("NDF_CUDA_IIR_TC"); // "0": the FFMA kernel everywhere
+  const char *env = ndf__dev_switch("NDF_CUDA_IIR_TC"); // "0": the FFMA kernel everywhere
   return !(env && env[0] == '0') && L > 0 && L <= INT32_MAX / 2 && ndf__iir_tc_aligned(src, dst);
 }
 
@@ -1444,7 +1445,7 @@ extern "C" int ndf__launch_iir_tc_yx(const float *src, float *dst, int64_t P, in
   const cudaError_t err = resident_blocks(kern, 32 * W, smem, &resident);
   if (err != cudaSuccess) return (int)err;
   const int64_t grid = std::min(resident, P * per);
-  const char *lenv = getenv("NDF_CUDA_IIR_LAG"); // development switch: slices behind
+  const char *lenv = ndf__dev_switch("NDF_CUDA_IIR_LAG"); // development switch: slices behind
   const int64_t lag = lenv ? atoll(lenv) : 2 * ((grid + per - 1) / per) + 1;
   kern<<<(unsigned)grid, 32 * W, smem, (cudaStream_t)stream>>>(
       src, dst, P, y, x, (int)std::min<int64_t>(P, lag), q, sync);
@@ -1462,7 +1463,7 @@ cudaError_t yxc_plan(const yxc_config &k, int *cluster, int *clusters) {
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
   if (e != cudaSuccess || major < 9) return e; // (below 9.0: no clusters)
   // 8 blocks a cluster: 2, 4 and 16 are slower at 256^3, 4 and 16 at 512^3
-  const char *cenv = getenv("NDF_CUDA_IIR_CLUSTER"); // development switch
+  const char *cenv = ndf__dev_switch("NDF_CUDA_IIR_CLUSTER"); // development switch
   const int C = cenv && atoi(cenv) > 0 ? atoi(cenv) : 8;
   e = cudaFuncSetAttribute(k.kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)k.most);
   if (e == cudaSuccess && C > 8)
