@@ -7,7 +7,7 @@ it, beside the alternative they have, in one run on one machine.
 writes DIR/user.json and DIR/user.md (bench/results/user/ is that layout; bench/report.py puts
 it in BENCHMARKS.md; scripts/gpu-check.sh part `user` runs it into $OUT/user/).
 
-Rows (wall clock per call, the median of several calls after warm-up, time.perf_counter around
+Rows (wall clock per call, the median of several calls after a warm-up call, time.perf_counter around
 the Python call and a synchronisation of the device, so transfers and waits count):
   - ks, Python, a CuPy image and a CuPy sigma map (sigma ~ U[0, r_max / 3)): the same map every
     call, and a new map every call (a dose engine: a new spread per beam; the maps made before
@@ -34,25 +34,16 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "python"))
-from timing import clean_json, commit, gpu_name  # noqa: E402
+from timing import clean_json, commit, cpu_ms, gpu_name  # noqa: E402
 
 import ndfilt  # noqa: E402
 
 N_SIGMA = 3.0
 
 
-def wall_ms(f, sync, reps=15, warm=3):
-    """Median wall-clock ms of f() then sync(), after warm calls."""
-    for _ in range(warm):
-        f()
-        sync()
-    ts = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        f()
-        sync()
-        ts.append(1e3 * (time.perf_counter() - t))
-    return float(np.median(ts))
+def wall_ms(f, sync, reps=15):
+    """Median wall-clock ms of f() then sync() (timing.cpu_ms: after a warm-up call)."""
+    return cpu_ms(lambda _: (f(), sync()), None, reps)
 
 
 def ks_rows(cp, quick):
@@ -118,7 +109,7 @@ def gaussian_rows(cp, quick):
             res[f"ndfilt_{dev}_ms"] = None
             res[f"ndfilt_{dev}_error"] = str(e)[:200]
     ndfilt.set_device("auto")
-    res["scipy_ms"] = wall_ms(lambda: ndi.gaussian_filter(x, **kw), none, reps=3, warm=1)
+    res["scipy_ms"] = wall_ms(lambda: ndi.gaussian_filter(x, **kw), none, reps=3)
     if cp is not None:
         import cupyx.scipy.ndimage as cnd
         res["cupyx_roundtrip_ms"] = wall_ms(

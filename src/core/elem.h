@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "ndf.h"
 
@@ -43,6 +44,43 @@ static inline int ndf__is_contiguous(const ndf_array *a) {
     s *= a->shape[d];
   }
   return 1;
+}
+
+/* 1 if the float32 (float64) at p is NaN or infinite, by its exponent bits (no floating-point
+ * comparison for the compiler to fold under fast math; vectorises). */
+static inline int ndf__f32_nonfinite(const float *p) {
+  uint32_t u;
+  memcpy(&u, p, sizeof u);
+  return (u & 0x7f800000u) == 0x7f800000u;
+}
+static inline int ndf__f64_nonfinite(const double *p) {
+  uint64_t u;
+  memcpy(&u, p, sizeof u);
+  return (u & 0x7ff0000000000000ull) == 0x7ff0000000000000ull;
+}
+
+/* Element offsets of an array in C order from a start, advanced one element at a time: a walk
+ * over a strided view without a division per element (ndf__offset's). */
+typedef struct ndf__walker {
+  int64_t idx[NDF_MAX_DIMS], off;
+} ndf__walker;
+
+static inline void ndf__walk_at(ndf__walker *w, const ndf_array *a, int64_t i) {
+  w->off = 0;
+  for (int d = a->ndim - 1; d >= 0; d--) {
+    w->idx[d] = i % a->shape[d];
+    i /= a->shape[d];
+    w->off += w->idx[d] * a->strides[d];
+  }
+}
+
+static inline void ndf__walk_next(ndf__walker *w, const ndf_array *a) {
+  for (int d = a->ndim - 1; d >= 0; d--) {
+    w->off += a->strides[d];
+    if (++w->idx[d] < a->shape[d]) return;
+    w->off -= a->strides[d] * a->shape[d];
+    w->idx[d] = 0;
+  }
 }
 
 /* Offset in elements of the n-th element (C order) of array a. */

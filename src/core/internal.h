@@ -73,9 +73,6 @@ typedef struct ndf__axis_in {
 ndf_status ndf__build_sep(ndf__problem *pb, ndf_context *ctx, const ndf_array *in,
                           const ndf_array *out, const ndf__axis_in *ax, double cval, int convolve,
                           const char *what, const char *aliases);
-/* A separable filter's method as the planner names it: the one-axis solvers' former names
- * ("cpu_direct", "cuda_direct", the kind "direct") are taken for their names now. */
-const char *ndf__sep_method(const char *method);
 
 /* Parameters of an N-dimensional correlation (convolve already flipped):
  * nf kernels (a filter bank; 1 otherwise), each C-contiguous with in's ndim,
@@ -100,14 +97,13 @@ typedef struct ndf__iirp {
 
 /* Parameters of a kernel superposition (ndf.h, "ks"): nsig sigma maps (1: every axis; else one
  * per axis); bound maps as float64, C-contiguous of in's shape, in sigma[]; operand maps (the
- * problem's ops, given at each execute) leave sigma[] empty. The cut-off radii follow from
- * the maps (ndf__ks_radius). R: the full output's margin, the bound maps' largest radius or
+ * problem's ops, given at each execute: pb->nops > 0) leave sigma[] empty. The cut-off radii follow
+ * from the maps (ndf__ks_radius). R: the full output's margin, the bound maps' largest radius or
  * r_max; r_max: ndf_ks_opts's bound (0: none). */
 typedef struct ndf__ksp {
   ndf_ks_index index;
   ndf_ks_extent extent;
   int normalize, deterministic, nsig;
-  int operands;              /* the maps come with each execute */
   int tile_rows, block_rows; /* ndf_ks_opts's, 0 made 8 */
   double n_sigma;
   int64_t R, r_max;
@@ -115,6 +111,15 @@ typedef struct ndf__ksp {
   double sigma[];
 } ndf__ksp;
 
+/* The largest radius a ks problem's plan may meet: its bound maps', else r_max, else -1 (maps
+ * given at each execute, pb->nops of them, without a bound). */
+int64_t ndf__ks_bound(const ndf__problem *pb);
+/* The radius cost models and work splits plan for: ndf__ks_bound, or 8 where that is unknown. */
+int64_t ndf__ks_radius_estimate(const ndf__problem *pb);
+/* NDF_EINVAL with the message for sigma map m's pixel i (C order) of value v: not finite, or
+ * negative, or of a radius past r_max. */
+ndf_status ndf__ks_bad_map(const ndf_context *ctx, double n_sigma, int64_t r_max, int m, int64_t i,
+                           double v);
 /* The cut-off radius ceil(n_sigma * s) of a sigma s >= 0 (0 for s = 0), capped at 2^40 (as good
  * as infinite on any grid). */
 int64_t ndf__ks_radius(double n_sigma, double s);
@@ -147,6 +152,9 @@ typedef struct ndf__solver {
    * exact one (ndf_plan.alt), run instead on inputs that hold them. */
   int (*finite_only)(const ndf__problem *pb);
   const void *arg; /* the family member's parameters, or NULL */
+  /* NULL, or a name the solver had before names were unique across operations, which method
+   * still takes (as a name or, "<place>_<kind>", through its kind) */
+  const char *former;
 } ndf__solver;
 
 struct ndf__stage; /* CUDA staging buffers, src/cuda/stage.c */

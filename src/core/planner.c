@@ -92,7 +92,9 @@ static ndf_status choose(const ndf__solver **pick, ndf_context *ctx, const ndf__
                method);
     for (int i = 0; i < nsolvers; i++) {
       const ndf__solver *s = solvers[i];
-      if (s->op != pb->op || (strcmp(s->name, method) && strcmp(s->name, here))) continue;
+      const int named = !strcmp(s->name, method) || !strcmp(s->name, here) ||
+                        (s->former && (!strcmp(s->former, method) || !strcmp(s->former, here)));
+      if (s->op != pb->op || !named) continue;
       if (s->place != ctx->place.kind)
         return ndf__fail(ctx, NDF_EUNSUPPORTED, "%s: method %s runs on %s, the context is on %s",
                          op, method, place_word(s->place), ctx->device_name);

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "elem.h"
 #include "internal.h"
 
 #define NDF_STR2(x) #x
@@ -255,17 +256,6 @@ int64_t ndf__bytes(int64_t count, size_t elem) {
 }
 
 /* The exponent bits all set: NaN or an infinity. */
-static inline int bad32(const float *p) {
-  uint32_t u;
-  memcpy(&u, p, 4);
-  return (u & 0x7f800000u) == 0x7f800000u;
-}
-static inline int bad64(const double *p) {
-  uint64_t u;
-  memcpy(&u, p, 8);
-  return (u & 0x7ff0000000000000ull) == 0x7ff0000000000000ull;
-}
-
 int ndf__host_nonfinite(const ndf_array *a, int threads) {
   if (a->dtype != NDF_F32 && a->dtype != NDF_F64) return 0;
   /* as [rows][X]: the last axis in a loop the compiler vectorises where it is contiguous */
@@ -286,14 +276,14 @@ int ndf__host_nonfinite(const ndf_array *a, int threads) {
       const float *row = (const float *)a->data + off;
       if (sx == 1)
         for (int64_t x = 0; x < X; x++)
-          b |= bad32(row + x);
+          b |= ndf__f32_nonfinite(row + x);
       else
         for (int64_t x = 0; x < X; x++)
-          b |= bad32(row + x * sx);
+          b |= ndf__f32_nonfinite(row + x * sx);
     } else {
       const double *row = (const double *)a->data + off;
       for (int64_t x = 0; x < X; x++)
-        b |= bad64(row + x * sx);
+        b |= ndf__f64_nonfinite(row + x * sx);
     }
     bad |= b;
   }

@@ -98,6 +98,10 @@ static ndf_status make(ndf_plan *p) {
   return NDF_OK;
 }
 
-const ndf__solver ndf__cpu_corr1d = {
-    "cpu_corr1d", NDF__OP_SEPFILTER, NDF_PLACE_HOST, applicable, cost, make, NULL, NULL /* arg */,
-};
+const ndf__solver ndf__cpu_corr1d = {.name = "cpu_corr1d",
+                                     .op = NDF__OP_SEPFILTER,
+                                     .place = NDF_PLACE_HOST,
+                                     .applicable = applicable,
+                                     .cost = cost,
+                                     .make = make,
+                                     .former = "cpu_direct"};

@@ -163,6 +163,9 @@ static ndf_status make(ndf_plan *p) {
   return NDF_OK;
 }
 
-const ndf__solver ndf__cpu_direct = {
-    "cpu_direct", NDF__OP_CORRELATE, NDF_PLACE_HOST, applicable, cost, make, NULL, NULL /* arg */,
-};
+const ndf__solver ndf__cpu_direct = {.name = "cpu_direct",
+                                     .op = NDF__OP_CORRELATE,
+                                     .place = NDF_PLACE_HOST,
+                                     .applicable = applicable,
+                                     .cost = cost,
+                                     .make = make};

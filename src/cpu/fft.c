@@ -310,9 +310,12 @@ static ndf_status make(ndf_plan *p) {
   return NDF_OK;
 }
 
-const ndf__solver ndf__cpu_fft = {
-    "cpu_fft", NDF__OP_CORRELATE,       NDF_PLACE_HOST, applicable, cost,
-    make,      ndf__always_finite_only, NULL /* arg */,
-};
+const ndf__solver ndf__cpu_fft = {.name = "cpu_fft",
+                                  .op = NDF__OP_CORRELATE,
+                                  .place = NDF_PLACE_HOST,
+                                  .applicable = applicable,
+                                  .cost = cost,
+                                  .make = make,
+                                  .finite_only = ndf__always_finite_only};
 
 #endif /* NDF_HAVE_FFTW */

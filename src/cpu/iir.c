@@ -447,7 +447,10 @@ static ndf_status make(ndf_plan *p) {
   return NDF_OK;
 }
 
-const ndf__solver ndf__cpu_iir = {
-    "cpu_iir", NDF__OP_IIR, NDF_PLACE_HOST,          applicable,
-    cost,      make,        ndf__always_finite_only, NULL /* arg */,
-};
+const ndf__solver ndf__cpu_iir = {.name = "cpu_iir",
+                                  .op = NDF__OP_IIR,
+                                  .place = NDF_PLACE_HOST,
+                                  .applicable = applicable,
+                                  .cost = cost,
+                                  .make = make,
+                                  .finite_only = ndf__always_finite_only};

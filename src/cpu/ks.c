@@ -81,13 +81,11 @@ static int64_t lmax(int64_t a, int64_t b) { return a > b ? a : b; }
  * (the scatter ran at half speed on 512 x 512). */
 static int64_t padded(int64_t x) { return x < 64 ? x : x + (24 - x % 16) % 16; }
 
-/* The largest radius a plan may meet: the bound maps', else r_max, else none (INT64_MAX). */
-static int64_t bound(const ndf__ksp *q) {
-  return !q->operands ? q->R : q->r_max ? q->r_max : INT64_MAX;
-}
-
-static void geometry(const ndf__ksp *q, const ndf_array *in, const ndf_array *out, geom *g) {
+static void geometry(const ndf__problem *pb, geom *g) {
+  const ndf__ksp *q = pb->params;
+  const ndf_array *in = &pb->in, *out = &pb->out;
   const int pad = D - in->ndim;
+  const int64_t bound = ndf__ks_bound(pb) < 0 ? INT64_MAX : ndf__ks_bound(pb);
   g->hs = 1;
   g->R = q->R;
   g->sigma = q->sigma;
@@ -98,7 +96,7 @@ static void geometry(const ndf__ksp *q, const ndf_array *in, const ndf_array *ou
     g->off[d] = real && q->extent == NDF_KS_FULL ? q->R : 0;
     g->smap[d] = real ? (q->nsig == 1 ? 0 : d - pad) : -1;
     /* the farthest offset from an input pixel to an output pixel */
-    g->hs = lmax(g->hs, lmin(bound(q), g->m[d] + g->n[d]) + 1);
+    g->hs = lmax(g->hs, lmin(bound, g->m[d] + g->n[d]) + 1);
   }
   g->tax[0] = g->tax[1] = -1;
   for (int d = 0, k = 0; d < D && k < 2; d++)
@@ -363,10 +361,9 @@ static int applicable(const ndf__solver *self, const ndf__problem *pb, const ndf
  * ~70 ns a pixel for its kernels (512^2, one core). */
 static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
   (void)self;
-  const ndf__ksp *q = pb->params;
   double taps = 1;
   for (int d = 0; d < pb->in.ndim; d++)
-    taps *= (double)(q->operands && !q->r_max ? 8 : q->R) + 1;
+    taps *= (double)ndf__ks_radius_estimate(pb) + 1;
   return (double)ndf_array_size(&pb->in) * (taps * 3e-10 + 7e-8) / ctx->threads;
 }
 
@@ -448,19 +445,8 @@ static ndf_status take_maps(const ndf_plan *p, state *s, const ndf_array *ops) {
     if (r < 0 || (q->r_max && r > q->r_max)) bad = i < bad ? i : bad;
     R = r > R ? r : R;
   }
-  if (bad < nm) {
-    const double v = s->maps[bad];
-    const int m = (int)(bad / n);
-    if (!(v >= 0) || !isfinite(v))
-      return ndf__fail(p->ctx, NDF_EINVAL,
-                       "ks: sigma[%d] at element %lld (C order) is %g; sigmas must be finite and "
-                       ">= 0",
-                       m, (long long)(bad % n), v);
-    return ndf__fail(p->ctx, NDF_EINVAL,
-                     "ks: sigma[%d] at element %lld (C order) is %g, radius %lld, past r_max %lld",
-                     m, (long long)(bad % n), v, (long long)ndf__ks_radius(q->n_sigma, v),
-                     (long long)q->r_max);
-  }
+  if (bad < nm)
+    return ndf__ks_bad_map(p->ctx, q->n_sigma, q->r_max, (int)(bad / n), bad % n, s->maps[bad]);
   s->g.R = R;
   return NDF_OK;
 }
@@ -475,7 +461,7 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *
   const int cin = ndf__is_contiguous(in), cout = ndf__is_contiguous(out);
   double *x = s->x, *acc = s->acc, *wk = s->wk;
   pthread_mutex_lock(&s->lock);
-  if (q->operands) {
+  if (p->pb.nops) {
     const ndf_status st = take_maps(p, s, ops);
     if (st != NDF_OK) {
       pthread_mutex_unlock(&s->lock);
@@ -549,11 +535,11 @@ static ndf_status make(ndf_plan *p) {
   p->exec = exec;
   p->free_state = free_state;
   geom *g = &s->g;
-  geometry(q, &p->pb.in, &p->pb.out, g);
+  geometry(&p->pb, g);
   s->threads = p->ctx->threads;
   s->work = 2 * D * g->hs;
-  tiling(g, q->operands && !q->r_max ? 8 : q->R, s->threads, s->nt);
-  if (q->operands) {
+  tiling(g, ndf__ks_radius_estimate(&p->pb), s->threads, s->nt);
+  if (p->pb.nops) {
     s->maps = malloc((size_t)(q->n * q->nsig) * sizeof *s->maps);
     if (!s->maps) return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_ks: out of host memory for the maps");
     g->sigma = s->maps;
@@ -568,6 +554,9 @@ static ndf_status make(ndf_plan *p) {
   return NDF_OK;
 }
 
-const ndf__solver ndf__cpu_ks = {
-    "cpu_ks", NDF__OP_KS, NDF_PLACE_HOST, applicable, cost, make, NULL, NULL /* arg */,
-};
+const ndf__solver ndf__cpu_ks = {.name = "cpu_ks",
+                                 .op = NDF__OP_KS,
+                                 .place = NDF_PLACE_HOST,
+                                 .applicable = applicable,
+                                 .cost = cost,
+                                 .make = make};

@@ -437,6 +437,9 @@ static ndf_status make(ndf_plan *p) {
   return NDF_OK;
 }
 
-const ndf__solver ndf__cpu_sep = {
-    "cpu_sep", NDF__OP_SEPFILTER, NDF_PLACE_HOST, applicable, cost, make, NULL, NULL /* arg */,
-};
+const ndf__solver ndf__cpu_sep = {.name = "cpu_sep",
+                                  .op = NDF__OP_SEPFILTER,
+                                  .place = NDF_PLACE_HOST,
+                                  .applicable = applicable,
+                                  .cost = cost,
+                                  .make = make};

@@ -55,6 +55,10 @@ static ndf_status make(ndf_plan *p) {
   return NDF_OK;
 }
 
-const ndf__solver ndf__cuda_corr1d = {
-    "cuda_corr1d", NDF__OP_SEPFILTER, NDF_PLACE_CUDA, applicable, cost, make, NULL, NULL /* arg */,
-};
+const ndf__solver ndf__cuda_corr1d = {.name = "cuda_corr1d",
+                                      .op = NDF__OP_SEPFILTER,
+                                      .place = NDF_PLACE_CUDA,
+                                      .applicable = applicable,
+                                      .cost = cost,
+                                      .make = make,
+                                      .former = "cuda_direct"};

@@ -102,7 +102,10 @@ static ndf_status make(ndf_plan *p) {
   return ndf__cuda_check(p->ctx, e, "cuda_direct plan");
 }
 
-const ndf__solver ndf__cuda_direct = {
-    "cuda_direct", NDF__OP_CORRELATE, NDF_PLACE_CUDA, applicable, cost,
-    make,          finite_only,       NULL /* arg */,
-};
+const ndf__solver ndf__cuda_direct = {.name = "cuda_direct",
+                                      .op = NDF__OP_CORRELATE,
+                                      .place = NDF_PLACE_CUDA,
+                                      .applicable = applicable,
+                                      .cost = cost,
+                                      .make = make,
+                                      .finite_only = finite_only};

@@ -319,7 +319,10 @@ static ndf_status make(ndf_plan *p) {
   return ndf__cuda_check(p->ctx, e, "cuda_fft plan");
 }
 
-const ndf__solver ndf__cuda_fft = {
-    "cuda_fft", NDF__OP_CORRELATE,       NDF_PLACE_CUDA, applicable, cost,
-    make,       ndf__always_finite_only, NULL /* arg */,
-};
+const ndf__solver ndf__cuda_fft = {.name = "cuda_fft",
+                                   .op = NDF__OP_CORRELATE,
+                                   .place = NDF_PLACE_CUDA,
+                                   .applicable = applicable,
+                                   .cost = cost,
+                                   .make = make,
+                                   .finite_only = ndf__always_finite_only};

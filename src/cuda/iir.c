@@ -284,7 +284,10 @@ static ndf_status make(ndf_plan *p) {
   return ndf__cuda_check(p->ctx, e, "cuda_iir plan");
 }
 
-const ndf__solver ndf__cuda_iir = {
-    "cuda_iir", NDF__OP_IIR, NDF_PLACE_CUDA,          applicable,
-    cost,       make,        ndf__always_finite_only, NULL /* arg */,
-};
+const ndf__solver ndf__cuda_iir = {.name = "cuda_iir",
+                                   .op = NDF__OP_IIR,
+                                   .place = NDF_PLACE_CUDA,
+                                   .applicable = applicable,
+                                   .cost = cost,
+                                   .make = make,
+                                   .finite_only = ndf__always_finite_only};

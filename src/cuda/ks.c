@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include <cuda_runtime_api.h>
+#include <omp.h>
 
 #include "../core/elem.h"
 #include "host.h"
@@ -73,9 +74,6 @@ static void geometry(const ndf__ksp *q, const ndf_array *in, const ndf_array *ou
   g->scaled = q->normalize;
 }
 
-/* The largest radius the problem may meet: the bound maps', else r_max, else unknown (-1). */
-static int64_t bound(const ndf__ksp *q) { return !q->operands ? q->R : q->r_max ? q->r_max : -1; }
-
 static int shape_built(int ty, int by) {
 #define NDF__SHAPE(t, b)                                                                           \
   if (ty == t && by == b) return 1;
@@ -109,7 +107,7 @@ static int applicable(const ndf__solver *self, const ndf__problem *pb, const ndf
   if (nd > 3 || ndf_array_size(&pb->out) <= 0 || !shape_built(q->tile_rows, q->block_rows))
     return 0;
   if (k->variant >= 0) return q->index == NDF_KS_INPUT && !q->deterministic;
-  const int64_t R = bound(q);
+  const int64_t R = ndf__ks_bound(pb);
   if (k->lut != NDF__KS_EXACT && (q->index != NDF_KS_INPUT || R < 0 || R > LUT_RMAX)) return 0;
   /* the launch grid: z over the slices (3-D), y over the tiles' rows */
   const int64_t m0 = nd == 3 ? pb->out.shape[0] : 1, m1 = nd >= 2 ? pb->out.shape[nd - 2] : 1;
@@ -124,8 +122,7 @@ static int applicable(const ndf__solver *self, const ndf__problem *pb, const ndf
 }
 
 static double taps(const ndf__problem *pb) {
-  const ndf__ksp *q = pb->params;
-  const int64_t R = bound(q) < 0 ? 8 : bound(q); /* maps unknown: a guess */
+  const int64_t R = ndf__ks_radius_estimate(pb);
   double t = 1;
   for (int d = 0; d < pb->in.ndim; d++)
     t *= 2.0 * (double)(R < 1000000 ? R : 1000000) + 1;
@@ -235,9 +232,15 @@ static int maps_of(const ndf_plan *p, state *s, const ndf_array *ops, ndf__ks_ma
     if (a) {
       double *h = s->h_maps + m * n;
       const int T = p->ctx->threads;
-#pragma omp parallel for num_threads(T) schedule(static)
-      for (int64_t i = 0; i < n; i++)
-        h[i] = ndf__load(a->dtype, a->data, ndf__offset(a, i));
+#pragma omp parallel num_threads(T)
+      { /* each thread a range, walked without a division per element */
+        const int nt = omp_get_num_threads(), t = omp_get_thread_num();
+        const int64_t lo = n * t / nt, hi = n * (t + 1) / nt;
+        ndf__walker w;
+        ndf__walk_at(&w, a, lo);
+        for (int64_t i = lo; i < hi; i++, ndf__walk_next(&w, a))
+          h[i] = ndf__load(a->dtype, a->data, w.off);
+      }
       e = cudaMemcpyAsync(s->d_maps + m * n, h, (size_t)n * sizeof(double), cudaMemcpyHostToDevice,
                           st);
     }
@@ -263,25 +266,17 @@ static ndf_status bad_value(const ndf_plan *p, const ndf_array *ops, unsigned lo
   } else if (ops) {
     v = ndf__load(ops[m].dtype, ops[m].data, ndf__offset(&ops[m], i));
   }
-  if (!(v >= 0) || !isfinite(v))
-    return ndf__fail(
-        p->ctx, NDF_EINVAL,
-        "ks: sigma[%d] at element %lld (C order) is %g; sigmas must be finite and >= 0", m,
-        (long long)i, v);
-  return ndf__fail(p->ctx, NDF_EINVAL,
-                   "ks: sigma[%d] at element %lld (C order) is %g, radius %lld, past r_max %lld", m,
-                   (long long)i, v, (long long)ndf__ks_radius(q->n_sigma, v), (long long)q->r_max);
+  return ndf__ks_bad_map(p->ctx, q->n_sigma, q->r_max, m, i, v);
 }
 
 static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *ops,
                        ndf_array *out) {
-  const ndf__ksp *q = p->pb.params;
   state *s = p->state;
   cudaStream_t st = (cudaStream_t)p->ctx->stream;
   pthread_mutex_lock(&s->lock);
   ndf__ks_maps M;
   int e = 0;
-  if (q->operands) {
+  if (p->pb.nops) {
     e = maps_of(p, s, ops, &M, st);
     if (e == 0) e = prepare(p, s, &M, st);
   }
@@ -302,7 +297,7 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *
     }
   }
   unsigned long long badk = 0;
-  if (q->operands && e == 0) { /* the check's verdict, before anything leaves the plan */
+  if (p->pb.nops && e == 0) { /* the check's verdict, before anything leaves the plan */
     e = (int)cudaMemcpyAsync(s->h_bad, s->bad, sizeof *s->h_bad, cudaMemcpyDeviceToHost, st);
     if (e == 0) e = (int)cudaStreamSynchronize(st);
     if (e == 0) badk = *s->h_bad;
@@ -407,7 +402,8 @@ static ndf_status make(ndf_plan *p) {
   for (int a = 0; a < 3; a++)
     clip = lmax(clip, g->m[a] + g->n[a]);
   clip = lmin(clip, (int64_t)1 << 30);
-  s->R = bound(q) < 0 ? clip : lmin(bound(q), clip);
+  const int64_t bound = ndf__ks_bound(&p->pb);
+  s->R = bound < 0 ? clip : lmin(bound, clip);
   const int64_t itx = (g->n[2] + s->tw - 1) / s->tw, ity = (g->n[1] + ty - 1) / ty;
   const int64_t nit = itx * ity * g->n[0];
   size_t tab = 0; /* ints */
@@ -424,8 +420,9 @@ static ndf_status make(ndf_plan *p) {
   s->tab_bytes = (tab + 2) * sizeof(int);
   for (int b = 0; b < NB; b++)
     s->count[b] = -1;
-  int any_host = !q->operands;
-  for (int m = 0; m < q->nsig && q->operands; m++)
+  const int operands = p->pb.nops > 0;
+  int any_host = !operands;
+  for (int m = 0; m < q->nsig && operands; m++)
     any_host |= p->pb.ops[m].place.kind == NDF_PLACE_HOST;
   cudaError_t e = cudaSetDevice(p->ctx->place.device);
   size_t want = 0;
@@ -435,7 +432,7 @@ static ndf_status make(ndf_plan *p) {
   if (e == cudaSuccess) e = cudaMalloc((void **)&s->tab, want = s->tab_bytes);
   if (e == cudaSuccess && any_host)
     e = cudaMalloc((void **)&s->d_maps, want = (size_t)nm * sizeof(double));
-  if (e == cudaSuccess && any_host && q->operands)
+  if (e == cudaSuccess && any_host && operands)
     e = cudaMallocHost((void **)&s->h_maps, want = (size_t)nm * sizeof(double));
   if (e == cudaSuccess) {
     s->it = s->tab + 2;
@@ -447,11 +444,11 @@ static ndf_status make(ndf_plan *p) {
   if (e == cudaSuccess && k->variant < 0 && k->lut != NDF__KS_EXACT) {
     /* bound maps: their largest sigma; operands: the largest a radius up to r_max allows */
     double smax = (double)s->R / q->n_sigma;
-    for (int64_t i = 0; i < nm && !q->operands; i++)
+    for (int64_t i = 0; i < nm && !operands; i++)
       smax = i == 0 || q->sigma[i] > smax ? q->sigma[i] : smax;
     e = (cudaError_t)make_lut(s, smax, s->R);
   }
-  if (e == cudaSuccess && !q->operands) { /* bound maps: prepared once, here */
+  if (e == cudaSuccess && !operands) { /* bound maps: prepared once, here */
     ndf__ks_maps M;
     cudaStream_t st = (cudaStream_t)p->ctx->stream;
     e = cudaMemcpy(s->d_maps, q->sigma, (size_t)nm * sizeof(double), cudaMemcpyHostToDevice);
@@ -505,8 +502,11 @@ static const kind kinds[] = {
     {-1, NDF__KS_LUT2D_TEXTURE, 2},
 };
 
-#define K(i, name)                                                                                 \
-  { name, NDF__OP_KS, NDF_PLACE_CUDA, applicable, cost, make, NULL, &kinds[i] }
+#define K(i, n)                                                                                    \
+  {                                                                                                \
+    .name = n, .op = NDF__OP_KS, .place = NDF_PLACE_CUDA, .applicable = applicable, .cost = cost,  \
+    .make = make, .arg = &kinds[i]                                                                 \
+  }
 const ndf__solver ndf__cuda_ks[] = {
     K(0, "cuda_ks_scatter_quad"),
     K(1, "cuda_ks_scatter_shuffle"),

@@ -174,10 +174,15 @@ static ndf_status make_state(ndf_plan *p, int fuse) {
 static ndf_status make(ndf_plan *p) { return make_state(p, 0); }
 static ndf_status make_fused(ndf_plan *p) { return make_state(p, 1); }
 
-const ndf__solver ndf__cuda_sep = {
-    "cuda_sep", NDF__OP_SEPFILTER, NDF_PLACE_CUDA, applicable, cost, make, NULL, NULL /* arg */,
-};
-const ndf__solver ndf__cuda_sep_fused = {
-    "cuda_sep_fused", NDF__OP_SEPFILTER, NDF_PLACE_CUDA, applicable,
-    cost_fused,       make_fused,        NULL,           NULL /* arg */,
-};
+const ndf__solver ndf__cuda_sep = {.name = "cuda_sep",
+                                   .op = NDF__OP_SEPFILTER,
+                                   .place = NDF_PLACE_CUDA,
+                                   .applicable = applicable,
+                                   .cost = cost,
+                                   .make = make};
+const ndf__solver ndf__cuda_sep_fused = {.name = "cuda_sep_fused",
+                                         .op = NDF__OP_SEPFILTER,
+                                         .place = NDF_PLACE_CUDA,
+                                         .applicable = applicable,
+                                         .cost = cost_fused,
+                                         .make = make_fused};

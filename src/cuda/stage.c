@@ -132,36 +132,6 @@ static ndf_array dev_f32(const ndf_array *a, float *buf, int device) {
   return r;
 }
 
-/* Element offsets of an array in C order from a start, advanced one element at a time (no
- * division per element). */
-typedef struct {
-  int64_t idx[NDF_MAX_DIMS], off;
-} walker;
-
-static void walk_at(walker *w, const ndf_array *a, int64_t i) {
-  w->off = 0;
-  for (int d = a->ndim - 1; d >= 0; d--) {
-    w->idx[d] = i % a->shape[d];
-    i /= a->shape[d];
-    w->off += w->idx[d] * a->strides[d];
-  }
-}
-
-static inline void walk_next(walker *w, const ndf_array *a) {
-  for (int d = a->ndim - 1; d >= 0; d--) {
-    w->off += a->strides[d];
-    if (++w->idx[d] < a->shape[d]) return;
-    w->off -= a->strides[d] * a->shape[d];
-    w->idx[d] = 0;
-  }
-}
-
-static inline int f32_nonfinite(float v) {
-  uint32_t b;
-  memcpy(&b, &v, sizeof b);
-  return (b & 0x7f800000u) == 0x7f800000u;
-}
-
 /* Elements [i0, i1) of a into dst[i0..i1) as float32, the range split over threads; with
  * check, returns 1 if one of them is NaN or infinite. */
 static int pack(const ndf_array *a, float *dst, int64_t i0, int64_t i1, int threads, int check) {
@@ -179,16 +149,16 @@ static int pack(const ndf_array *a, float *dst, int64_t i0, int64_t i1, int thre
       } else {
         for (int64_t i = lo; i < hi; i++) {
           dst[i] = src[i];
-          b |= f32_nonfinite(src[i]);
+          b |= ndf__f32_nonfinite(&src[i]);
         }
       }
     } else if (lo < hi) {
-      walker w;
-      walk_at(&w, a, lo);
-      for (int64_t i = lo; i < hi; i++, walk_next(&w, a)) {
+      ndf__walker w;
+      ndf__walk_at(&w, a, lo);
+      for (int64_t i = lo; i < hi; i++, ndf__walk_next(&w, a)) {
         const float v = (float)ndf__load(a->dtype, a->data, contig ? i : w.off);
         dst[i] = v;
-        b |= check && f32_nonfinite(v);
+        b |= check && ndf__f32_nonfinite(&v);
       }
     }
     bad |= b;
@@ -207,9 +177,9 @@ static void unpack(const float *src, ndf_array *a, int64_t i0, int64_t i1, int t
     if (contig && f32) {
       memcpy((float *)a->data + lo, src + lo, (size_t)(hi - lo) * sizeof *src);
     } else if (lo < hi) {
-      walker w;
-      walk_at(&w, a, lo);
-      for (int64_t i = lo; i < hi; i++, walk_next(&w, a))
+      ndf__walker w;
+      ndf__walk_at(&w, a, lo);
+      for (int64_t i = lo; i < hi; i++, ndf__walk_next(&w, a))
         ndf__store(a->dtype, a->data, contig ? i : w.off, src[i]);
     }
   }

@@ -197,7 +197,7 @@ ndf_status ndf_plan_gaussian(ndf_plan **plan, ndf_context *ctx, const ndf_array 
   for (int d = 0; d < NDF_MAX_DIMS; d++)
     free(w[d]);
   if (st != NDF_OK) return st;
-  if (!is_auto) return ndf__plan_create(plan, ctx, &pf, ndf__sep_method(method));
+  if (!is_auto) return ndf__plan_create(plan, ctx, &pf, method);
   /* auto: scipy's result (the FIR filter), or the recursive filter where the caller's tolerance
    * allows its error and the planner finds it the cheaper; the FIR plan then runs on inputs that
    * hold NaN or Inf (the recursion spreads them along whole lines). */

@@ -22,6 +22,28 @@ double ndf__ks_norm(double n_sigma, double s) {
   return s > 0 ? 1 / erf((ceil(n_sigma * s) + 0.5) / (sqrt(2.0) * s)) : 1;
 }
 
+int64_t ndf__ks_bound(const ndf__problem *pb) {
+  const ndf__ksp *q = pb->params;
+  return !pb->nops ? q->R : q->r_max ? q->r_max : -1;
+}
+
+int64_t ndf__ks_radius_estimate(const ndf__problem *pb) {
+  const int64_t b = ndf__ks_bound(pb);
+  return b < 0 ? 8 : b;
+}
+
+ndf_status ndf__ks_bad_map(const ndf_context *ctx, double n_sigma, int64_t r_max, int m, int64_t i,
+                           double v) {
+  if (!(v >= 0) || !isfinite(v))
+    return ndf__fail(
+        ctx, NDF_EINVAL,
+        "ks: sigma[%d] at element %lld (C order) is %g; sigmas must be finite and >= 0", m,
+        (long long)i, v);
+  return ndf__fail(ctx, NDF_EINVAL,
+                   "ks: sigma[%d] at element %lld (C order) is %g, radius %lld, past r_max %lld", m,
+                   (long long)i, v, (long long)ndf__ks_radius(n_sigma, v), (long long)r_max);
+}
+
 /* Checks the maps against in: their number, descriptions and shapes; *operands: every map's
  * data is NULL (they come with each execute), else all must be given and on the host, and
  * their values are checked, *R being the largest radius (a pixel past r_max > 0 is an error). */
@@ -63,15 +85,8 @@ static ndf_status check_maps(ndf_context *ctx, const ndf_array *in, const ndf_ar
     const int64_t n = ndf_array_size(in);
     for (int64_t i = 0; i < n; i++) {
       const double s = ndf__load(sigma[m].dtype, sigma[m].data, ndf__offset(&sigma[m], i));
-      if (!(s >= 0) || !isfinite(s))
-        return ndf__fail(ctx, NDF_EINVAL,
-                         "ks: %s at element %lld (C order) is %g; sigmas must be finite and >= 0",
-                         what, (long long)i, s);
-      const int64_t r = ndf__ks_radius(n_sigma, s);
-      if (r_max > 0 && r > r_max)
-        return ndf__fail(ctx, NDF_EINVAL,
-                         "ks: %s at element %lld (C order) is %g, radius %lld, past r_max %lld",
-                         what, (long long)i, s, (long long)r, (long long)r_max);
+      const int64_t r = s >= 0 && isfinite(s) ? ndf__ks_radius(n_sigma, s) : -1;
+      if (r < 0 || (r_max > 0 && r > r_max)) return ndf__ks_bad_map(ctx, n_sigma, r_max, m, i, s);
       if (r > *R) *R = r;
     }
   }
@@ -191,7 +206,6 @@ ndf_status ndf_plan_ks(ndf_plan **plan, ndf_context *ctx, const ndf_array *in, c
   k->R = R;
   k->r_max = o.r_max;
   k->n = n;
-  k->operands = operands;
   for (int m = 0; m < nsig && !operands; m++)
     for (int64_t i = 0; i < n; i++)
       k->sigma[m * n + i] = ndf__load(sigma[m].dtype, sigma[m].data, ndf__offset(&sigma[m], i));

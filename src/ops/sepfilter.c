@@ -60,21 +60,13 @@ ndf_status ndf__build_sep(ndf__problem *pb, ndf_context *ctx, const ndf_array *i
   return NDF_OK;
 }
 
-const char *ndf__sep_method(const char *method) {
-  if (!method) return NULL;
-  if (!strcmp(method, "cpu_direct")) return "cpu_corr1d";
-  if (!strcmp(method, "cuda_direct")) return "cuda_corr1d";
-  if (!strcmp(method, "direct")) return "corr1d";
-  return method;
-}
-
 /* build_sep, then plans it. */
 static ndf_status plan_sep(ndf_plan **plan, ndf_context *ctx, const ndf_array *in,
                            const ndf_array *out, const ndf__axis_in *ax, double cval, int convolve,
                            const char *method, const char *what, const char *aliases) {
   ndf__problem pb;
   ndf_status st = ndf__build_sep(&pb, ctx, in, out, ax, cval, convolve, what, aliases);
-  return st == NDF_OK ? ndf__plan_create(plan, ctx, &pb, ndf__sep_method(method)) : st;
+  return st == NDF_OK ? ndf__plan_create(plan, ctx, &pb, method) : st;
 }
 
 /* ------------------------------------------------------------------ correlate1d */
