@@ -31,6 +31,8 @@ FAMILIES = {
             "profile"),
     "user": ("what users call: Python with numpy and CuPy arrays, new sigma maps, the CLI",
              "bench/user_paths.py", "user"),
+    "auto": ("method auto's choices: measured on this card, modelled for others",
+             "bench/auto_choices.py", "auto"),
 }
 
 IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)\s]+)\)")

@@ -203,7 +203,9 @@ NDF_API double ndf_plan_cost(const ndf_plan *plan);
 NDF_API const char *ndf_plan_last_solver(const ndf_plan *plan);
 
 /* Enumerates the solvers this build has: returns the name of solver i and
- * sets *operation to its operation's name, or returns NULL past the end. */
+ * sets *operation to its operation's name, or returns NULL past the end. The operations:
+ * "sepfilter" (separable filters, the Gaussian's FIR form among them: ndf_plan_gaussian plans
+ * the cheapest of its forms), "correlate", "gaussian" (the Gaussian's recursive solvers), "ks". */
 NDF_API const char *ndf_solver_name(int i, const char **operation);
 
 /* NaN and Inf. The direct and separable solvers compute scipy's sums, so a NaN or Inf in the

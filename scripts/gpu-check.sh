@@ -6,7 +6,7 @@
 # the step logs (logs.txt), and each benchmark family's results in $OUT/<family>/, laid out as
 # bench/results/<family>/ is: to make a run's results the current ones, copy $OUT/<family>/ over
 # bench/results/<family>/ and run `python3 bench/report.py`, which writes BENCHMARKS.md.
-# GPU_CHECK_PARTS (comma-separated: tests, sanitize, bench, user, profile, conv, iir, ks) splits it into
+# GPU_CHECK_PARTS (comma-separated: tests, sanitize, bench, user, auto, profile, conv, iir, ks) splits it into
 # calls under the device's 10-minute limit; the default runs tests, sanitize and bench.
 #   bench    the separable family (bench/peers.py) into $OUT/sep/: sep.json, sep.md,
 #            correlate1d.png, gaussian.png.
@@ -22,6 +22,9 @@
 #   user     the user paths (bench/user_paths.py: ks with a new CuPy sigma map each call against a
 #            naive gather, numpy Gaussians through the GPU, the CPU and cupyx, the CLI as a
 #            process; about 2 minutes) into $OUT/user/: user.json, user.md.
+#   auto     method auto's choices (bench/auto_choices.py: each case's candidates timed by name
+#            beside auto's pick, and the picks the cost models make for other cards' figures;
+#            about a minute) into $OUT/auto/: auto.json, auto.md.
 #   profile  Nsight Compute metrics of the separable and non-separable (direct, FFT) kernels
 #            (bench/ncu.py) into $OUT/ncu/: ncu.json, ncu.md.
 set -u
@@ -171,6 +174,17 @@ else
 fi
 fi # user
 
+if want auto; then
+# Method auto's choices against each candidate timed by name (bench/auto_choices.py).
+if NDF_COMMIT=$COMMIT NDFILT_LIBRARY="$PWD/$B/libndfilt.so" PYTHONUNBUFFERED=1 \
+     python3 bench/auto_choices.py --out "$OUT/auto" >"$LOG/auto.log" 2>&1; then
+  row "auto choices" ok "$(python3 -c "import json, sys; r = json.load(open(sys.argv[1]))['rows']
+print(sum(x['auto'] != x['fastest'] for x in r), 'of', len(r), 'cases not the fastest')" "$OUT/auto/auto.json")"
+else
+  row "auto choices" FAIL "see auto.log"; tail -20 "$LOG/auto.log"
+fi
+fi # auto
+
 if want conv; then
 # Non-separable convolution and FFT filtering vs cupyx / torch (bench/conv.py, standalone: it
 # takes peers.py's timers and measures the ceilings itself), into $OUT/conv/.
@@ -253,7 +267,7 @@ printf '%s\n' "${rows[@]}"
   done
   printf ']}\n'
 } >"$OUT/summary.json"
-for f in configure build ctest python cuda-tests sanitizer demo bench conv iir ks ncu; do
+for f in configure build ctest python cuda-tests sanitizer demo bench user auto conv iir ks ncu; do
   [ -f "$LOG/$f.log" ] && { echo "######## $f"; cat "$LOG/$f.log"; }
 done >"$OUT/logs.txt"
 rm -rf "$OUT/env.txt" "$LOG"

@@ -15,7 +15,7 @@
 typedef enum ndf__op {
   NDF__OP_SEPFILTER = 0,
   NDF__OP_CORRELATE,
-  NDF__OP_IIR,
+  NDF__OP_GAUSSIAN,
   NDF__OP_KS,
   NDF__OP_COUNT
 } ndf__op;
@@ -174,8 +174,22 @@ struct ndf_plan {
   int last_alt; /* the last execute ran alt (read and written atomically) */
 };
 
+/* What the cost models know of the context's device, from its properties when it is chosen:
+ * multiprocessors, their clock, and the DRAM's peak bandwidth (zero on the CPU). The models'
+ * constants are rates measured on one card (NDF__REF_*: an H200); ndf__bw_scale and
+ * ndf__rate_scale carry them to the device at hand. */
+typedef struct ndf__device_caps {
+  int sms;
+  double clock_hz; /* the multiprocessors' peak clock */
+  double dram_bw;  /* bytes/s: 2 x memory clock x bus width */
+} ndf__device_caps;
+#define NDF__REF_SMS 132
+#define NDF__REF_CLOCK_HZ 1.98e9
+#define NDF__REF_DRAM_BW 4.814e12
+
 struct ndf_context {
   ndf_place place;
+  ndf__device_caps caps;
   /* The device came from "auto" (no device asked, NDF_DEVICE unset): method auto may run a CPU
    * solver on host arrays where that beats the GPU with the transfers counted. */
   int auto_device;
@@ -186,6 +200,17 @@ struct ndf_context {
   pthread_mutex_t msg_lock;
   char msg[512];
 };
+
+/* The context's device against the models' reference card: DRAM bandwidth, and arithmetic
+ * rate (multiprocessors x clock); 1 where the device gave no figure. */
+static inline double ndf__bw_scale(const ndf_context *ctx) {
+  return ctx && ctx->caps.dram_bw > 0 ? ctx->caps.dram_bw / NDF__REF_DRAM_BW : 1.0;
+}
+static inline double ndf__rate_scale(const ndf_context *ctx) {
+  return ctx && ctx->caps.sms > 0 && ctx->caps.clock_hz > 0
+             ? ctx->caps.sms * ctx->caps.clock_hz / (NDF__REF_SMS * NDF__REF_CLOCK_HZ)
+             : 1.0;
+}
 
 /* Records a message on the context (ctx may be NULL) and returns s. */
 ndf_status ndf__fail(const ndf_context *ctx, ndf_status s, const char *fmt, ...)

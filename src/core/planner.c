@@ -7,7 +7,7 @@
 
 #include "internal.h"
 
-static const char *const op_names[NDF__OP_COUNT] = {"sepfilter", "correlate", "iir", "ks"};
+static const char *const op_names[NDF__OP_COUNT] = {"sepfilter", "correlate", "gaussian", "ks"};
 
 const char *ndf__op_name(ndf__op op) { return op < NDF__OP_COUNT ? op_names[op] : "?"; }
 

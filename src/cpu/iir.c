@@ -448,7 +448,7 @@ static ndf_status make(ndf_plan *p) {
 }
 
 const ndf__solver ndf__cpu_iir = {.name = "cpu_iir",
-                                  .op = NDF__OP_IIR,
+                                  .op = NDF__OP_GAUSSIAN,
                                   .place = NDF_PLACE_HOST,
                                   .applicable = applicable,
                                   .cost = cost,

@@ -14,9 +14,8 @@ static int applicable(const ndf__solver *self, const ndf__problem *pb, const ndf
 
 static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
   (void)self;
-  (void)ctx;
   const ndf__sep *c = pb->params;
-  return (double)ndf_array_size(&pb->in) * (double)c->ax[0].n / 2e11;
+  return (double)ndf_array_size(&pb->in) * (double)c->ax[0].n / (2e11 * ndf__rate_scale(ctx));
 }
 
 static void free_state(void *w) { cudaFree(w); }

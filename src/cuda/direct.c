@@ -34,7 +34,6 @@ static int applicable(const ndf__solver *self, const ndf__problem *pb, const ndf
 
 static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
   (void)self;
-  (void)ctx;
   const ndf__corr *c = pb->params;
   const double nf = (double)c->nf;
   const int nd = pb->in.ndim;
@@ -44,8 +43,9 @@ static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_co
    * 2-D k17 20 TFMA/s); the generic tile path less. Plus the read and the writes, and a launch. */
   const int reg =
       kx % 2 == 1 && kx >= 3 && kx <= 17 && ky <= 17 && nd >= 2 && pb->in.shape[nd - 2] > 8;
-  const double rate = reg ? fmin(1.15e12 * (double)kx, 2e13) : 3e12;
-  return 5e-6 + (double)ndf_array_size(&pb->in) * ((double)c->nw * nf / rate + 4 * (1 + nf) / 3e12);
+  const double rate = (reg ? fmin(1.15e12 * (double)kx, 2e13) : 3e12) * ndf__rate_scale(ctx);
+  return 5e-6 + (double)ndf_array_size(&pb->in) *
+                    ((double)c->nw * nf / rate + 4 * (1 + nf) / (3e12 * ndf__bw_scale(ctx)));
 }
 
 static void free_state(void *v) {

@@ -84,28 +84,28 @@ static int applicable(const ndf__solver *self, const ndf__problem *pb, const ndf
 /* One transform over the buffer of sizes L: cuFFT makes ~one pass over the buffer per axis
  * (two for an axis past 4096), each reading and writing it at ~2.2 TB/s (fitted to H200 profiles:
  * 288^3 takes an r2c pass and two c2c passes of ~85-140 us each). */
-static double fft_seconds(const int64_t L[4]) {
+static double fft_seconds(const int64_t L[4], double bw) {
   double N = 1, passes = 0;
   for (int d = 0; d < D; d++) {
     N *= (double)L[d];
     if (L[d] > 1) passes += ceil(log2((double)L[d]) / 12.0);
   }
-  return 4e-6 + N * 8.0 * passes / 2.2e12;
+  return 4e-6 + N * 8.0 * passes / (2.2e12 * bw);
 }
 
 static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
   (void)self;
-  (void)ctx;
   const ndf__corr *c = pb->params;
   state s;
   size_t bytes;
   if (!sizes(pb, &s, &bytes)) return INFINITY;
   const double N = (double)s.L[0] * (double)s.L[1] * (double)s.L[2] * (double)s.L[3];
-  const double nf = (double)c->nf, n = (double)ndf_array_size(&pb->in), f = fft_seconds(s.L);
+  const double nf = (double)c->nf, n = (double)ndf_array_size(&pb->in), bw = ndf__bw_scale(ctx),
+               f = fft_seconds(s.L, bw), E = 3.5e12 * bw;
   /* pad (read n, write N), forward, per kernel: product (~3 N/2 complex), inverse, crop; the
    * element-wise passes at ~3.5 TB/s. Checked against H200 timings: 256^3 k7..17 0.57-0.70 ms
    * (model 0.59-0.70), 32x128^3 k5..11 4.0-4.7 ms (model 3.2-4.8). */
-  return (4 * n + 4 * N) / 3.5e12 + f + nf * (f + 12 * N / 3.5e12 + 8 * n / 3.5e12 + 6e-6);
+  return (4 * n + 4 * N) / E + f + nf * (f + 12 * N / E + 8 * n / E + 6e-6);
 }
 
 static void free_state(void *v) {

@@ -104,29 +104,32 @@ static void filters_run(const ndf__iirp *in, const int64_t *shape, int nd, ndf__
  * TB/s (the forward sweep's output and, for the parallel form, its input are read again from
  * DRAM: iir_kernel.cu); and the serial recursion, ~120 ns a sample per line for the two sweeps,
  * over the waves of lines (~512 lines resident per SM, 132 SMs); measured 256^3 0.41 ms (model
- * 0.32), 512^3 3.0 ms (2.4). */
+ * 0.32), 512^3 3.0 ms (2.4). The rates are the H200's, carried to the device by its bandwidth,
+ * multiprocessors and clock (ndf__device_caps). */
 static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
   (void)self;
-  (void)ctx;
   ndf__iirp run;
   filters_run(pb->params, pb->in.shape, pb->in.ndim, &run);
   const ndf__iirp *q = &run;
-  const double N = (double)ndf_array_size(&pb->in);
+  const double N = (double)ndf_array_size(&pb->in), bw = ndf__bw_scale(ctx);
+  const double lanes = 512.0 * (ctx->caps.sms > 0 ? ctx->caps.sms : NDF__REF_SMS);
+  const double sample =
+      120e-9 * (ctx->caps.clock_hz > 0 ? NDF__REF_CLOCK_HZ / ctx->caps.clock_hz : 1);
   double t = 0;
   for (int d = 0; d < pb->in.ndim; d++) {
     const int64_t L = pb->in.shape[d];
     if (!q->ax[d].K || L == 1) continue;
     if (tc_pass(&q->ax[d], L, N * 4)) { /* past 1024 in segments: the array read twice */
-      t += L > NDF__IIR_TC_LINE ? 1e-5 + N * 12 / 3.6e12 : 4e-6 + N * 8 / 3.6e12;
+      t += L > NDF__IIR_TC_LINE ? 1e-5 + N * 12 / (3.6e12 * bw) : 4e-6 + N * 8 / (3.6e12 * bw);
       continue;
     }
     if (ndf__iir_chunks_fit(&q->ax[d], L)) {
-      t += 6e-6 + N * 8 / 2e12 * (L > 512 ? 2 : 1);
+      t += 6e-6 + N * 8 / (2e12 * bw) * (L > 512 ? 2 : 1);
       continue;
     }
     const double lines = L > 0 ? N / (double)L : 0;
-    const double mem = N * 4 * 5 / 3.3e12,
-                 chain = 2 * (double)L * 120e-9 * ceil(lines / (132 * 512.0));
+    const double mem = N * 4 * 5 / (3.3e12 * bw),
+                 chain = 2 * (double)L * sample * ceil(lines / lanes);
     t += 4e-6 + (mem > chain ? mem : chain);
   }
   return t;
@@ -285,7 +288,7 @@ static ndf_status make(ndf_plan *p) {
 }
 
 const ndf__solver ndf__cuda_iir = {.name = "cuda_iir",
-                                   .op = NDF__OP_IIR,
+                                   .op = NDF__OP_GAUSSIAN,
                                    .place = NDF_PLACE_CUDA,
                                    .applicable = applicable,
                                    .cost = cost,

@@ -45,8 +45,12 @@ typedef struct {
   int count[NB]; /* bound maps: the scatter's tiles a bucket; -1: known on the device only */
   float *sig;    /* the maps' float32 sigmas, then their scales */
   int *rad;      /* their radii */
-  /* ~ the first bad value's index (0: none), on the device (at the head of tab) and pinned */
-  unsigned long long *bad, *h_bad;
+  /* ~ the first bad value's index (0: none), on the device (at the head of tab) and pinned;
+   * v_bad: h_bad as the device sees it (NULL: not mapped), where ks_bucket writes the verdict */
+  unsigned long long *bad, *h_bad, *v_bad;
+  /* A scatter with operand maps whose verdict the device writes (v_bad) keeps its tables clean
+   * between calls (ks_prep_kernel.cu); dirty: a call went wrong, clear them all first. */
+  int clean, dirty;
   int *tab;             /* bad (2 ints), then the tile tables: zeroed for each preparation */
   int *it, *rt, *lists; /* in tab: input tiles' radii, output tiles' radii, bucket lists */
   size_t tab_bytes;
@@ -133,17 +137,17 @@ static double taps(const ndf__problem *pb) {
  * uniform): the scatters beat the exact gather 2-29x; among them warpsync is the fastest up to
  * radius 4 and quad from 5 (1.5x warpsync at 32); the atomic ones are 2-10x slower. The exact
  * gather evaluates erf twice a tap and axis. The look-up tables are approximate, never chosen by
- * auto. */
+ * auto. The absolute figures scale with the device's multiprocessors x clock. */
 static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
   const kind *k = self->arg;
   const ndf__ksp *q = pb->params;
-  (void)ctx;
+  const double rate = ndf__rate_scale(ctx);
   if (k->variant < 0 && k->lut != NDF__KS_EXACT) return INFINITY;
   if (k->variant < 0)
-    return 5e-6 + (double)ndf_array_size(&pb->out) * taps(pb) * 2e-11 * (1 + 0.1 * k->narr);
+    return 5e-6 + (double)ndf_array_size(&pb->out) * taps(pb) * 2e-11 * (1 + 0.1 * k->narr) / rate;
   static const double f[7] = {8, 3, 1.2, 1.6, 1, 1.1, 0.7};
   const double v = k->variant == NDF__KS_QUAD && q->R <= 4 ? 1.2 : f[k->variant];
-  return 5e-6 + (double)ndf_array_size(&pb->in) * taps(pb) * 1e-12 * v;
+  return 5e-6 + (double)ndf_array_size(&pb->in) * taps(pb) * 1e-12 * v / rate;
 }
 
 static void free_state(void *v) {
@@ -191,19 +195,24 @@ static ndf__view4 flat_view(const ndf_array *in) {
 static int prepare(const ndf_plan *p, state *s, const ndf__ks_maps *M, cudaStream_t st) {
   const ndf__ksp *q = p->pb.params;
   const ndf__ks_geom *g = &s->g;
-  cudaError_t e = cudaMemsetAsync(s->tab, 0, s->tab_bytes, st); /* bad, then the tables */
-  if (e != cudaSuccess) return (int)e;
   const int same_grid = q->extent == NDF_KS_SAME;
-  if (s->variant >= 0) {
-    int r = ndf__launch_ks_maps(M, g, s->sig, s->rad, s->bad, s->it, s->tw, s->ty, st);
-    return r ? r : ndf__launch_ks_bucket(s->it, s->nt, s->lists, st);
+  if (!s->clean || s->dirty) { /* bad, then the tables */
+    cudaError_t e = cudaMemsetAsync(s->tab, 0, s->tab_bytes, st);
+    if (e != cudaSuccess) return (int)e;
+  }
+  if (s->variant >= 0) { /* clean: ks_bucket runs with the output, at exec */
+    int r = ndf__launch_ks_maps(M, g, s->sig, s->rad, s->bad, s->it, s->tw, s->ty,
+                                s->clean ? s->lists : NULL, s->nt, st);
+    return r || s->clean ? r
+                         : ndf__launch_ks_bucket(s->it, s->nt, s->lists, NULL, 0, s->bad, NULL, st);
   }
   if (!g->index_output) {
-    int r = ndf__launch_ks_maps(M, g, s->sig, s->rad, s->bad, s->it, 32, s->ty, st);
+    int r = ndf__launch_ks_maps(M, g, s->sig, s->rad, s->bad, s->it, 32, s->ty, NULL, 0, st);
     return r ? r : ndf__launch_ks_spread(g, s->it, s->rt, s->ty, st);
   }
-  if (same_grid) return ndf__launch_ks_maps(M, g, s->sig, s->rad, s->bad, s->rt, 32, s->ty, st);
-  int r = ndf__launch_ks_maps(M, g, s->sig, s->rad, s->bad, NULL, 32, s->ty, st);
+  if (same_grid)
+    return ndf__launch_ks_maps(M, g, s->sig, s->rad, s->bad, s->rt, 32, s->ty, NULL, 0, st);
+  int r = ndf__launch_ks_maps(M, g, s->sig, s->rad, s->bad, NULL, 32, s->ty, NULL, 0, st);
   return r ? r : ndf__launch_ks_out_tiles(g, s->rad, s->rt, s->ty, st);
 }
 
@@ -288,8 +297,13 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *
   if (e == 0 && s->variant < 0) {
     e = ndf__launch_ks_gather(s->lut_kind, s->narr, s->ty, s->by, cg.src, dst, s->sig, s->rad, g,
                               s->rt, &s->L, s->smem, st);
+  } else if (e == 0 && s->clean) { /* the lists, and the output zeroed */
+    e = ndf__launch_ks_bucket(s->it, s->nt, s->lists, dst, ndf_array_size(out), s->bad, s->v_bad,
+                              st);
   } else if (e == 0) {
     e = ndf__launch_ks_zero(dst, ndf_array_size(out), s->bad, st);
+  }
+  if (e == 0 && s->variant >= 0) {
     for (int b = 0; b <= s->bmax && e == 0; b++) {
       const int grid = s->count[b] >= 0 ? s->count[b] : (int)s->nt;
       e = scatter(s->variant, buckets[b], s->ty, s->by, cg.src, dst, s->sig, s->rad, g,
@@ -298,10 +312,12 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *
   }
   unsigned long long badk = 0;
   if (p->pb.nops && e == 0) { /* the check's verdict, before anything leaves the plan */
-    e = (int)cudaMemcpyAsync(s->h_bad, s->bad, sizeof *s->h_bad, cudaMemcpyDeviceToHost, st);
+    if (!s->clean)
+      e = (int)cudaMemcpyAsync(s->h_bad, s->bad, sizeof *s->h_bad, cudaMemcpyDeviceToHost, st);
     if (e == 0) e = (int)cudaStreamSynchronize(st);
-    if (e == 0) badk = *s->h_bad;
+    if (e == 0) badk = *(volatile unsigned long long *)s->h_bad;
   }
+  s->dirty = e != 0 || badk != 0;
   if (begun) e = ndf__cuda_contig_end(&cg, badk && e == 0 ? -1 : e, out, st);
   ndf_status r = badk ? bad_value(p, ops, ~badk) : ndf__cuda_check(p->ctx, e, p->solver->name);
   pthread_mutex_unlock(&s->lock);
@@ -429,6 +445,11 @@ static ndf_status make(ndf_plan *p) {
   if (e == cudaSuccess) e = cudaMalloc((void **)&s->sig, want = (size_t)(2 * nm) * sizeof(float));
   if (e == cudaSuccess) e = cudaMalloc((void **)&s->rad, want = (size_t)nm * sizeof(int));
   if (e == cudaSuccess) e = cudaMallocHost((void **)&s->h_bad, want = sizeof *s->h_bad);
+  if (e == cudaSuccess && k->variant >= 0 && operands &&
+      cudaHostGetDevicePointer((void **)&s->v_bad, s->h_bad, 0) == cudaSuccess && s->v_bad)
+    s->clean = 1;
+  cudaGetLastError(); /* an unmapped h_bad: the verdict comes by copy */
+  s->dirty = 1;
   if (e == cudaSuccess) e = cudaMalloc((void **)&s->tab, want = s->tab_bytes);
   if (e == cudaSuccess && any_host)
     e = cudaMalloc((void **)&s->d_maps, want = (size_t)nm * sizeof(double));
@@ -442,8 +463,9 @@ static ndf_status make(ndf_plan *p) {
     g->bad = s->bad;
   }
   if (e == cudaSuccess && k->variant < 0 && k->lut != NDF__KS_EXACT) {
-    /* bound maps: their largest sigma; operands: the largest a radius up to r_max allows */
-    double smax = (double)s->R / q->n_sigma;
+    /* bound maps: their largest sigma; operands: the largest a radius up to r_max allows (r_max,
+     * not the radius the grids clip to: a sigma past that still meets the table) */
+    double smax = (double)(operands ? bound : s->R) / q->n_sigma;
     for (int64_t i = 0; i < nm && !operands; i++)
       smax = i == 0 || q->sigma[i] > smax ? q->sigma[i] : smax;
     e = (cudaError_t)make_lut(s, smax, s->R);

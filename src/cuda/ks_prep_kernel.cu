@@ -8,6 +8,11 @@
 // in *bad, complemented, by atomicMax (0: none), so the host can name the first one. With a tile
 // table, each warp (32 pixels of a row, inside one tile) adds its largest radius per axis to its
 // tile by atomicMax.
+//
+// Between calls of a plan whose maps are operands the scatters keep their tables clean instead of
+// clearing them with a memset: ks_bucket clears each tile's radii once it has read them, and the
+// next ks_maps clears the lists' counts before ks_bucket fills them; *bad stays 0 while calls
+// are good (the host clears the whole table after a bad or failed call).
 #include <cuda_runtime.h>
 
 #include <math.h>
@@ -33,8 +38,11 @@ __device__ __forceinline__ double load(const void *p, int dtype, int64_t o) {
 // The largest of v over the warp, every lane taking part.
 __device__ __forceinline__ int warp_max(int v) { return __reduce_max_sync(FULL, v); }
 
-__global__ void __launch_bounds__(256) ks_maps(ndf__ks_maps M, ndf__ks_geom g, float *sig, int *rad,
-                                               unsigned long long *bad, int *t, int tw, int ty) {
+__global__ void __launch_bounds__(256)
+    ks_maps(ndf__ks_maps M, ndf__ks_geom g, float *sig, int *rad, unsigned long long *bad, int *t,
+            int tw, int ty, int *lists, int64_t nt) {
+  if (lists && blockIdx.x + blockIdx.y + blockIdx.z == 0 && threadIdx.y == 0 && threadIdx.x < NB)
+    lists[threadIdx.x * (nt + 1)] = 0;
   const int64_t x = (int64_t)blockIdx.x * 32 + threadIdx.x,
                 y = (int64_t)blockIdx.y * 8 + threadIdx.y;
   const int64_t z = blockIdx.z;
@@ -107,17 +115,26 @@ __global__ void ks_spread(ndf__ks_geom g, const int *it, int *rt, int ty, int64_
       }
 }
 
-// The input tiles into one list per radius bucket: list b at lists + b (nt + 1), its count
-// first (zeroed by the caller), then tile ids.
-__global__ void ks_bucket(const int *it, int64_t nt, int *lists) {
+// Unless the maps were bad: the input tiles into one list per radius bucket (list b at lists +
+// b (nt + 1), its count first, zeroed before), each tile's radii cleared once read, and
+// out[0..nout) = 0. The verdict (*bad) goes to *verdict (host memory) when given.
+__global__ void ks_bucket(int *it, int64_t nt, int *lists, float *out, int64_t nout,
+                          const unsigned long long *bad, unsigned long long *verdict) {
+  const unsigned long long b0 = *bad;
+  if (verdict && blockIdx.x == 0 && threadIdx.x == 0) *verdict = b0;
+  if (b0) return;
   const int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-  if (k >= nt) return;
-  const int r = max(it[3 * k], max(it[3 * k + 1], it[3 * k + 2]));
-  int b = 0;
-  while (b < NB - 1 && (b == 0 ? 0 : 1 << (b - 1)) < r)
-    b++;
-  int *l = lists + b * (nt + 1);
-  l[1 + atomicAdd(l, 1)] = (int)k;
+  if (k < nt) {
+    const int r = max(it[3 * k], max(it[3 * k + 1], it[3 * k + 2]));
+    it[3 * k] = it[3 * k + 1] = it[3 * k + 2] = 0;
+    int b = 0;
+    while (b < NB - 1 && (b == 0 ? 0 : 1 << (b - 1)) < r)
+      b++;
+    int *l = lists + b * (nt + 1);
+    l[1 + atomicAdd(l, 1)] = (int)k;
+  }
+  for (int64_t i = k; i < nout; i += (int64_t)gridDim.x * blockDim.x)
+    out[i] = 0.f;
 }
 
 // out[0..n) = 0, unless the maps were bad.
@@ -136,9 +153,9 @@ dim3 pixels(const int64_t e[3]) {
 
 extern "C" int ndf__launch_ks_maps(const ndf__ks_maps *M, const ndf__ks_geom *g, float *sig,
                                    int *rad, unsigned long long *bad, int *tiles, int tw, int ty,
-                                   void *stream) {
+                                   int *lists, int64_t nt, void *stream) {
   ks_maps<<<pixels(g->n), dim3(32, 8), 0, (cudaStream_t)stream>>>(*M, *g, sig, rad, bad, tiles, tw,
-                                                                  ty);
+                                                                  ty, lists, nt);
   return (int)cudaGetLastError();
 }
 
@@ -155,8 +172,13 @@ extern "C" int ndf__launch_ks_spread(const ndf__ks_geom *g, const int *it, int *
   return (int)cudaGetLastError();
 }
 
-extern "C" int ndf__launch_ks_bucket(const int *it, int64_t nt, int *lists, void *stream) {
-  ks_bucket<<<(unsigned)((nt + 127) / 128), 128, 0, (cudaStream_t)stream>>>(it, nt, lists);
+extern "C" int ndf__launch_ks_bucket(int *it, int64_t nt, int *lists, float *out, int64_t nout,
+                                     const unsigned long long *bad, unsigned long long *verdict,
+                                     void *stream) {
+  const int64_t zb = nout > 0 ? (nout + 255) / 256 : 0, tb = (nt + 255) / 256;
+  const int64_t b = tb > (zb < 4096 ? zb : 4096) ? tb : (zb < 4096 ? zb : 4096);
+  ks_bucket<<<(unsigned)(b > 0 ? b : 1), 256, 0, (cudaStream_t)stream>>>(it, nt, lists, out, nout,
+                                                                         bad, verdict);
   return (int)cudaGetLastError();
 }
 

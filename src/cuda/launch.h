@@ -15,9 +15,10 @@ typedef struct ndf__view4 {
   int64_t strides[4];
 } ndf__view4;
 
-/* A development switch of cuda_iir's (NDF_CUDA_IIR_*: force a path for the tests): its value
- * from the environment in a build configured with NDF_DEV_SWITCHES (the GPU check's), NULL in
- * every other build. */
+/* A development switch (cuda_iir's NDF_CUDA_IIR_*: force a path for the tests; NDF_DEVICE_CAPS:
+ * the cost models' device figures, to see auto's choices for another card): its value from the
+ * environment in a build configured with NDF_DEV_SWITCHES (the GPU check's), NULL in every other
+ * build. */
 static inline const char *ndf__dev_switch(const char *name) {
 #ifdef NDF_DEV_SWITCHES
   return getenv(name);
@@ -148,18 +149,23 @@ typedef struct ndf__ks_maps {
 /* The maps into sig (their float32 sigmas, then their scales: normalize's, else 1) and rad
  * (radii), each bad value's flat index (map m's pixel i: m n + i) complemented into *bad by
  * atomicMax (the caller zeroes it first: the smallest index wins); with tiles (zeroed by the
- * caller), the largest radius per axis of each tw x ty input tile (tw 32 or 128, 3 ints a tile). */
+ * caller), the largest radius per axis of each tw x ty input tile (tw 32 or 128, 3 ints a tile).
+ * With lists (ndf__launch_ks_bucket's, of nt tiles), their counts are zeroed. */
 int ndf__launch_ks_maps(const ndf__ks_maps *M, const ndf__ks_geom *g, float *sig, int *rad,
-                        unsigned long long *bad, int *tiles, int tw, int ty, void *stream);
+                        unsigned long long *bad, int *tiles, int tw, int ty, int *lists, int64_t nt,
+                        void *stream);
 /* The largest radii per 32 x ty output tile at each output pixel's nearest input pixel (index
  * output); rt zeroed by the caller. */
 int ndf__launch_ks_out_tiles(const ndf__ks_geom *g, const int *rad, int *rt, int ty, void *stream);
 /* The 32 x ty input tiles' radii it spread over the output tiles their pixels reach (index
  * input's gather); rt zeroed by the caller. */
 int ndf__launch_ks_spread(const ndf__ks_geom *g, const int *it, int *rt, int ty, void *stream);
-/* The nt input tiles of radii it into the scatters' lists, one a radius bucket (0, 1, 2, 4, 8,
- * 16, 32, any): list b at lists + b (nt + 1), its count first (zeroed by the caller). */
-int ndf__launch_ks_bucket(const int *it, int64_t nt, int *lists, void *stream);
+/* Unless *bad records a bad map value: the nt input tiles of radii it into the scatters' lists,
+ * one a radius bucket (0, 1, 2, 4, 8, 16, 32, any): list b at lists + b (nt + 1), its count first
+ * (zeroed before); it cleared; out[0..nout) = 0 (out may be NULL, nout 0). verdict (NULL, or
+ * host memory the device can write): *bad, for the caller to read after the stream's work. */
+int ndf__launch_ks_bucket(int *it, int64_t nt, int *lists, float *out, int64_t nout,
+                          const unsigned long long *bad, unsigned long long *verdict, void *stream);
 /* out[0..n) = 0, unless *bad records a bad map value (is not 0). */
 int ndf__launch_ks_zero(float *out, int64_t n, const unsigned long long *bad, void *stream);
 enum {

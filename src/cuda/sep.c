@@ -43,25 +43,25 @@ static int applicable(const ndf__solver *self, const ndf__problem *pb, const ndf
   return ctx->place.kind == NDF_PLACE_CUDA;
 }
 
-/* A read and a write per pass at ~3 TB/s, FMAs at ~40 TFLOP/s. */
-static double cost_passes(const ndf__problem *pb) {
+/* A read and a write per pass at ~3 TB/s, FMAs at ~40 TFLOP/s (an H200's rates, scaled to the
+ * device). */
+static double cost_passes(const ndf__problem *pb, const ndf_context *ctx) {
   const ndf__sep *c = pb->params;
+  const double bw = 3e12 * ndf__bw_scale(ctx), flops = 40e12 * ndf__rate_scale(ctx);
   double n = (double)ndf_array_size(&pb->in), t = 5e-6;
   for (int k = 0; k < c->naxes; k++)
-    t += n * (8.0 / 3e12 + 2.0 * (double)c->ax[k].n / 40e12);
+    t += n * (8.0 / bw + 2.0 * (double)c->ax[k].n / flops);
   return t;
 }
 
 static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
   (void)self;
-  (void)ctx;
-  return cost_passes(pb);
+  return cost_passes(pb, ctx);
 }
 
 static double cost_fused(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
   (void)self;
-  (void)ctx;
-  return cost_passes(pb) + 1e-6; /* measured no faster than cuda_sep */
+  return cost_passes(pb, ctx) + 1e-6; /* measured no faster than cuda_sep */
 }
 
 static void free_state(void *v) {

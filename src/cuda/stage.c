@@ -55,6 +55,20 @@ static ndf_status select_device(ndf_context *ctx, int dev) {
   ctx->place.kind = NDF_PLACE_CUDA;
   ctx->place.device = dev;
   snprintf(ctx->device_name, sizeof ctx->device_name, "cuda:%d (%.100s)", dev, prop.name);
+  /* The cost models' figures (ndf__device_caps); an attribute the device lacks stays 0. */
+  int sms = 0, clock_khz = 0, mem_khz = 0, bus_bits = 0;
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) sms = 0;
+  if (cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, dev) != cudaSuccess) clock_khz = 0;
+  if (cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, dev) != cudaSuccess) mem_khz = 0;
+  if (cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, dev) != cudaSuccess)
+    bus_bits = 0;
+  cudaGetLastError();
+  ctx->caps = (ndf__device_caps){
+      .sms = sms, .clock_hz = clock_khz * 1e3, .dram_bw = 2.0 * mem_khz * 1e3 * bus_bits / 8};
+  const char *sim = ndf__dev_switch("NDF_DEVICE_CAPS"); /* "sms,clock GHz,DRAM TB/s" */
+  double a, b, c;
+  if (sim && sscanf(sim, "%lf,%lf,%lf", &a, &b, &c) == 3)
+    ctx->caps = (ndf__device_caps){.sms = (int)a, .clock_hz = b * 1e9, .dram_bw = c * 1e12};
   return NDF_OK;
 }
 

@@ -97,7 +97,7 @@ static ndf_status build_iir(ndf__problem *pb, ndf_context *ctx, const ndf_array 
     free(q);
     return st;
   }
-  *pb = ndf__problem_make(NDF__OP_IIR, "gaussian", gauss_aliases, in, out, q, sizeof *q);
+  *pb = ndf__problem_make(NDF__OP_GAUSSIAN, "gaussian", gauss_aliases, in, out, q, sizeof *q);
   return NDF_OK;
 }
 
