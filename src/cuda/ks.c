@@ -42,6 +42,9 @@ typedef struct {
   int64_t nt;    /* the scatter's input tiles; the gather's output tiles */
   int64_t nit;   /* the gather's input tiles (index input) */
   int bmax;      /* the scatter's last bucket that may hold tiles */
+  int bmin;      /* its first: on small arrays whose counts are known on the device only, the
+                  * tiles of radius up to 4 share bucket 4's launch (the launches cost more than
+                  * the smaller kernels save there) */
   int count[NB]; /* bound maps: the scatter's tiles a bucket; -1: known on the device only */
   float *sig;    /* the maps' float32 sigmas, then their scales */
   int *rad;      /* their radii */
@@ -203,8 +206,9 @@ static int prepare(const ndf_plan *p, state *s, const ndf__ks_maps *M, cudaStrea
   if (s->variant >= 0) { /* clean: ks_bucket runs with the output, at exec */
     int r = ndf__launch_ks_maps(M, g, s->sig, s->rad, s->bad, s->it, s->tw, s->ty,
                                 s->clean ? s->lists : NULL, s->nt, st);
-    return r || s->clean ? r
-                         : ndf__launch_ks_bucket(s->it, s->nt, s->lists, NULL, 0, s->bad, NULL, st);
+    return r || s->clean
+               ? r
+               : ndf__launch_ks_bucket(s->it, s->nt, s->lists, 0, NULL, 0, s->bad, NULL, st);
   }
   if (!g->index_output) {
     int r = ndf__launch_ks_maps(M, g, s->sig, s->rad, s->bad, s->it, 32, s->ty, NULL, 0, st);
@@ -298,13 +302,13 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *
     e = ndf__launch_ks_gather(s->lut_kind, s->narr, s->ty, s->by, cg.src, dst, s->sig, s->rad, g,
                               s->rt, &s->L, s->smem, st);
   } else if (e == 0 && s->clean) { /* the lists, and the output zeroed */
-    e = ndf__launch_ks_bucket(s->it, s->nt, s->lists, dst, ndf_array_size(out), s->bad, s->v_bad,
-                              st);
+    e = ndf__launch_ks_bucket(s->it, s->nt, s->lists, s->bmin, dst, ndf_array_size(out), s->bad,
+                              s->v_bad, st);
   } else if (e == 0) {
     e = ndf__launch_ks_zero(dst, ndf_array_size(out), s->bad, st);
   }
   if (e == 0 && s->variant >= 0) {
-    for (int b = 0; b <= s->bmax && e == 0; b++) {
+    for (int b = s->bmin; b <= s->bmax && e == 0; b++) {
       const int grid = s->count[b] >= 0 ? s->count[b] : (int)s->nt;
       e = scatter(s->variant, buckets[b], s->ty, s->by, cg.src, dst, s->sig, s->rad, g,
                   s->lists + b * (s->nt + 1), grid, st);
@@ -450,6 +454,8 @@ static ndf_status make(ndf_plan *p) {
     s->clean = 1;
   cudaGetLastError(); /* an unmapped h_bad: the verdict comes by copy */
   s->dirty = 1;
+  if (s->clean && n <= ((int64_t)1 << 20))
+    s->bmin = s->bmax < bucket_of(4) ? s->bmax : bucket_of(4);
   if (e == cudaSuccess) e = cudaMalloc((void **)&s->tab, want = s->tab_bytes);
   if (e == cudaSuccess && any_host)
     e = cudaMalloc((void **)&s->d_maps, want = (size_t)nm * sizeof(double));

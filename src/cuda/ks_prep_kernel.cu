@@ -115,10 +115,10 @@ __global__ void ks_spread(ndf__ks_geom g, const int *it, int *rt, int ty, int64_
       }
 }
 
-// Unless the maps were bad: the input tiles into one list per radius bucket (list b at lists +
-// b (nt + 1), its count first, zeroed before), each tile's radii cleared once read, and
+// Unless the maps were bad: the input tiles into one list per radius bucket from bmin on (list b
+// at lists + b (nt + 1), its count first, zeroed before), each tile's radii cleared once read, and
 // out[0..nout) = 0. The verdict (*bad) goes to *verdict (host memory) when given.
-__global__ void ks_bucket(int *it, int64_t nt, int *lists, float *out, int64_t nout,
+__global__ void ks_bucket(int *it, int64_t nt, int *lists, int bmin, float *out, int64_t nout,
                           const unsigned long long *bad, unsigned long long *verdict) {
   const unsigned long long b0 = *bad;
   if (verdict && blockIdx.x == 0 && threadIdx.x == 0) *verdict = b0;
@@ -127,7 +127,7 @@ __global__ void ks_bucket(int *it, int64_t nt, int *lists, float *out, int64_t n
   if (k < nt) {
     const int r = max(it[3 * k], max(it[3 * k + 1], it[3 * k + 2]));
     it[3 * k] = it[3 * k + 1] = it[3 * k + 2] = 0;
-    int b = 0;
+    int b = bmin;
     while (b < NB - 1 && (b == 0 ? 0 : 1 << (b - 1)) < r)
       b++;
     int *l = lists + b * (nt + 1);
@@ -172,13 +172,13 @@ extern "C" int ndf__launch_ks_spread(const ndf__ks_geom *g, const int *it, int *
   return (int)cudaGetLastError();
 }
 
-extern "C" int ndf__launch_ks_bucket(int *it, int64_t nt, int *lists, float *out, int64_t nout,
-                                     const unsigned long long *bad, unsigned long long *verdict,
-                                     void *stream) {
+extern "C" int ndf__launch_ks_bucket(int *it, int64_t nt, int *lists, int bmin, float *out,
+                                     int64_t nout, const unsigned long long *bad,
+                                     unsigned long long *verdict, void *stream) {
   const int64_t zb = nout > 0 ? (nout + 255) / 256 : 0, tb = (nt + 255) / 256;
   const int64_t b = tb > (zb < 4096 ? zb : 4096) ? tb : (zb < 4096 ? zb : 4096);
-  ks_bucket<<<(unsigned)(b > 0 ? b : 1), 256, 0, (cudaStream_t)stream>>>(it, nt, lists, out, nout,
-                                                                         bad, verdict);
+  ks_bucket<<<(unsigned)(b > 0 ? b : 1), 256, 0, (cudaStream_t)stream>>>(it, nt, lists, bmin, out,
+                                                                         nout, bad, verdict);
   return (int)cudaGetLastError();
 }
 

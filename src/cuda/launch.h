@@ -161,10 +161,11 @@ int ndf__launch_ks_out_tiles(const ndf__ks_geom *g, const int *rad, int *rt, int
  * input's gather); rt zeroed by the caller. */
 int ndf__launch_ks_spread(const ndf__ks_geom *g, const int *it, int *rt, int ty, void *stream);
 /* Unless *bad records a bad map value: the nt input tiles of radii it into the scatters' lists,
- * one a radius bucket (0, 1, 2, 4, 8, 16, 32, any): list b at lists + b (nt + 1), its count first
- * (zeroed before); it cleared; out[0..nout) = 0 (out may be NULL, nout 0). verdict (NULL, or
- * host memory the device can write): *bad, for the caller to read after the stream's work. */
-int ndf__launch_ks_bucket(int *it, int64_t nt, int *lists, float *out, int64_t nout,
+ * one a radius bucket (0, 1, 2, 4, 8, 16, 32, any; none below bucket bmin): list b at lists + b
+ * (nt + 1), its count first (zeroed before); it cleared; out[0..nout) = 0 (out may be NULL, nout
+ * 0). verdict (NULL, or host memory the device can write): *bad, for the caller to read after
+ * the stream's work. */
+int ndf__launch_ks_bucket(int *it, int64_t nt, int *lists, int bmin, float *out, int64_t nout,
                           const unsigned long long *bad, unsigned long long *verdict, void *stream);
 /* out[0..n) = 0, unless *bad records a bad map value (is not 0). */
 int ndf__launch_ks_zero(float *out, int64_t n, const unsigned long long *bad, void *stream);
