@@ -6,18 +6,27 @@ set -euo pipefail
 # scikit-image's sample images (and its Pillow) are real TIFF and PNG files for them.
 PKGS=(build-essential cmake pkg-config python3 python3-numpy python3-scipy libfftw3-dev
       libnifti2-dev libtiff-dev libpng-dev libcfitsio-dev zlib1g-dev libdeflate-dev clang
-      clang-format libclang-rt-dev python3-nibabel python3-astropy python3-tifffile python3-skimage)
+      clang-format libclang-rt-dev python3-nibabel python3-astropy python3-tifffile python3-skimage
+      python3-pip)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
-echo "deps: installing ${missing[*]}"
 SUDO=
-if [ "$(id -u)" != 0 ]; then
-  command -v sudo >/dev/null || { echo "deps: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
-  SUDO=sudo
+if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deps: installing ${missing[*]}"
+  [ -z "$SUDO" ] || command -v sudo >/dev/null ||
+    { echo "deps: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# Dask for ndfilt.dask and its tests, from PyPI into the system's python3 (beside Debian's numpy
+# and scipy, which it keeps: zarr 2 rather than 3, which wants a newer numpy); dask-image for the
+# benchmark against it.
+if ! python3 -c "import dask.array, distributed, zarr, dask_image" 2>/dev/null; then
+  echo "deps: installing dask, distributed, zarr, dask-image (pip)"
+  $SUDO python3 -m pip install -q --root-user-action=ignore --break-system-packages "dask[array]" distributed "zarr<3" \
+    dask-image
+fi
