@@ -33,6 +33,8 @@ FAMILIES = {
              "bench/user_paths.py", "user"),
     "auto": ("method auto's choices: measured on this card, modelled for others",
              "bench/auto_choices.py", "auto"),
+    "dask": ("ndfilt.dask against dask-image on a CPU LocalCluster (not gpu-check: any machine)",
+             "bench/dask_bench.py", "by hand"),
 }
 
 IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)\s]+)\)")
