@@ -17,6 +17,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 
@@ -135,7 +136,8 @@ def main():
             print(f"{card}: {r.stderr[-500:]}", file=sys.stderr)
             modelled[card] = {}
     gpu = timing.gpu_name(cp)
-    meta = {"gpu": gpu, "commit": timing.commit(), "cards_modelled": CARDS}
+    meta = {"gpu": gpu, "commit": timing.commit(), "date": time.strftime("%Y-%m-%d"),
+            "cards_modelled": CARDS}
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, "auto.json"), "w") as f:
         json.dump({"meta": meta, "rows": rows, "modelled": modelled}, f, indent=1)
