@@ -7,7 +7,7 @@ set -euo pipefail
 PKGS=(build-essential cmake pkg-config python3 python3-numpy python3-scipy libfftw3-dev
       libnifti2-dev libtiff-dev libpng-dev libcfitsio-dev zlib1g-dev libdeflate-dev clang
       clang-format libclang-rt-dev python3-nibabel python3-astropy python3-tifffile python3-skimage
-      python3-pip)
+      python3-pip time)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,4 +1,5 @@
 /* ndfilt.c - the ndfilt command-line tool: info, demo, and filters on .npy files. */
+#define _DEFAULT_SOURCE /* madvise, MAP_ANONYMOUS: besides POSIX */
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -7,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -17,8 +19,8 @@
 #include "kernels.h"
 
 static const char *usage_main =
-    "usage: ndfilt [--device cpu|cuda|cuda:N] [--threads N] [--read-limit SIZE] [-v] COMMAND\n"
-    "              [ARGS]\n"
+    "usage: ndfilt [--device cpu|cuda|cuda:N] [--threads N] [--read-limit SIZE]\n"
+    "              [--memory-limit SIZE] [-v] COMMAND [ARGS]\n"
     "       ndfilt --version | --help\n"
     "\n"
     "N-dimensional image filtering on CPUs and CUDA GPUs.\n"
@@ -42,6 +44,12 @@ static const char *usage_main =
     "--read-limit (or $NDF_READ_LIMIT) caps the memory one image read may take (4G, 512M;\n"
     "default: half the machine's memory): a file that declares or decompresses to more is\n"
     "refused. FIFOs, devices and directories are refused, never waited on.\n"
+    "--memory-limit bounds the memory a filter command takes (default: half the machine's\n"
+    "memory): an uncompressed .nii, .npy or raw file whose input and output pass it is\n"
+    "mapped rather than read, and filtered into an uncompressed .nii, .npy or raw output a\n"
+    "slab of the slowest axis at a time (with the kernel's reach of its neighbours: the\n"
+    "same result), so files larger than the memory go through (gauss with FIR methods,\n"
+    "correlate1d, convolve1d, sepconv, correlate and conv with one kernel).\n"
     "-v prints what was read, the method that ran, each step's time and what was written.\n"
     "\n"
     "files (IN, OUT), by their names:\n"
@@ -72,7 +80,8 @@ static const char *usage_main =
     "  ndfilt gauss bold.nii.gz bold_s.nii.gz --fwhm 5mm        (4-D: each volume)\n"
     "  ndfilt gauss stack.tif stack_s.tif --sigma 1,2,2 --dtype f32\n"
     "  ndfilt gauss m31.fits m31_s.fits --sigma 3 --method iir\n"
-    "  ndfilt --read-limit 16G gauss big.nii.gz big_s.nii.gz --sigma 1mm\n";
+    "  ndfilt --read-limit 16G gauss big.nii.gz big_s.nii.gz --sigma 1mm\n"
+    "  ndfilt --memory-limit 8G gauss sheet.npy sheet_s.npy --sigma 2   (a 200 GB stack)\n";
 
 static const char *usage_corr =
     "usage: ndfilt correlate1d|convolve1d IN OUT --weights W1,W2,... [options]\n"
@@ -626,12 +635,24 @@ static int parse_args(int argc, char **argv, const cli_opt *t, int n, void *args
   return NDF_EXIT_OK;
 }
 
+/* --memory-limit (0: half the machine's memory), in bytes. */
+static int64_t memory_limit;
+
+static int64_t limit_bytes(void) {
+  if (memory_limit > 0) return memory_limit;
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? (int64_t)pages * page / 2 : (int64_t)1 << 32;
+}
+
 /* Reads an image (any format; raw with co's --shape and --dtype); on failure prints why,
- * naming the file, and returns the exit code. */
+ * naming the file, and returns the exit code. A file that with an output of its size would
+ * pass the memory limit is mapped where its format allows (ndf_read_opts.map). */
 static int read_input(const char *path, const common_opts *co, ndf_image *img) {
   char err[1024];
   ndf_read_opts ro;
   memset(&ro, 0, sizeof ro);
+  struct stat sb;
+  ro.map = stat(path, &sb) == 0 && 2 * (int64_t)sb.st_size > limit_bytes();
   const int raw = co && co->nshape > 0;
   if (raw) {
     if (!co->dtype) return usage_error("%s: a raw input needs --dtype with --shape", path);
@@ -642,15 +663,15 @@ static int read_input(const char *path, const common_opts *co, ndf_image *img) {
   }
   double t0 = now_s();
   step_begin("reading", path);
-  ndf_status st = ndf_image_read(path, raw ? &ro : NULL, img, err, sizeof err);
+  ndf_status st = ndf_image_read(path, raw || ro.map ? &ro : NULL, img, err, sizeof err);
   step_done();
   if (st != NDF_OK) {
     say("", err);
     return NDF_EXIT_IO;
   }
   if (verbose)
-    fprintf(stderr, "ndfilt: read %s (%s, %s) in %.1f ms\n", path, ndf_format_name(img->format),
-            ndf_dtype_name(img->a.dtype), 1e3 * (now_s() - t0));
+    fprintf(stderr, "ndfilt: %s %s (%s, %s) in %.1f ms\n", img->map_base ? "mapped" : "read", path,
+            ndf_format_name(img->format), ndf_dtype_name(img->a.dtype), 1e3 * (now_s() - t0));
   return NDF_EXIT_OK;
 }
 
@@ -702,6 +723,155 @@ static void progress(const char *what, int64_t k, int64_t n, double t0) {
   drawn = 1;
 }
 
+/* ---- files larger than the memory: a slab at a time ---- */
+
+/* How far a command's filter reaches along axis `axis` of its ndim-axis arrays, in elements,
+ * plus one (0: not filtered there; -1: it cannot run a slab at a time: a recursive filter, a
+ * bank); *wrap: the axis has mode wrap, whose reach comes from the other end. */
+typedef int64_t (*reach_fn)(const void *args, int ndim, int axis, int *wrap);
+
+/* A streamed filter: each call's arrays (an entry of axis 0, or the image) in slabs of `rows`
+ * rows of their axis 0, each read with h rows more on either side and its own rows kept. */
+typedef struct {
+  ndf_context *ctx;
+  const ndf_image *in;
+  ndf_array a, b;  /* one call's arrays (no data) */
+  int64_t entries; /* calls */
+  plan_fn f;
+  const void *args;
+  int64_t h, rows;
+  int wrap;
+  char solver[64]; /* the first slab's */
+} slabs;
+
+/* Drops the whole pages of [p, p + n) from the process (a mapping's pages stay in the file
+ * and the page cache): what a slab is done with no longer counts against the memory. */
+static void release(const void *p, size_t n) {
+  const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  const uintptr_t lo = ((uintptr_t)p + page - 1) / page * page,
+                  hi = ((uintptr_t)p + n) / page * page;
+  if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
+static ndf_status slab_fill(void *v, ndf_array *out, char *err, size_t errlen) {
+  slabs *S = v;
+  const int64_t n0 = S->a.shape[0], row = ndf_array_size(&S->a) / n0;
+  const size_t rin = (size_t)row * ndf_dtype_size(S->a.dtype),
+               rout = (size_t)row * ndf_dtype_size(S->b.dtype);
+  const int64_t cap = S->rows + 2 * S->h < n0 ? S->rows + 2 * S->h : n0;
+  char *ib = malloc((size_t)cap * rin), *ob = malloc((size_t)cap * rout);
+  ndf_plan *plan[4] = {NULL};
+  int64_t plan_rows[4] = {0};
+  ndf_status st = ib && ob ? NDF_OK : NDF_ENOMEM;
+  if (st != NDF_OK) snprintf(err, errlen, "out of memory for a slab of %lld rows", (long long)cap);
+  const double t0 = now_s();
+  const int64_t per = (n0 + S->rows - 1) / S->rows, total = per * S->entries;
+  for (int64_t k = 0; k < S->entries && st == NDF_OK; k++) {
+    const char *src = (const char *)S->in->a.data + (size_t)(k * n0) * rin;
+    char *dst = (char *)out->data + (size_t)(k * n0) * rout;
+    int64_t freed = 0; /* input rows below this are released */
+    for (int64_t z0 = 0; z0 < n0 && st == NDF_OK; z0 += S->rows) {
+      const int64_t z1 = z0 + S->rows < n0 ? z0 + S->rows : n0;
+      int64_t lo = z0 - S->h, hi = z1 + S->h;
+      if (hi - lo >= n0) {
+        lo = 0, hi = n0;
+      } else if (!S->wrap) {
+        lo = lo < 0 ? 0 : lo;
+        hi = hi > n0 ? n0 : hi;
+      }
+      const int64_t m = hi - lo;
+      for (int64_t r = lo; r < hi; r++) /* rows past an end of a wrap axis: the other end's */
+        memcpy(ib + (size_t)(r - lo) * rin, src + (size_t)((r % n0 + n0) % n0) * rin, rin);
+      int j = 0;
+      while (j < 4 && plan[j] && plan_rows[j] != m)
+        j++;
+      int64_t xs[NDF_MAX_DIMS], ys[NDF_MAX_DIMS];
+      memcpy(xs, S->a.shape, sizeof xs);
+      memcpy(ys, S->b.shape, sizeof ys);
+      xs[0] = ys[0] = m;
+      ndf_array x = ndf_array_contiguous(S->a.dtype, S->a.ndim, xs, NULL),
+                y = ndf_array_contiguous(S->b.dtype, S->b.ndim, ys, NULL);
+      if (j == 4) { /* a slab shape of its own: the cache's last goes */
+        ndf_plan_destroy(plan[3]);
+        plan[3] = NULL;
+        j = 3;
+      }
+      if (!plan[j]) {
+        st = S->f(&plan[j], S->ctx, &x, &y, S->args);
+        plan_rows[j] = m;
+        if (st == NDF_OK && !S->solver[0])
+          snprintf(S->solver, sizeof S->solver, "%s", ndf_plan_solver(plan[j]));
+      }
+      x.data = ib;
+      y.data = ob;
+      if (st == NDF_OK) st = ndf_execute(plan[j], &x, &y);
+      if (st == NDF_OK) st = ndf_context_synchronize(S->ctx);
+      if (st != NDF_OK) {
+        snprintf(err, errlen, "%s: %s", ndf_status_str(st), ndf_context_message(S->ctx));
+        break;
+      }
+      memcpy(dst + (size_t)z0 * rout, ob + (size_t)(z0 - lo) * rout, (size_t)(z1 - z0) * rout);
+      release(dst + (size_t)z0 * rout, (size_t)(z1 - z0) * rout);
+      const int64_t keep = z1 - S->h; /* the next slab reads from here on */
+      if (keep > freed) {
+        release(src + (size_t)freed * rin, (size_t)(keep - freed) * rin);
+        freed = keep;
+      }
+      progress("slabs", k * per + z0 / S->rows + 1, total, t0);
+    }
+    release(src, (size_t)n0 * rin);
+  }
+  for (int j = 0; j < 4; j++)
+    ndf_plan_destroy(plan[j]);
+  free(ib);
+  free(ob);
+  return st;
+}
+
+/* Filters the mapped image `in` into out_path (out: its description, no data) a slab at a
+ * time within the memory limit, as filter_to_shape would have in one piece. */
+static int filter_slabs(ndf_context *ctx, ndf_image *in, ndf_image *out, const ndf_array *a,
+                        const ndf_array *b, int split, int64_t h, int wrap, const char *out_path,
+                        plan_fn f, const void *args) {
+  char err[1024];
+  slabs S = {.ctx = ctx, .in = in, .a = *a, .b = *b, .f = f, .args = args, .h = h, .wrap = wrap};
+  S.entries = split ? in->a.shape[0] : 1;
+  const int64_t row = ndf_array_size(a) / a->shape[0];
+  /* a row's share: its input and output, each in the slab's buffer and as touched pages of the
+   * mappings, and the solvers' scratch (float64 at most); past a base for the program */
+  const double per = (double)row * (2.0 * (double)ndf_dtype_size(a->dtype) +
+                                    2.0 * (double)ndf_dtype_size(b->dtype) + 8.0);
+  const double spare = (double)limit_bytes() - 16.0 * (1 << 20);
+  const int64_t fit = spare > 0 ? (int64_t)(spare / per) : 0;
+  S.rows = fit - 2 * h;
+  if (S.rows < 1) {
+    fprintf(stderr,
+            "ndfilt: --memory-limit %lld bytes is too small to filter %s a slab at a time: one "
+            "row with the kernel's reach of %lld rows on either side needs about %.0f MB\n",
+            (long long)limit_bytes(), out_path, (long long)h,
+            (16.0 * (1 << 20) + per * (double)(1 + 2 * h)) / (1 << 20));
+    ndf_image_free(in);
+    return NDF_EXIT_USAGE;
+  }
+  if (S.rows > a->shape[0]) S.rows = a->shape[0];
+  const double t0 = now_s();
+  step_begin("filtering in slabs into", out_path);
+  const ndf_status st = ndf_image_write_mapped(out_path, out, slab_fill, &S, err, sizeof err);
+  step_done();
+  ndf_image_free(in);
+  if (st != NDF_OK) {
+    say("", err);
+    return st == NDF_EINVAL || st == NDF_EUNSUPPORTED ? NDF_EXIT_USAGE : NDF_EXIT_IO;
+  }
+  if (verbose)
+    fprintf(stderr,
+            "ndfilt: filtered by %s in slabs of %lld rows (reach %lld) within %lld bytes and wrote "
+            "%s in %.1f ms\n",
+            S.solver, (long long)S.rows, (long long)h, (long long)limit_bytes(), out_path,
+            1e3 * (now_s() - t0));
+  return NDF_EXIT_OK;
+}
+
 /* Filters `in` (whose data it frees) into a new host array of dtype `dtype` (0: the
  * input's) and shape `shape` (ndim axes), and writes that atomically to out_path with the
  * input's metadata, its first voxel at `origin` of the input's grid (NULL: the same grid):
@@ -711,7 +881,7 @@ static void progress(const char *what, int64_t k, int64_t n, double t0) {
  * of nf kernels, whose outputs make a new leading axis. Returns the exit code. */
 static int filter_to_shape(ndf_context *ctx, ndf_image *in, int ndim, const int64_t *shape,
                            const int64_t *origin, ndf_dtype dtype, const char *out_path, int split,
-                           int nf, plan_fn f, const void *args) {
+                           int nf, plan_fn f, const void *args, reach_fn reach) {
   char err[1024];
   ndf_image out = *in; /* the input's metadata, borrowed */
   out.meta_free = NULL;
@@ -728,6 +898,19 @@ static int filter_to_shape(ndf_context *ctx, ndf_image *in, int ndim, const int6
     for (int d = 0; d < ndim; d++)
       out.origin[d] += origin[d];
   const int64_t nbytes = (int64_t)((double)ndf_array_size(&out.a) * ndf_dtype_size(out.a.dtype));
+  /* Past the memory limit, a mapped input goes a slab at a time where the filter allows. */
+  const double need =
+      (double)ndf_array_size(&in->a) * (double)ndf_dtype_size(in->a.dtype) + 2.0 * (double)nbytes;
+  if (in->map_base && reach && nf <= 1 && !origin && need > (double)limit_bytes()) {
+    ndf_array a = in->a, b = out.a;
+    if (split) {
+      a = ndf_array_contiguous(in->a.dtype, in->a.ndim - 1, in->a.shape + 1, NULL);
+      b = ndf_array_contiguous(out.a.dtype, ndim - 1, shape + 1, NULL);
+    }
+    int wrap = 0;
+    const int64_t h = reach(args, a.ndim, 0, &wrap);
+    if (h >= 0) return filter_slabs(ctx, in, &out, &a, &b, split, h, wrap, out_path, f, args);
+  }
   out.a.data = malloc((size_t)nbytes);
   int rc = NDF_EXIT_OK;
   ndf_plan *p = NULL;
@@ -818,12 +1001,13 @@ static int filter_to_shape(ndf_context *ctx, ndf_image *in, int ndim, const int6
 /* filter_to_shape with the input's shape, or with nf > 1 a leading axis of nf (a filter
  * bank's outputs, the caller checked that in has fewer than NDF_MAX_DIMS axes). */
 static int filter_to_file(ndf_context *ctx, ndf_image *in, int nf, ndf_dtype dtype,
-                          const char *out_path, int split, plan_fn f, const void *args) {
+                          const char *out_path, int split, plan_fn f, const void *args,
+                          reach_fn reach) {
   int64_t shape[NDF_MAX_DIMS] = {nf};
   const int bank = nf > 1;
   memcpy(shape + bank, in->a.shape, (size_t)in->a.ndim * sizeof shape[0]);
   return filter_to_shape(ctx, in, in->a.ndim + bank, shape, NULL, dtype, out_path, split, nf, f,
-                         args);
+                         args, reach);
 }
 
 /* ------------------------------------------------------------------ info */
@@ -912,6 +1096,13 @@ static ndf_status plan_corr1d(ndf_plan **p, ndf_context *ctx, const ndf_array *i
                      : ndf_plan_correlate1d(p, ctx, in, out, c->w, c->n, c->axis, &c->o);
 }
 
+static int64_t reach_corr1d(const void *args, int ndim, int axis, int *wrap) {
+  const corr1d_args *c = args;
+  if ((c->axis < 0 ? c->axis + ndim : c->axis) != axis) return 0;
+  *wrap = c->o.mode == NDF_MODE_WRAP;
+  return c->n / 2 + abs(c->o.origin) + 1;
+}
+
 typedef struct {
   common_opts co;
   const char *weights;
@@ -946,7 +1137,8 @@ static int cmd_corr1d(ndf_context *ctx, int argc, char **argv, int convolve) {
   ndf_image in;
   rc = read_input(in_path, &co, &in);
   if (rc == NDF_EXIT_OK)
-    rc = filter_to_file(ctx, &in, 0, co.dtype, out_path, lead_axes(&in), plan_corr1d, &c);
+    rc = filter_to_file(ctx, &in, 0, co.dtype, out_path, lead_axes(&in), plan_corr1d, &c,
+                        reach_corr1d);
   free(w);
   return rc;
 }
@@ -963,6 +1155,14 @@ static ndf_status plan_sep(ndf_plan **p, ndf_context *ctx, const ndf_array *in,
                            const ndf_array *out, const void *args) {
   const sep_args *s = args;
   return ndf_plan_sepfilter(p, ctx, in, out, s->w, s->n, &s->o);
+}
+
+static int64_t reach_sep(const void *args, int ndim, int axis, int *wrap) {
+  const sep_args *s = args;
+  (void)ndim;
+  if (!s->w[axis]) return 0;
+  *wrap = s->o.mode[axis] == NDF_MODE_WRAP;
+  return s->n[axis] / 2 + abs(s->o.origin[axis]) + 1;
 }
 
 typedef struct {
@@ -1047,7 +1247,7 @@ static int cmd_sepconv(ndf_context *ctx, int argc, char **argv) {
     memmove(s.o.origin, s.o.origin + 1, (NDF_MAX_DIMS - 1) * sizeof s.o.origin[0]);
   }
   if (rc == NDF_EXIT_OK)
-    rc = filter_to_file(ctx, &img, 0, co.dtype, out_path, split, plan_sep, &s);
+    rc = filter_to_file(ctx, &img, 0, co.dtype, out_path, split, plan_sep, &s, reach_sep);
   else
     ndf_image_free(&img);
   free(w);
@@ -1059,6 +1259,21 @@ static int cmd_sepconv(ndf_context *ctx, int argc, char **argv) {
 static ndf_status plan_gauss(ndf_plan **p, ndf_context *ctx, const ndf_array *in,
                              const ndf_array *out, const void *args) {
   return ndf_plan_gaussian(p, ctx, in, out, args);
+}
+
+/* The FIR kernel's radius; the recursive filters (named, or allowed by a tolerance) have no
+ * finite reach. */
+static int64_t reach_gauss(const void *args, int ndim, int axis, int *wrap) {
+  const ndf_gaussian_opts *o = args;
+  (void)ndim;
+  const char *m = o->method;
+  const int fir = !m || !strcmp(m, "auto") || !strcmp(m, "fir") || !strcmp(m, "cpu_sep") ||
+                  !strcmp(m, "cuda_sep");
+  if (!fir || (o->tolerance > 0 && (!m || !strcmp(m, "auto")))) return -1;
+  if (!(o->sigma[axis] > 1e-15)) return 0;
+  *wrap = o->mode[axis] == NDF_MODE_WRAP;
+  const double t = o->truncate > 0 ? o->truncate : 4.0;
+  return (o->radius[axis] > 0 ? o->radius[axis] : (int64_t)(t * o->sigma[axis] + 0.5)) + 1;
 }
 
 /* A length in voxels (mm 0), or in millimetres times mm (1 for "2mm", 1e-3 for "500um"). */
@@ -1210,7 +1425,7 @@ static int cmd_gauss(ndf_context *ctx, int argc, char **argv) {
       fprintf(stderr, " %.4g", sigma[d]);
     fprintf(stderr, "\n");
   }
-  return filter_to_file(ctx, &img, 0, co.dtype, out_path, split, plan_gauss, &o);
+  return filter_to_file(ctx, &img, 0, co.dtype, out_path, split, plan_gauss, &o, reach_gauss);
 }
 
 /* ------------------------------------------------------------------ conv, correlate */
@@ -1236,6 +1451,14 @@ static ndf_status plan_conv(ndf_plan **p, ndf_context *ctx, const ndf_array *in,
                       : ndf_plan_correlate_bank(p, ctx, in, nf, outs, c->k.w, c->k.shape, &c->o);
   free(outs);
   return st;
+}
+
+static int64_t reach_conv(const void *args, int ndim, int axis, int *wrap) {
+  const conv_args *c = args;
+  (void)ndim;
+  if (c->k.nf > 1) return -1;
+  *wrap = c->o.mode[axis] == NDF_MODE_WRAP;
+  return c->k.shape[axis] / 2 + abs(c->o.origin[axis]) + 1;
 }
 
 static int ends_with(const char *s, const char *suffix) {
@@ -1336,7 +1559,7 @@ static int cmd_conv(ndf_context *ctx, int argc, char **argv, int convolve) {
       rc = usage_error("%s: a filter bank needs a gray image, not colour channels", in_path);
     } else {
       rc = filter_to_file(ctx, &img, bank ? c.k.nf : 0, bank && !co.dtype ? NDF_F32 : co.dtype,
-                          out_path, lead, plan_conv, &c);
+                          out_path, lead, plan_conv, &c, reach_conv);
     }
   } else {
     ndf_image_free(&img);
@@ -1432,7 +1655,8 @@ static int cmd_ks(ndf_context *ctx, int argc, char **argv) {
   k.maps = maps;
   k.nmaps = nmaps;
   if (rc == NDF_EXIT_OK)
-    rc = filter_to_shape(ctx, &img, in.ndim, shape, origin, co.dtype, out_path, 0, 1, plan_ks, &k);
+    rc = filter_to_shape(ctx, &img, in.ndim, shape, origin, co.dtype, out_path, 0, 1, plan_ks, &k,
+                         NULL);
   ndf_image_free(&img); /* empty once filter_to_shape has taken it */
   for (int m = 0; m < got; m++)
     ndf_image_free(&mimg[m]);
@@ -1485,7 +1709,8 @@ int main(int argc, char **argv) {
       verbose = 1;
       continue;
     }
-    if ((!strcmp(a, "--device") || !strcmp(a, "--threads") || !strcmp(a, "--read-limit")) &&
+    if ((!strcmp(a, "--device") || !strcmp(a, "--threads") || !strcmp(a, "--read-limit") ||
+         !strcmp(a, "--memory-limit")) &&
         i + 1 >= argc)
       return usage_error("option %s needs a value", a);
     if (!strcmp(a, "--device")) {
@@ -1500,6 +1725,10 @@ int main(int argc, char **argv) {
         return usage_error("bad --read-limit '%s': expected a size such as 4G, 512M or 1000000",
                            argv[i]);
       ndf_io_set_read_limit(lim);
+    } else if (!strcmp(a, "--memory-limit")) {
+      if (!ndf_io_parse_size(argv[++i], &memory_limit))
+        return usage_error("bad --memory-limit '%s': expected a size such as 4G, 512M or 1000000",
+                           argv[i]);
     } else {
       return usage_error("unknown option %s", a);
     }

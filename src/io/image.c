@@ -1,5 +1,5 @@
 /* image.c - dispatch over the file formats, and what they share. */
-#define _DEFAULT_SOURCE /* mkstemps */
+#define _DEFAULT_SOURCE /* mkstemps, MAP_ANONYMOUS */
 #include "image.h"
 
 #include <errno.h>
@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -267,7 +268,10 @@ static void name_target(char *err, size_t errlen, const char *tmp, const char *p
 
 void ndf_image_free(ndf_image *img) {
   if (!img) return;
-  free(img->a.data);
+  if (img->map_base)
+    munmap(img->map_base, img->map_len);
+  else
+    free(img->a.data);
   if (img->meta && img->meta_free) img->meta_free(img->meta);
   ndf_image_init(img);
 }
@@ -357,8 +361,14 @@ ndf_status ndf_io_write_via_temp(const char *path,
     return s;
   }
   close(fd);
+  /* the pending file: this one, then again the enclosing write's (ndf_image_write_mapped's
+   * format writer writes within its temporary file's write) */
+  char outer[sizeof pending];
+  const int had = have_pending;
+  if (had) memcpy(outer, pending, sizeof outer);
   const int track = strlen(tmp) < sizeof pending;
   if (track) {
+    have_pending = 0;
     memcpy(pending, tmp, strlen(tmp) + 1);
     have_pending = 1;
   }
@@ -378,7 +388,100 @@ ndf_status ndf_io_write_via_temp(const char *path,
     unlink(tmp);
     name_target(err, errlen, tmp, path);
   }
-  if (track) have_pending = 0;
+  if (track) {
+    have_pending = 0;
+    if (had) {
+      memcpy(pending, outer, sizeof outer);
+      have_pending = 1;
+    }
+  }
   free(tmp);
   return st;
+}
+
+ndf_status ndf_io_map(const char *path, int64_t off, int64_t n, int writable, void **base,
+                      size_t *len, char *err, size_t errlen) {
+  const int64_t page = sysconf(_SC_PAGESIZE), start = off / page * page;
+  *base = NULL;
+  *len = (size_t)(off - start + n);
+  const int fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+  if (fd < 0) return ndf_io_error(err, errlen, NDF_EIO, path, "cannot open: %s", strerror(errno));
+  void *b =
+      mmap(NULL, *len, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, (off_t)start);
+  const int e = errno;
+  close(fd);
+  if (b == MAP_FAILED)
+    return ndf_io_error(err, errlen, NDF_EIO, path, "cannot map its samples: %s", strerror(e));
+  *base = b;
+  return NDF_OK;
+}
+
+/* ---- writing through a mapping ---- */
+
+typedef struct mapped_ctx {
+  const ndf_image *img;
+  int format;
+  ndf_status (*fill)(void *ctx, ndf_array *out, char *err, size_t errlen);
+  void *ctx;
+} mapped_ctx;
+
+static ndf_status write_mapped_tmp(const char *tmp, void *c, char *err, size_t errlen) {
+  const mapped_ctx *m = c;
+  const ndf_array *a = &m->img->a;
+  const size_t bytes = (size_t)ndf_array_size(a) * ndf_dtype_size(a->dtype);
+  /* zeros from untouched anonymous pages: the kernel's zero page, no memory of ours */
+  void *zeros = mmap(NULL, bytes, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (zeros == MAP_FAILED)
+    return ndf_io_error(err, errlen, NDF_ENOMEM, tmp, "cannot map %zu bytes: %s", bytes,
+                        strerror(errno));
+  ndf_image z = *m->img;
+  z.a = ndf_array_contiguous(a->dtype, a->ndim, a->shape, zeros);
+  z.map_base = NULL;
+  ndf_status st = formats[m->format].write(tmp, &z, err, errlen);
+  munmap(zeros, bytes);
+  if (st != NDF_OK) return st;
+  ndf_read_opts ro;
+  memset(&ro, 0, sizeof ro);
+  ro.format = formats[m->format].f;
+  ro.map = 2;
+  if (ro.format == NDF_FORMAT_RAW) {
+    ro.ndim = a->ndim;
+    memcpy(ro.shape, a->shape, sizeof ro.shape);
+    ro.dtype = a->dtype;
+  }
+  ndf_image r;
+  ndf_image_init(&r);
+  st = formats[m->format].read(tmp, &ro, &r, err, errlen);
+  if (st != NDF_OK) return st;
+  int same = r.map_base && r.a.dtype == a->dtype && r.a.ndim == a->ndim;
+  for (int d = 0; same && d < a->ndim; d++)
+    same = r.a.shape[d] == a->shape[d];
+  if (!same)
+    st = ndf_io_error(err, errlen, NDF_EUNSUPPORTED, tmp,
+                      "the %s writer stores %s samples otherwise than the array holds them: they "
+                      "cannot be written a part at a time",
+                      ndf_format_name(ro.format), ndf_dtype_name(a->dtype));
+  if (st == NDF_OK) st = m->fill(m->ctx, &r.a, err, errlen);
+  if (st == NDF_OK && msync(r.map_base, r.map_len, MS_SYNC) != 0)
+    st = ndf_io_error(err, errlen, NDF_EIO, tmp, "write failed: %s", strerror(errno));
+  ndf_image_free(&r);
+  return st;
+}
+
+ndf_status ndf_image_write_mapped(const char *path, const ndf_image *img,
+                                  ndf_status (*fill)(void *ctx, ndf_array *out, char *err,
+                                                     size_t errlen),
+                                  void *ctx, char *err, size_t errlen) {
+  const ndf_format f = ndf_format_from_name(path);
+  const size_t n = strlen(path);
+  const int gz = n > 3 && !strcmp(path + n - 3, ".gz");
+  if ((f != NDF_FORMAT_NPY && f != NDF_FORMAT_NIFTI && f != NDF_FORMAT_RAW) || gz)
+    return ndf_io_error(err, errlen, NDF_EUNSUPPORTED, path,
+                        "written a part at a time only as .npy, .nii or raw (.raw, .bin)");
+  const int i = find(f);
+  if (i < 0) return ndf_io_error(err, errlen, NDF_EUNSUPPORTED, path, "format not built in");
+  if (!img || img->a.ndim < 1 || !ndf_array_size(&img->a) || !ndf_dtype_size(img->a.dtype))
+    return ndf_io_error(err, errlen, NDF_EINVAL, path, "not a valid image");
+  mapped_ctx m = {img, i, fill, ctx};
+  return ndf_io_write_via_temp(path, write_mapped_tmp, &m, err, errlen);
 }

@@ -59,6 +59,10 @@ typedef struct ndf_image {
    * a borrowed copy (meta_free NULL) may be handed to a writer. */
   void *meta;
   void (*meta_free)(void *meta);
+  /* Where a.data lies in a mapping of the file (ndf_read_opts.map): the mapping, unmapped by
+   * ndf_image_free; NULL when a.data is from malloc. */
+  void *map_base;
+  size_t map_len;
 } ndf_image;
 
 /* For reading: the format (AUTO: from the name), and for raw files their layout. */
@@ -69,6 +73,11 @@ typedef struct ndf_read_opts {
   ndf_dtype dtype;              /* raw: sample type (little-endian) */
   int64_t offset;               /* raw: bytes to skip at the start */
   double spacing[NDF_MAX_DIMS]; /* raw: voxel size in mm, 0 if unknown */
+  /* 1: map the file's samples instead of reading them where they lie in it as the array
+   * holds them (uncompressed .npy in C order, .nii unscaled in the machine's byte order, raw):
+   * nothing is allocated for them, pages come from the file as they are touched; 2: the same,
+   * writable (writes go to the file). Elsewhere the samples are read as with 0. */
+  int map;
 } ndf_read_opts;
 
 /* The format a file name implies, or AUTO if none does. */
@@ -91,6 +100,24 @@ ndf_status ndf_image_read(const char *path, const ndf_read_opts *o, ndf_image *i
 ndf_status ndf_image_write(const char *path, const ndf_image *img, char *err, size_t errlen);
 
 void ndf_image_free(ndf_image *img);
+
+/* Writes img (its a.data unused, may be NULL) to path as ndf_image_write would, its samples
+ * made by fill: the file is written with zeros through a temporary file, which is mapped
+ * (ndf_read_opts.map 2), and fill(ctx, out) writes the samples into out, an array of img's
+ * dtype and shape lying in the file; the temporary file is renamed to path only when fill
+ * returns NDF_OK. For the formats whose samples lie in the file as the array holds them
+ * (.npy, .nii, raw: .raw, .bin), else NDF_EUNSUPPORTED. fill may release pages it is done
+ * with (msync, then madvise MADV_DONTNEED): memory stays bounded by what it holds at once. */
+ndf_status ndf_image_write_mapped(const char *path, const ndf_image *img,
+                                  ndf_status (*fill)(void *ctx, ndf_array *out, char *err,
+                                                     size_t errlen),
+                                  void *ctx, char *err, size_t errlen);
+
+/* Maps n bytes of the file path from offset off (writable: shared and writable), for a
+ * reader given ndf_read_opts.map: *base and *len the mapping (from the page below off), the
+ * bytes at (char *)*base + off % page size. NDF_EIO with a message naming path on failure. */
+ndf_status ndf_io_map(const char *path, int64_t off, int64_t n, int writable, void **base,
+                      size_t *len, char *err, size_t errlen);
 
 /* An empty image: no data, no metadata, channel_axis and time_axis -1, spacing unknown. */
 void ndf_image_init(ndf_image *img);

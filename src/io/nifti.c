@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
 #include <threads.h>
 #include <unistd.h>
 
@@ -339,7 +340,16 @@ static ndf_status read_header(src *f, const char *path, header *raw, int *versio
 
 /* Checks the fields against the file and sizes the data: the array's axes, its dtype,
  * where the voxels start and how many bytes they take. */
-static ndf_status check_fields(const fields *h, const char *path, int version, int gz,
+/* The read limit against the samples as stored and as the array holds them. */
+static ndf_status alloc_check(const char *path, int64_t count, int nbyper, ndf_dtype t, char *err,
+                              size_t errlen) {
+  ndf_status st = ndf_io_check_alloc(path, count, (size_t)nbyper, err, errlen);
+  if (st == NDF_OK && ndf_dtype_size(t) > (size_t)nbyper)
+    st = ndf_io_check_alloc(path, count, ndf_dtype_size(t), err, errlen);
+  return st;
+}
+
+static ndf_status check_fields(const fields *h, const char *path, int version, int gz, int map,
                                int64_t file_size, int *nd, ndf_dtype *made, int *scaled,
                                int64_t *offset, int64_t *nvox, char *err, size_t errlen) {
   if (h->dim[0] < 1 || h->dim[0] > 7)
@@ -410,10 +420,9 @@ static ndf_status check_fields(const fields *h, const char *path, int version, i
                         "truncated: %lld compressed bytes cannot hold the %lld data bytes "
                         "the header declares",
                         (long long)file_size, (long long)bytes);
-  /* the samples as stored, and as the array holds them (widened or scaled) */
-  ndf_status st = ndf_io_check_alloc(path, count, (size_t)nbyper, err, errlen);
-  if (st == NDF_OK && ndf_dtype_size(t) > (size_t)nbyper)
-    st = ndf_io_check_alloc(path, count, ndf_dtype_size(t), err, errlen);
+  /* the samples as stored, and as the array holds them (widened or scaled); a mapping
+   * (map) allocates nothing, and the caller checks where it does not map after all */
+  ndf_status st = map ? NDF_OK : alloc_check(path, count, nbyper, t, err, errlen);
   if (st != NDF_OK) return st;
   *nd = n;
   *made = t;
@@ -424,7 +433,6 @@ static ndf_status check_fields(const fields *h, const char *path, int version, i
 
 ndf_status ndf__nifti_read(const char *path, const ndf_read_opts *o, ndf_image *img, char *err,
                            size_t errlen) {
-  (void)o;
   quiet();
   const int gz = is_gz(path);
   src f;
@@ -437,7 +445,9 @@ ndf_status ndf__nifti_read(const char *path, const ndf_read_opts *o, ndf_image *
   int version = 0, swap = 0, nd = 0, scaled = 0, nbyper = 0, swapsize = 0;
   ndf_dtype made = 0;
   int64_t off = 0, nvox = 0, got = 0;
-  void *data = NULL, *out = NULL;
+  void *data = NULL, *out = NULL, *base = NULL;
+  size_t len = 0;
+  int mapped = 0; /* the samples mapped where they lie (o->map) */
   nifti_meta *meta = NULL;
   st = read_header(&f, path, &raw, &version, &swap, err, errlen);
   if (st == NDF_OK) {
@@ -445,16 +455,26 @@ ndf_status ndf__nifti_read(const char *path, const ndf_read_opts *o, ndf_image *
     if (swap && version == 1) nifti_swap_as_nifti1(&sw.h1);
     if (swap && version == 2) nifti_swap_as_nifti2(&sw.h2);
     get_fields(&sw, version, &h);
-    st = check_fields(&h, path, version, gz, file_size, &nd, &made, &scaled, &off, &nvox, err,
-                      errlen);
+    st = check_fields(&h, path, version, gz, o && o->map && !gz, file_size, &nd, &made, &scaled,
+                      &off, &nvox, err, errlen);
   }
   if (st == NDF_OK) {
     nifti_datatype_sizes(h.datatype, &nbyper, &swapsize);
-    data = malloc((size_t)(nvox * nbyper));
-    meta = calloc(1, sizeof *meta);
-    if (!data || !meta) st = ndf_io_error(err, errlen, NDF_ENOMEM, path, "out of memory");
+    mapped = o && o->map && !gz && !(swap && swapsize > 1) && !scaled &&
+             file_type_of(made) == h.datatype;
+    if (o && o->map && !gz && !mapped) st = alloc_check(path, nvox, nbyper, made, err, errlen);
   }
-  if (st == NDF_OK) { /* to the voxels: past the extensions, which are not read */
+  if (st == NDF_OK) {
+    data = mapped ? NULL : malloc((size_t)(nvox * nbyper));
+    meta = calloc(1, sizeof *meta);
+    if ((!mapped && !data) || !meta)
+      st = ndf_io_error(err, errlen, NDF_ENOMEM, path, "out of memory");
+  }
+  if (st == NDF_OK && mapped) {
+    st = ndf_io_map(path, off, nvox * nbyper, o->map == 2, &base, &len, err, errlen);
+    if (st == NDF_OK) data = (char *)base + off % sysconf(_SC_PAGESIZE);
+  }
+  if (st == NDF_OK && !mapped) { /* to the voxels: past the extensions, which are not read */
     int64_t at = version == 1 ? 348 : 540;
     if (!gz) {
       if (fseeko(f.f, (off_t)off, SEEK_SET) != 0)
@@ -473,7 +493,7 @@ ndf_status ndf__nifti_read(const char *path, const ndf_read_opts *o, ndf_image *
       }
     }
   }
-  if (st == NDF_OK) {
+  if (st == NDF_OK && !mapped) {
     const int64_t bytes = nvox * nbyper;
     st = src_fill(&f, data, bytes, &got, path, err, errlen);
     if (st == NDF_OK && got < bytes)
@@ -527,7 +547,10 @@ ndf_status ndf__nifti_read(const char *path, const ndf_read_opts *o, ndf_image *
     if (!nim) st = ndf_io_error(err, errlen, NDF_ENOMEM, path, "nifticlib refused the header");
   }
   if (st != NDF_OK) {
-    free(data);
+    if (base)
+      munmap(base, len);
+    else
+      free(data);
     free(meta);
     return st;
   }
@@ -556,6 +579,8 @@ ndf_status ndf__nifti_read(const char *path, const ndf_read_opts *o, ndf_image *
   }
   img->meta = meta;
   img->meta_free = free;
+  img->map_base = base;
+  img->map_len = len;
   return NDF_OK;
 }
 

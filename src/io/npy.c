@@ -69,7 +69,9 @@ static void scatter(char *dst, const char *src, int64_t n, size_t es, int nd, co
   }
 }
 
-ndf_status ndf_npy_read(const char *path, ndf_array *a, char *err, size_t errlen) {
+/* ndf_npy_read; map (ndf_read_opts.map): a C-order file's samples mapped into *base, *len. */
+static ndf_status npy_read(const char *path, ndf_array *a, int map, void **base, size_t *len,
+                           char *err, size_t errlen) {
   int fd;
   int64_t size;
   ndf_status st = ndf_io_open_regular(path, &fd, &size, err, errlen);
@@ -176,6 +178,12 @@ ndf_status ndf_npy_read(const char *path, ndf_array *a, char *err, size_t errlen
                       (long long)bytes, (long long)(size - here));
     goto out;
   }
+  if (map && (!fortran || nd == 1)) { /* the samples where they lie */
+    st = ndf_io_map(path, here, bytes, map == 2, base, len, err, errlen);
+    if (st == NDF_OK)
+      *a = ndf_array_contiguous(t, nd, shape, (char *)*base + here % sysconf(_SC_PAGESIZE));
+    goto out;
+  }
   st = ndf_io_check_alloc(path, n, es, err, errlen);
   if (st != NDF_OK) goto out;
   data = malloc((size_t)bytes);
@@ -214,6 +222,12 @@ out:
   free(data);
   fclose(f);
   return st;
+}
+
+ndf_status ndf_npy_read(const char *path, ndf_array *a, char *err, size_t errlen) {
+  void *base;
+  size_t len;
+  return npy_read(path, a, 0, &base, &len, err, errlen);
 }
 
 /* The header and the samples into f; 0, or -1 if a write failed. */
@@ -264,8 +278,8 @@ ndf_status ndf_npy_write(const char *path, const ndf_array *a, char *err, size_t
 
 ndf_status ndf__npy_read(const char *path, const ndf_read_opts *o, ndf_image *img, char *err,
                          size_t errlen) {
-  (void)o;
-  ndf_status st = ndf_npy_read(path, &img->a, err, errlen);
+  ndf_status st =
+      npy_read(path, &img->a, o ? o->map : 0, &img->map_base, &img->map_len, err, errlen);
   if (st == NDF_OK) img->format = NDF_FORMAT_NPY;
   return st;
 }

@@ -27,6 +27,18 @@ ndf_status ndf__raw_read(const char *path, const ndf_read_opts *o, ndf_image *im
     st = ndf_io_error(err, errlen, NDF_EINVAL, path,
                       "holds %lld bytes, but offset %lld + the shape and dtype make %lld",
                       (long long)size, (long long)o->offset, (long long)(o->offset + bytes));
+  if (st == NDF_OK && o->map) { /* the samples where they lie */
+    close(fd);
+    st =
+        ndf_io_map(path, o->offset, bytes, o->map == 2, &img->map_base, &img->map_len, err, errlen);
+    if (st != NDF_OK) return st;
+    a.data = (char *)img->map_base + o->offset % sysconf(_SC_PAGESIZE);
+    img->a = a;
+    img->format = NDF_FORMAT_RAW;
+    for (int d = 0; d < o->ndim; d++)
+      img->spacing[d] = o->spacing[d] > 0 ? o->spacing[d] : 0;
+    return NDF_OK;
+  }
   if (st == NDF_OK) st = ndf_io_check_alloc(path, n, es, err, errlen);
   FILE *f = st == NDF_OK ? fdopen(fd, "rb") : NULL;
   if (st == NDF_OK && !f) st = ndf_io_error(err, errlen, NDF_EIO, path, "%s", strerror(errno));
