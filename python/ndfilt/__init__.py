@@ -1095,3 +1095,8 @@ def ks(image, sigma, *, index="input", n_sigma=3.0, output="same", normalize=Fal
             pass
         ctx = _context("cpu")
     return run(ctx, False)
+
+
+# scipy.ndimage's derivative filters, over the filters above
+from ._derivatives import (gaussian_gradient_magnitude, gaussian_laplace,  # noqa: E402,F401
+                           generic_gradient_magnitude, generic_laplace, laplace, prewitt, sobel)

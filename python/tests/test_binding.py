@@ -1221,6 +1221,101 @@ class TestEnvironment(unittest.TestCase):
         self.assertIn("NDF_DEVICE=gpu7", p.stderr)
 
 
+class TestDerivatives(unittest.TestCase):
+    """sobel, prewitt, laplace, gaussian_laplace, gaussian_gradient_magnitude and the generic
+    forms against scipy.ndimage in float64 (float32 arithmetic: 1e-5 of the largest output;
+    integers: scipy's float64 result rounded and clamped), every mode, random shapes."""
+
+    def cases(self, rng):
+        for mode in MODES:
+            nd = int(rng.integers(1, 5))
+            shape = tuple(int(n) for n in rng.integers(1, 14 if nd > 2 else 40, nd))
+            dt = rng.choice([np.float32, np.float64, np.uint8, np.int16])
+            yield mode, random_input(rng, shape, dt), float(rng.uniform(-1, 1))
+
+    def compare(self, got, ref, x, what):
+        ref = np.asarray(ref, np.float64)
+        if np.issubdtype(x.dtype, np.integer):
+            info = np.iinfo(x.dtype)
+            ref = np.clip(np.rint(ref), info.min, info.max)
+            self.assertLessEqual(float(np.abs(got.astype(np.float64) - ref).max()), 1.0, what)
+            return
+        # against the output's and the input's scale: a derivative of a kernel wider than a
+        # wrap axis cancels to far below its terms, which float32 carries to ~1e-7 each
+        scale = max(float(np.abs(ref).max()), float(np.abs(x).max()), 1e-30)
+        err = float(np.abs(got.astype(np.float64) - ref).max()) / scale
+        self.assertLessEqual(err, 1e-5, f"{what}: {err:.2e}")
+
+    def test_against_scipy(self):
+        rng = np.random.default_rng(SEED + 77)
+        for _ in range(4):
+            for mode, x, cval in self.cases(rng):
+                xf = x.astype(np.float64)
+                axis = int(rng.integers(-x.ndim, x.ndim))
+                sig = [float(s) for s in rng.uniform(0.5, 3, x.ndim)]
+                what = f"{x.dtype} {x.shape} {mode} axis {axis}"
+                for name in ("sobel", "prewitt"):
+                    got = getattr(ndfilt, name)(x, axis, mode=mode, cval=cval)
+                    self.assertEqual(got.dtype, x.dtype)
+                    self.compare(got, getattr(ndi, name)(xf, axis, mode=mode, cval=cval), x,
+                                 f"{name} {what}")
+                self.compare(ndfilt.laplace(x, mode=mode, cval=cval),
+                             ndi.laplace(xf, mode=mode, cval=cval), x, f"laplace {what}")
+                self.compare(ndfilt.gaussian_laplace(x, sig, mode=mode, cval=cval),
+                             ndi.gaussian_laplace(xf, sig, mode=mode, cval=cval), x,
+                             f"gaussian_laplace {what} sigma {sig}")
+                self.compare(ndfilt.gaussian_gradient_magnitude(x, sig, mode=mode, cval=cval),
+                             ndi.gaussian_gradient_magnitude(xf, sig, mode=mode, cval=cval), x,
+                             f"gaussian_gradient_magnitude {what} sigma {sig}")
+
+    def test_generic_and_outputs(self):
+        rng = np.random.default_rng(SEED + 78)
+        x = rng.uniform(-1, 1, (9, 14, 8)).astype(np.float32)
+
+        def d2(a, axis, output, mode, cval, k):
+            return ndfilt.correlate1d(a, [k, -2 * k, k], axis, output, mode, cval)
+
+        def sp(a, axis, output, mode, cval, k):
+            return ndi.correlate1d(a, [k, -2 * k, k], axis, output, mode, cval)
+
+        self.compare(ndfilt.generic_laplace(x, d2, mode=["wrap", "nearest", "mirror"],
+                                            extra_arguments=(1.5,)),
+                     ndi.generic_laplace(x.astype(np.float64), sp,
+                                         mode=["wrap", "nearest", "mirror"],
+                                         extra_arguments=(1.5,)), x, "generic_laplace")
+        self.compare(ndfilt.generic_gradient_magnitude(x, ndfilt.sobel),
+                     ndi.generic_gradient_magnitude(x.astype(np.float64), ndi.sobel), x,
+                     "generic_gradient_magnitude sobel")
+        out = np.full(x.shape, np.nan, np.float64)
+        got = ndfilt.gaussian_gradient_magnitude(x, 1.5, output=out)
+        self.assertIs(got, out)
+        self.compare(out, ndi.gaussian_gradient_magnitude(x.astype(np.float64), 1.5), x,
+                     "gaussian_gradient_magnitude into a float64 output")
+        out = np.full(x.shape, np.nan, np.float32)
+        self.assertIs(ndfilt.sobel(x, 0, output=out), out)
+        self.compare(out, ndi.sobel(x.astype(np.float64), 0), x, "sobel into output")
+        self.assertEqual(ndfilt.laplace(x, output=np.float64).dtype, np.float64)
+        with self.assertRaises(ValueError):
+            ndfilt.sobel(x, 3)
+        for mod in ("cupy", "torch"):
+            if not _cuda_available(mod):
+                continue
+            if mod == "cupy":
+                import cupy as cp
+                dx, back = cp.asarray(x), cp.asnumpy
+            else:
+                import torch
+                dx, back = torch.from_numpy(x).cuda(), lambda t: t.cpu().numpy()
+            for name in ("sobel", "prewitt"):
+                self.compare(back(getattr(ndfilt, name)(dx, 1)),
+                             getattr(ndi, name)(x.astype(np.float64), 1), x, f"{mod} {name}")
+            self.compare(back(ndfilt.gaussian_gradient_magnitude(dx, 2.0)),
+                         ndi.gaussian_gradient_magnitude(x.astype(np.float64), 2.0), x,
+                         f"{mod} gaussian_gradient_magnitude")
+            self.compare(back(ndfilt.laplace(dx)), ndi.laplace(x.astype(np.float64)), x,
+                         f"{mod} laplace")
+
+
 @unittest.skipUnless(_cuda_available("cupy"), "CuPy with a GPU not available")
 class TestCupy(unittest.TestCase):
     def test_roundtrip_no_host_copy(self):

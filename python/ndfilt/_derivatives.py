@@ -1,0 +1,188 @@
+"""Derivative filters with scipy.ndimage's signatures: sobel, prewitt and laplace each in one
+pass of ndfilt's separable or N-D correlation; gaussian_laplace, gaussian_gradient_magnitude
+and the generic forms as scipy defines them, a sum over axes of ndfilt filters."""
+import numpy as np
+
+
+def _nf():
+    import ndfilt
+    return ndfilt
+
+
+def _is_array(x):
+    return x is not None and not isinstance(x, (type, np.dtype, str)) and hasattr(x, "shape")
+
+
+def _ndim(x):
+    return len(x.shape)
+
+
+def _axis(axis, nd):
+    import numbers
+    if isinstance(axis, bool) or not isinstance(axis, numbers.Integral) or not -nd <= axis < nd:
+        raise ValueError(f"axis {axis!r} is out of range for an array of {nd} axes")
+    return int(axis) % nd
+
+
+def _modes(mode, nd):
+    if isinstance(mode, str):
+        return [mode] * nd
+    mode = list(mode)
+    if len(mode) != nd:
+        raise ValueError(f"mode has {len(mode)} entries; expected one per axis ({nd})")
+    return mode
+
+
+def _moved(x, axis):
+    """x with axis first and the others in their order (a view, of numpy, CuPy or torch)."""
+    if type(x).__module__.split(".")[0] == "torch":
+        return x.movedim(axis, 0)
+    return x.swapaxes(0, axis) if axis in (0, 1) else _mod(x).moveaxis(x, axis, 0)
+
+
+def _mod(x):
+    if type(x).__module__.split(".")[0] == "cupy":
+        import cupy
+        return cupy
+    return np
+
+
+def _new_like(x, dtype):
+    """A new array of x's kind, shape and device, of dtype (None: x's)."""
+    kind = type(x).__module__.split(".")[0]
+    if kind == "torch":
+        import torch
+        if dtype is not None and not isinstance(dtype, torch.dtype):
+            dtype = getattr(torch, np.dtype(dtype).name)
+        return torch.empty(tuple(x.shape), dtype=dtype or x.dtype, device=x.device)
+    return _mod(x).empty(x.shape, dtype=dtype or x.dtype)
+
+
+def _smoothed_derivative(input, axis, output, mode, cval, smooth, method):
+    """[-1, 0, 1] along axis, then smooth along the other axes in their order, as scipy's
+    passes go (with mode constant the order decides where cval enters): one sepfilter pass
+    over views with axis first."""
+    nd = _ndim(input)
+    axis = _axis(axis, nd)
+    modes = _modes(mode, nd)
+    out = output if _is_array(output) else _new_like(input, output)
+    w = [np.asarray(smooth, np.float64)] * nd
+    w[0] = np.array([-1.0, 0.0, 1.0])
+    order = [axis] + [a for a in range(nd) if a != axis]
+    _nf().sepfilter(_moved(input, axis), w, output=_moved(out, axis),
+                    mode=[modes[a] for a in order], cval=cval, method=method)
+    return out
+
+
+def sobel(input, axis=-1, output=None, mode="reflect", cval=0.0, *, method="auto"):
+    """Sobel derivative along axis, as scipy.ndimage.sobel: [-1, 0, 1] along it and [1, 2, 1]
+    along every other axis, in one separable pass. Arrays, dtypes, output and method as
+    sepfilter (float32 arithmetic; integer outputs rounded and clamped where scipy's wrap)."""
+    return _smoothed_derivative(input, axis, output, mode, cval, [1.0, 2.0, 1.0], method)
+
+
+def prewitt(input, axis=-1, output=None, mode="reflect", cval=0.0, *, method="auto"):
+    """Prewitt derivative along axis, as scipy.ndimage.prewitt ([1, 1, 1] smoothing)."""
+    return _smoothed_derivative(input, axis, output, mode, cval, [1.0, 1.0, 1.0], method)
+
+
+def laplace(input, output=None, mode="reflect", cval=0.0, *, method="auto"):
+    """The discrete Laplacian, as scipy.ndimage.laplace: the sum over axes of [1, -2, 1], in
+    one pass of an N-D correlation with the cross-shaped kernel (its zeros skipped)."""
+    nd = _ndim(input)
+    k = np.zeros((3,) * nd)
+    c = (1,) * nd
+    k[c] = -2.0 * nd
+    for a in range(nd):
+        for s in (0, 2):
+            i = list(c)
+            i[a] = s
+            k[tuple(i)] = 1.0
+    return _nf().correlate(input, k, output=output, mode=_modes(mode, nd), cval=cval,
+                           method=method)
+
+
+def _work_dtype(input, output):
+    """The dtype the terms are computed and summed in: float64 for a float64 output or input
+    (without an output given), else float32."""
+    out_dt = output.dtype if _is_array(output) else output
+    dt = np.dtype(str(out_dt).replace("torch.", "")) if out_dt is not None else None
+    src = np.dtype(str(input.dtype).replace("torch.", ""))
+    return np.float64 if dt == np.float64 or (dt is None and src == np.float64) else np.float32
+
+
+def _finish(acc, input, output):
+    """acc (the sum, of the work dtype) as the output scipy gives: into output (an array), or a
+    new array of output's dtype (None: the input's). A float target of acc's dtype takes acc;
+    others go through ndfilt's own conversion (a correlation with [1]: rounded and clamped to
+    integers, as every filter's output)."""
+    if _is_array(output):
+        return _nf().correlate1d(acc, [1.0], axis=0, output=output)
+    dt = output if output is not None else input.dtype
+    if str(dt).replace("torch.", "") == str(acc.dtype).replace("torch.", ""):
+        return acc
+    return _nf().correlate1d(acc, [1.0], axis=0, output=dt)
+
+
+def generic_laplace(input, derivative2, output=None, mode="reflect", cval=0.0,
+                    extra_arguments=(), extra_keywords=None):
+    """The sum over axes of derivative2(input, axis, output, mode, cval, *extra_arguments,
+    **extra_keywords), as scipy.ndimage.generic_laplace; the terms are taken as float32 (float64
+    for a float64 output) and summed so, then converted to the output."""
+    nd = _ndim(input)
+    modes = _modes(mode, nd)
+    kw = dict(extra_keywords or {})
+    wd = _work_dtype(input, output)
+    acc = None
+    for a in range(nd):
+        t = derivative2(input, a, wd, modes[a], cval, *extra_arguments, **kw)
+        acc = t if acc is None else acc + t
+    return _finish(acc, input, output)
+
+
+def generic_gradient_magnitude(input, derivative, output=None, mode="reflect", cval=0.0,
+                               extra_arguments=(), extra_keywords=None):
+    """sqrt of the sum over axes of derivative(input, axis, ...)**2, as
+    scipy.ndimage.generic_gradient_magnitude (terms as generic_laplace's)."""
+    nd = _ndim(input)
+    modes = _modes(mode, nd)
+    kw = dict(extra_keywords or {})
+    wd = _work_dtype(input, output)
+    acc = None
+    for a in range(nd):
+        t = derivative(input, a, wd, modes[a], cval, *extra_arguments, **kw)
+        acc = t * t if acc is None else acc + t * t
+    return _finish(acc ** 0.5, input, output)
+
+
+def gaussian_laplace(input, sigma, output=None, mode="reflect", cval=0.0, **kwargs):
+    """The Laplacian of the Gaussian, as scipy.ndimage.gaussian_laplace: the sum over axes of
+    gaussian_filter with order 2 along that axis; kwargs go to gaussian_filter (truncate,
+    radius, method)."""
+    nd = _ndim(input)
+    sig = list(sigma) if np.ndim(sigma) else [sigma] * nd
+
+    def d2(x, axis, out, m, c):
+        order = [0] * nd
+        order[axis] = 2
+        return _nf().gaussian_filter(x, sig, order, out, m, c, **kwargs)
+
+    return generic_laplace(input, d2, output, mode, cval)
+
+
+def gaussian_gradient_magnitude(input, sigma, output=None, mode="reflect", cval=0.0, **kwargs):
+    """The Gaussian gradient's magnitude, as scipy.ndimage.gaussian_gradient_magnitude: sqrt of
+    the sum over axes of gaussian_filter with order 1 along that axis, squared."""
+    nd = _ndim(input)
+    sig = list(sigma) if np.ndim(sigma) else [sigma] * nd
+
+    def d1(x, axis, out, m, c):
+        order = [0] * nd
+        order[axis] = 1
+        return _nf().gaussian_filter(x, sig, order, out, m, c, **kwargs)
+
+    return generic_gradient_magnitude(input, d1, output, mode, cval)
+
+
+__all__ = ["sobel", "prewitt", "laplace", "generic_laplace", "generic_gradient_magnitude",
+           "gaussian_laplace", "gaussian_gradient_magnitude"]
