@@ -40,7 +40,8 @@ static int fill(t_arr *t, uint64_t *r, int mode) {
 }
 
 typedef struct {
-  int op; /* 0 correlate, 1 sepfilter, 2 gaussian */
+  int op;  /* 0 correlate, 1 sepfilter, 2 gaussian */
+  int box; /* sepfilter: box weights (one value an axis), long, for auto's running sums */
   int nd, nf, data_mode;
   int64_t shape[NDF_MAX_DIMS], k[NDF_MAX_DIMS];
   ndf_mode mode[NDF_MAX_DIMS];
@@ -70,7 +71,7 @@ static void describe(const tcase *c, const char *method, const char *solver) {
 
 static int finite_only(const char *solver) {
   const char *u = strrchr(solver, '_');
-  return u && (!strcmp(u, "_fft") || !strcmp(u, "_iir"));
+  return u && (!strcmp(u, "_fft") || !strcmp(u, "_iir") || !strcmp(u, "_box"));
 }
 
 /* Runs one case with method (NULL: auto) and checks every output's class and finite value. */
@@ -129,9 +130,10 @@ static void run_case(ndf_context *ctx, const char *method, const tcase *c, uint6
       if (c->op == 1) {
         if (!c->k[d]) continue;
         n[d] = c->k[d];
+        const int box = c->box; /* one value: auto's cpu_box, whose twin runs on NaN */
         for (int64_t j = 0; j < n[d]; j++)
-          next[j] = t_randint(r, 0, 2) ? ndf_rand_uniform(r) : 0.0;
-        next[0] = 0.75;
+          next[j] = box ? 0.25 : t_randint(r, 0, 2) ? ndf_rand_uniform(r) : 0.0;
+        next[0] = box ? 0.25 : 0.75;
       } else {
         if (c->sigma[d] <= 0) continue;
         const int rad = (int)(4.0 * c->sigma[d] + 0.5);
@@ -230,8 +232,8 @@ static void run_case(ndf_context *ctx, const char *method, const tcase *c, uint6
     t_arr_free(&out[f], ctx);
 }
 
-/* The exact solvers of op on this device, by name (FFT and recursive ones spread NaN when
- * named: allowed, documented, not tested here). */
+/* The exact solvers of op on this device, by name (FFT, recursive and running-sum ones spread
+ * NaN when named: allowed, documented, not tested here). */
 static int exact_solvers(const char *op, int cuda, const char **names, int cap) {
   int n = 0;
   const char *o;
@@ -282,9 +284,10 @@ int main(int argc, char **argv) {
         c.mode[0] = NDF_MODE_CONSTANT;
       }
     } else if (c.op == 1) {
+      c.box = big && t_randint(&r, 0, 1);
       for (int d = 0; d < c.nd; d++)
-        c.k[d] = t_randint(&r, 0, 2) ? t_randint(&r, 1, 9) : 0;
-      c.k[c.nd - 1] = t_randint(&r, 1, 9);
+        c.k[d] = t_randint(&r, 0, 2) ? t_randint(&r, c.box ? 15 : 1, c.box ? 31 : 9) : 0;
+      c.k[c.nd - 1] = t_randint(&r, c.box ? 15 : 1, c.box ? 31 : 9);
     } else {
       for (int d = 0; d < c.nd; d++)
         c.sigma[d] = big ? 3 + 5 * 0.5 * (1 + ndf_rand_uniform(&r))
@@ -340,8 +343,8 @@ int main(int argc, char **argv) {
     }
     run_case(ctx, NULL, &c, &r);
   }
-  printf("%d cases with NaN or Inf; auto's FFT plans %d (twin ran on %d), recursive plans %d "
-         "(twin ran on %d)\n",
+  printf("%d cases with NaN or Inf; auto's FFT plans %d (twin ran on %d), recursive or "
+         "running-sum plans %d (twin ran on %d)\n",
          cases_nonfinite, fft_seen, alt_fft, iir_seen, alt_iir);
   /* the twins must have been exercised: these sizes make auto take them */
   int have_fft = 0;

@@ -50,9 +50,14 @@ static void describe(const tcase *c, const char *method) {
           c->lay.inplace ? " in-place" : "", method ? method : "auto");
 }
 
-/* The case's kernels: random weights, or the reference's Gaussian kernels. */
+/* Boxes only (the solver forced is cpu_box, the running sums); else one case in four has box
+ * weights (one value along each axis: scipy's uniform_filter), which auto may run as cpu_box. */
+static int boxes;
+
+/* The case's kernels: random weights, boxes, or the reference's Gaussian kernels. */
 static void make_weights(const tcase *c, uint64_t *r, double *w[NDF_MAX_DIMS],
                          double *aw[NDF_MAX_DIMS]) {
+  const int box = c->api != API_GAUSS && (boxes || t_randint(r, 0, 3) == 0);
   for (int d = 0; d < c->nd; d++) {
     w[d] = aw[d] = NULL;
     if (!c->n[d]) continue;
@@ -61,8 +66,9 @@ static void make_weights(const tcase *c, uint64_t *r, double *w[NDF_MAX_DIMS],
     if (c->api == API_GAUSS) {
       if (ndf_ref_gaussian_kernel(c->sigma[d], c->order[d], (int)(c->n[d] / 2), w[d])) abort();
     } else {
+      const double v = ndf_rand_uniform(r);
       for (int64_t j = 0; j < c->n[d]; j++)
-        w[d][j] = ndf_rand_uniform(r);
+        w[d][j] = box ? v : ndf_rand_uniform(r);
     }
     for (int64_t j = 0; j < c->n[d]; j++)
       aw[d][j] = fabs(w[d][j]);
@@ -141,7 +147,7 @@ static int64_t random_n(uint64_t *r, int64_t len) {
 static void random_case(tcase *c, uint64_t *r, int cuda, int one_axis) {
   static const int64_t maxdim[5] = {0, 300, 40, 14, 7};
   memset(c, 0, sizeof *c);
-  c->api = one_axis ? API_1D : (int)t_randint(r, API_1D, API_GAUSS);
+  c->api = one_axis ? API_1D : (int)t_randint(r, API_1D, boxes ? API_SEP : API_GAUSS);
   c->nd = (int)t_randint(r, 1, 4);
   for (int d = 0; d < c->nd; d++) {
     c->shape[d] = t_randint(r, 0, 5) == 0 ? 1 : t_randint(r, 2, maxdim[c->nd]);
@@ -209,6 +215,7 @@ int main(int argc, char **argv) {
   const char *method = argc > 2 ? argv[2] : NULL;
   const int cuda = !strcmp(dev, "cuda");
   const int one_axis = method && (strstr(method, "corr1d") || strstr(method, "direct"));
+  boxes = method && strstr(method, "box");
   ndf_context *ctx;
   const int rc = t_open(&ctx, dev);
   if (rc) return rc;
@@ -265,7 +272,7 @@ int main(int argc, char **argv) {
       c.cval = 0.5;
       run_case(ctx, cuda, method, &c, &r);
     }
-  if (!cuda && !one_axis) golden_gaussian(ctx, method);
+  if (!cuda && !one_axis && !boxes) golden_gaussian(ctx, method);
   ndf_context_destroy(ctx);
   printf("%d random + %d big cases on %s: worst relative error %.3g (bound %g); %d failures\n",
          ncases, t, dev, worst_seen, t_tol, t_failures);

@@ -1099,4 +1099,5 @@ def ks(image, sigma, *, index="input", n_sigma=3.0, output="same", normalize=Fal
 
 # scipy.ndimage's derivative filters, over the filters above
 from ._derivatives import (gaussian_gradient_magnitude, gaussian_laplace,  # noqa: E402,F401
-                           generic_gradient_magnitude, generic_laplace, laplace, prewitt, sobel)
+                           generic_gradient_magnitude, generic_laplace, laplace, prewitt, sobel,
+                           uniform_filter, uniform_filter1d)

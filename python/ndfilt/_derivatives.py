@@ -184,5 +184,50 @@ def gaussian_gradient_magnitude(input, sigma, output=None, mode="reflect", cval=
     return generic_gradient_magnitude(input, d1, output, mode, cval)
 
 
-__all__ = ["sobel", "prewitt", "laplace", "generic_laplace", "generic_gradient_magnitude",
+def _sizes(size, nd, name="size"):
+    import numbers
+    sizes = [size] * nd if np.ndim(size) == 0 else list(size)
+    if len(sizes) != nd:
+        raise ValueError(f"{name} has {len(sizes)} entries; expected one per axis ({nd})")
+    for v in sizes:
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
+            raise ValueError(f"{name} must be integers >= 1, not {v!r}")
+    return [int(v) for v in sizes]
+
+
+def uniform_filter1d(input, size, axis=-1, output=None, mode="reflect", cval=0.0, origin=0, *,
+                     method="auto"):
+    """The mean over size samples along axis, as scipy.ndimage.uniform_filter1d: on the CPU by
+    running sums in float64 (cpu_box: cost independent of size) where the input is finite,
+    else, and on the GPU, as a correlation with size weights of 1/size. A NaN or Inf reaches
+    the outputs whose window holds it (scipy's running sums carry it to the end of the line)."""
+    nd = _ndim(input)
+    axis = _axis(axis, nd)
+    n = _sizes(size, 1)[0]
+    return _nf().correlate1d(input, np.full(n, 1.0 / n), axis, output, mode, cval, origin,
+                             method=method)
+
+
+def uniform_filter(input, size=3, output=None, mode="reflect", cval=0.0, origin=0, *,
+                   axes=None, method="auto"):
+    """The mean over a box, as scipy.ndimage.uniform_filter: uniform_filter1d along each axis
+    of axes (all when None) whose size is above 1, in one separable plan. size, mode and origin:
+    one value or one per axis of axes."""
+    nd = _ndim(input)
+    ax = list(range(nd)) if axes is None else [_axis(a, nd) for a in axes]
+    if len(set(ax)) != len(ax):
+        raise ValueError(f"axes {axes!r} repeat an axis")
+    sizes = _sizes(size, len(ax))
+    modes = _modes(mode, len(ax))
+    origins = [origin] * len(ax) if np.ndim(origin) == 0 else list(origin)
+    if len(origins) != len(ax):
+        raise ValueError(f"origin has {len(origins)} entries; expected one per axis ({len(ax)})")
+    w, m, o = [None] * nd, ["reflect"] * nd, [0] * nd
+    for a, n, md, org in zip(ax, sizes, modes, origins):
+        if n > 1:
+            w[a], m[a], o[a] = np.full(n, 1.0 / n), md, org
+    return _nf().sepfilter(input, w, output=output, mode=m, cval=cval, origin=o, method=method)
+
+
+__all__ = ["uniform_filter", "uniform_filter1d", "sobel", "prewitt", "laplace", "generic_laplace", "generic_gradient_magnitude",
            "gaussian_laplace", "gaussian_gradient_magnitude"]

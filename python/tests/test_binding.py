@@ -1268,6 +1268,38 @@ class TestDerivatives(unittest.TestCase):
                              ndi.gaussian_gradient_magnitude(xf, sig, mode=mode, cval=cval), x,
                              f"gaussian_gradient_magnitude {what} sigma {sig}")
 
+    def test_uniform(self):
+        rng = np.random.default_rng(SEED + 79)
+        for _ in range(3):
+            for mode, x, cval in self.cases(rng):
+                xf = x.astype(np.float64)
+                size = [int(n) for n in rng.integers(1, 40, x.ndim)]
+                origin = [int(rng.integers(-(n // 2), (n - 1) // 2 + 1)) for n in size]
+                what = f"uniform_filter {x.dtype} {x.shape} {mode} size {size} origin {origin}"
+                self.compare(ndfilt.uniform_filter(x, size, mode=mode, cval=cval, origin=origin),
+                             ndi.uniform_filter(xf, size, mode=mode, cval=cval, origin=origin),
+                             x, what)
+                axis = int(rng.integers(-x.ndim, x.ndim))
+                self.compare(ndfilt.uniform_filter1d(x, size[0], axis, mode=mode, cval=cval,
+                                                     origin=origin[0]),
+                             ndi.uniform_filter1d(xf, size[0], axis, mode=mode, cval=cval,
+                                                  origin=origin[0]), x,
+                             f"uniform_filter1d axis {axis} {what}")
+        x = rng.uniform(-1, 1, (30, 40)).astype(np.float32)
+        got = ndfilt.uniform_filter(x, 25, axes=[1])
+        if ndfilt.device() == "cpu":  # a long box: the running sums
+            self.assertEqual(ndfilt.last_solver(), "cpu_box")
+        self.compare(got, ndi.uniform_filter1d(x.astype(np.float64), 25, 1), x, "axes=[1]")
+        # a NaN reaches the outputs whose box holds it (scipy's running sums carry it to the
+        # end of the line): auto runs the direct sums on such input
+        x[10, 20] = np.nan
+        got = ndfilt.uniform_filter(x, 5)
+        want = np.zeros(x.shape, bool)
+        want[8:13, 18:23] = True
+        np.testing.assert_array_equal(np.isnan(got), want)
+        with self.assertRaises(ValueError):
+            ndfilt.uniform_filter(x, 0)
+
     def test_generic_and_outputs(self):
         rng = np.random.default_rng(SEED + 78)
         x = rng.uniform(-1, 1, (9, 14, 8)).astype(np.float32)

@@ -7,7 +7,8 @@
 #else
 #define NDF__FFT(X)
 #endif
-#define NDF__CPU_SOLVERS(X) X(cpu_sep) X(cpu_corr1d) X(cpu_direct) X(cpu_iir) X(cpu_ks) NDF__FFT(X)
+#define NDF__CPU_SOLVERS(X)                                                                        \
+  X(cpu_sep) X(cpu_box) X(cpu_corr1d) X(cpu_direct) X(cpu_iir) X(cpu_ks) NDF__FFT(X)
 
 #define NDF__DECLARE(name) extern const ndf__solver ndf__##name;
 NDF__CPU_SOLVERS(NDF__DECLARE)
