@@ -605,6 +605,8 @@ class TestSepfilter(unittest.TestCase):
                 filtered = [d for d, w in enumerate(kw["weights"]) if w is not None]
                 if method.endswith(("_corr1d", "_direct")) and len(filtered) != 1:
                     continue
+                if method.endswith("_box"):  # box weights only: TestDerivatives.test_uniform
+                    continue
                 steps = [(f, kw["weights"][d], d, per_axis(kw["mode"], 3)[d],
                           per_axis(kw["origin"], 3)[d]) for d in filtered]
                 ref, scale = successive(x, steps, kw["cval"])
