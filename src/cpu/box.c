@@ -2,9 +2,9 @@
  * box: scipy's uniform_filter), by running sums, at a cost that does not grow with the box.
  *
  * A pass along axis a sees the array as [P][L][Q] (Q: the product of the axes after a) and
- * takes a block of up to QB columns of one p at a time: the block's lines, extended by the
- * axis's mode, go into a float64 buffer, and the window slides down them, each output adding
- * the sample that enters and dropping the one that leaves, in float64 as scipy's
+ * takes a block of up to QB columns of one p at a time: the window slides down the block's
+ * lines, each output adding the row that enters and dropping the one that leaves (read where
+ * they lie; past the ends, the row the mode gives, or cval's), in float64 as scipy's
  * uniform_filter1d sums, times the weight. Reads and writes run along rows of the block, which
  * are contiguous. Passes go in increasing axis order through float32 arrays, as cpu_sep's.
  *
@@ -52,7 +52,10 @@ static int applicable(const ndf__solver *self, const ndf__problem *pb, const ndf
 }
 
 /* ~3 float64 adds and two conversions an element and pass (about 1.5 ns a core), plus a read
- * and a write per pass at ~10 GB/s a core: the box's length does not count. */
+ * and a write per pass at ~10 GB/s a core: the box's length does not count. Both this and
+ * cpu_sep's model read about twice the times measured (256^3 float32, three axes, 2 cores:
+ * cpu_box 26-28 ms at any size; cpu_sep 12 ms at size 9, 37 at 31, 133 at 101), so the choice
+ * falls near the measured crossing, size ~20. */
 static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
   (void)self;
   const ndf__sep *c = pb->params;
@@ -65,55 +68,60 @@ static int finite_only(const ndf__problem *pb) {
   return 1;
 }
 
-/* The qb columns from in (rows Q apart) of extended row r (input row r - left) into e. */
-static inline void fill_row(double *e, const float *in, int64_t r, int64_t L, int64_t Q, int64_t qb,
-                            const ndf__sepaxis *ax, double cval) {
-  const int64_t i = r - ax->left >= 0 && r - ax->left < L
-                        ? r - ax->left
-                        : ndf__map_index(r - ax->left, L, ax->mode);
-  if (i < 0)
-    for (int64_t q = 0; q < qb; q++)
-      e[q] = cval;
-  else
-    for (int64_t q = 0; q < qb; q++)
-      e[q] = in[i * Q + q];
+/* Extended row r of a block (input row r - left, or the mode's row for it): its qb values at
+ * in + row * Q, or crow (the block's cval row) where the mode gives cval. */
+static inline const float *row_of(const float *in, const float *crow, int64_t r, int64_t L,
+                                  int64_t Q, const ndf__sepaxis *ax) {
+  int64_t i = r - ax->left;
+  if (i < 0 || i >= L) i = ndf__map_index(i, L, ax->mode);
+  return i < 0 ? crow : in + i * Q;
 }
 
 /* One pass along ax of the [P][L][Q] float32 array src into dst, the box's value v: a task is
- * a block of up to QB columns of one p (a line, when Q is 1). */
+ * a block of up to QB columns of one p (a line, when Q is 1); the window's entering and leaving
+ * rows are read where they lie, added and dropped in float64. */
 static void pass(const state *s, const float *src, float *dst, int64_t P, int64_t L, int64_t Q,
                  const ndf__sepaxis *ax, double v, double cval) {
-  const int64_t n = ax->n, E = L + n, nq = (Q + QB - 1) / QB;
+  const int64_t n = ax->n, nq = (Q + QB - 1) / QB;
 #pragma omp parallel for num_threads(s->threads) schedule(static)
   for (int64_t task = 0; task < P * nq; task++) {
     const int64_t p = task / nq, q0 = task % nq * QB, qb = Q - q0 < QB ? Q - q0 : QB;
-    double *ext = s->ext + (size_t)omp_get_thread_num() * s->ext_doubles;
+    float crow[QB];
+    for (int q = 0; q < QB; q++)
+      crow[q] = (float)cval;
     const float *in = src + p * L * Q + q0;
     float *out = dst + p * L * Q + q0;
-    for (int64_t r = 0; r < E; r++)
-      fill_row(ext + r * qb, in, r, L, Q, qb, ax, cval);
     if (qb == 1) { /* one column (a line, when Q is 1): scalar */
       double acc = 0;
       for (int64_t r = 0; r < n; r++)
-        acc += ext[r];
+        acc += *row_of(in, crow, r, L, Q, ax);
       for (int64_t i = 0; i < L; i++) {
         out[i * Q] = (float)(acc * v);
-        acc += ext[i + n] - ext[i];
+        acc += (double)*row_of(in, crow, i + n, L, Q, ax) - *row_of(in, crow, i, L, Q, ax);
       }
       continue;
     }
     double acc[QB];
-    for (int64_t q = 0; q < qb; q++)
+    for (int q = 0; q < QB; q++)
       acc[q] = 0;
-    for (int64_t r = 0; r < n; r++)
+    for (int64_t r = 0; r < n; r++) {
+      const float *e = row_of(in, crow, r, L, Q, ax);
       for (int64_t q = 0; q < qb; q++)
-        acc[q] += ext[r * qb + q];
+        acc[q] += e[q];
+    }
     for (int64_t i = 0; i < L; i++) {
-      const double *enter = ext + (i + n) * qb, *leave = ext + i * qb;
-      for (int64_t q = 0; q < qb; q++) {
-        out[i * Q + q] = (float)(acc[q] * v);
-        acc[q] += enter[q] - leave[q];
-      }
+      const float *e = row_of(in, crow, i + n, L, Q, ax), *l = row_of(in, crow, i, L, Q, ax);
+      float *o = out + i * Q;
+      if (qb == QB) /* the full block: a fixed trip count the compiler unrolls and vectorises */
+        for (int q = 0; q < QB; q++) {
+          o[q] = (float)(acc[q] * v);
+          acc[q] += (double)e[q] - (double)l[q];
+        }
+      else
+        for (int64_t q = 0; q < qb; q++) {
+          o[q] = (float)(acc[q] * v);
+          acc[q] += (double)e[q] - (double)l[q];
+        }
     }
   }
 }
@@ -128,10 +136,18 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *
   box_weights(c, v);
   pthread_mutex_lock(&s->lock);
   const int64_t N = ndf_array_size(in);
-  float *src = s->tmp[0];
+  /* float32 C-contiguous arrays are read and written where they lie (in place: through the
+   * temporaries); others are converted on the way in and out */
+  const int direct_in = in->dtype == NDF_F32 && ndf__is_contiguous(in);
+  const int direct_out =
+      out->dtype == NDF_F32 && ndf__is_contiguous(out) && out->data != in->data && c->naxes > 0;
+  const float *src = in->data;
+  if (!direct_in) {
 #pragma omp parallel for num_threads(T) schedule(static)
-  for (int64_t i = 0; i < N; i++)
-    src[i] = (float)ndf__load(in->dtype, in->data, ndf__offset(in, i));
+    for (int64_t i = 0; i < N; i++)
+      s->tmp[0][i] = (float)ndf__load(in->dtype, in->data, ndf__offset(in, i));
+    src = s->tmp[0];
+  }
   int next = 1;
   for (int k = 0; k < c->naxes; k++) {
     const int a = c->ax[k].axis;
@@ -140,13 +156,20 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *
       P *= in->shape[d];
     for (int d = a + 1; d < in->ndim; d++)
       Q *= in->shape[d];
-    pass(s, src, s->tmp[next], P, in->shape[a], Q, &c->ax[k], v[k], c->cval);
-    src = s->tmp[next];
+    float *dst = k == c->naxes - 1 && direct_out ? (float *)out->data : s->tmp[next];
+    pass(s, src, dst, P, in->shape[a], Q, &c->ax[k], v[k], c->cval);
+    src = dst;
     next ^= 1;
   }
+  if (!direct_out) {
+    if (out->dtype == NDF_F32 && ndf__is_contiguous(out)) {
+      if (out->data != src) memcpy(out->data, src, (size_t)N * sizeof(float));
+    } else {
 #pragma omp parallel for num_threads(T) schedule(static)
-  for (int64_t i = 0; i < N; i++)
-    ndf__store(out->dtype, out->data, ndf__offset(out, i), src[i]);
+      for (int64_t i = 0; i < N; i++)
+        ndf__store(out->dtype, out->data, ndf__offset(out, i), src[i]);
+    }
+  }
   pthread_mutex_unlock(&s->lock);
   return NDF_OK;
 }
@@ -156,13 +179,11 @@ static void free_state(void *v) {
   if (!s) return;
   free(s->tmp[0]);
   free(s->tmp[1]);
-  free(s->ext);
   pthread_mutex_destroy(&s->lock);
   free(s);
 }
 
 static ndf_status make(ndf_plan *p) {
-  const ndf__sep *c = p->pb.params;
   const ndf_array *in = &p->pb.in;
   state *s = calloc(1, sizeof *s);
   if (!s) return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_box: out of host memory");
@@ -171,22 +192,13 @@ static ndf_status make(ndf_plan *p) {
   p->exec = exec;
   p->free_state = free_state;
   s->threads = p->ctx->threads;
-  int64_t E = 1;
-  for (int k = 0; k < c->naxes; k++) {
-    const int64_t e = in->shape[c->ax[k].axis] + c->ax[k].n; /* the last step reads one more */
-    E = e > E ? e : E;
-  }
-  s->ext_doubles = (size_t)E * QB;
-  const double full = (double)ndf_array_size(in) * sizeof(float),
-               ext = (double)s->ext_doubles * sizeof(double) * s->threads;
-  if (full > 0x1p62 || ext > 0x1p62)
-    return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_box: out of host memory (%.3g bytes)", full + ext);
+  const double full = (double)ndf_array_size(in) * sizeof(float);
+  if (full > 0x1p62)
+    return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_box: out of host memory (%.3g bytes)", full);
   s->tmp[0] = malloc((size_t)full);
   s->tmp[1] = malloc((size_t)full);
-  s->ext = malloc((size_t)ext);
-  if (!s->tmp[0] || !s->tmp[1] || !s->ext)
-    return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_box: out of host memory (%.3g bytes)",
-                     2 * full + ext);
+  if (!s->tmp[0] || !s->tmp[1])
+    return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_box: out of host memory (%.3g bytes)", 2 * full);
   return NDF_OK;
 }
 
