@@ -25,12 +25,7 @@ def _axis(axis, nd):
 
 
 def _modes(mode, nd):
-    if isinstance(mode, str):
-        return [mode] * nd
-    mode = list(mode)
-    if len(mode) != nd:
-        raise ValueError(f"mode has {len(mode)} entries; expected one per axis ({nd})")
-    return mode
+    return _nf()._per_axis(mode, nd, "mode")
 
 
 def _moved(x, axis):
@@ -155,33 +150,31 @@ def generic_gradient_magnitude(input, derivative, output=None, mode="reflect", c
     return _finish(acc ** 0.5, input, output)
 
 
+def _gaussian_derivative(nd, sigma, order, kwargs):
+    """derivative(x, axis, output, mode, cval): gaussian_filter of order `order` along axis."""
+    sig = list(sigma) if np.ndim(sigma) else [sigma] * nd
+
+    def derivative(x, axis, out, m, c):
+        orders = [0] * nd
+        orders[axis] = order
+        return _nf().gaussian_filter(x, sig, orders, out, m, c, **kwargs)
+
+    return derivative
+
+
 def gaussian_laplace(input, sigma, output=None, mode="reflect", cval=0.0, **kwargs):
     """The Laplacian of the Gaussian, as scipy.ndimage.gaussian_laplace: the sum over axes of
     gaussian_filter with order 2 along that axis; kwargs go to gaussian_filter (truncate,
     radius, method)."""
-    nd = _ndim(input)
-    sig = list(sigma) if np.ndim(sigma) else [sigma] * nd
-
-    def d2(x, axis, out, m, c):
-        order = [0] * nd
-        order[axis] = 2
-        return _nf().gaussian_filter(x, sig, order, out, m, c, **kwargs)
-
-    return generic_laplace(input, d2, output, mode, cval)
+    return generic_laplace(input, _gaussian_derivative(_ndim(input), sigma, 2, kwargs), output,
+                           mode, cval)
 
 
 def gaussian_gradient_magnitude(input, sigma, output=None, mode="reflect", cval=0.0, **kwargs):
     """The Gaussian gradient's magnitude, as scipy.ndimage.gaussian_gradient_magnitude: sqrt of
     the sum over axes of gaussian_filter with order 1 along that axis, squared."""
-    nd = _ndim(input)
-    sig = list(sigma) if np.ndim(sigma) else [sigma] * nd
-
-    def d1(x, axis, out, m, c):
-        order = [0] * nd
-        order[axis] = 1
-        return _nf().gaussian_filter(x, sig, order, out, m, c, **kwargs)
-
-    return generic_gradient_magnitude(input, d1, output, mode, cval)
+    return generic_gradient_magnitude(input, _gaussian_derivative(_ndim(input), sigma, 1, kwargs),
+                                      output, mode, cval)
 
 
 def _sizes(size, nd, name="size"):
