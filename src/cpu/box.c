@@ -19,6 +19,7 @@
 #include "../core/boundary.h"
 #include "../core/elem.h"
 #include "../core/internal.h"
+#include "host.h"
 
 enum { QB = 32 }; /* columns a task */
 
@@ -135,7 +136,6 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *
   double v[NDF_MAX_DIMS];
   box_weights(c, v);
   pthread_mutex_lock(&s->lock);
-  const int64_t N = ndf_array_size(in);
   /* float32 C-contiguous arrays are read and written where they lie (in place: through the
    * temporaries); others are converted on the way in and out */
   const int direct_in = in->dtype == NDF_F32 && ndf__is_contiguous(in);
@@ -143,9 +143,7 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *
       out->dtype == NDF_F32 && ndf__is_contiguous(out) && out->data != in->data && c->naxes > 0;
   const float *src = in->data;
   if (!direct_in) {
-#pragma omp parallel for num_threads(T) schedule(static)
-    for (int64_t i = 0; i < N; i++)
-      s->tmp[0][i] = (float)ndf__load(in->dtype, in->data, ndf__offset(in, i));
+    ndf__to_f32(in, s->tmp[0], T);
     src = s->tmp[0];
   }
   int next = 1;
@@ -161,15 +159,7 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *
     src = dst;
     next ^= 1;
   }
-  if (!direct_out) {
-    if (out->dtype == NDF_F32 && ndf__is_contiguous(out)) {
-      if (out->data != src) memcpy(out->data, src, (size_t)N * sizeof(float));
-    } else {
-#pragma omp parallel for num_threads(T) schedule(static)
-      for (int64_t i = 0; i < N; i++)
-        ndf__store(out->dtype, out->data, ndf__offset(out, i), src[i]);
-    }
-  }
+  if (!direct_out) ndf__from_f32(src, out, T);
   pthread_mutex_unlock(&s->lock);
   return NDF_OK;
 }

@@ -23,6 +23,7 @@
 #include "../core/boundary.h"
 #include "../core/elem.h"
 #include "../core/internal.h"
+#include "host.h"
 
 /* Compile the hot loops for AVX-512, AVX2+FMA and the baseline; the loader
  * picks the best the CPU has (GCC function multiversioning). */
@@ -280,28 +281,6 @@ static void pass_rows(const state *s, const float *src, float *dst, const ndf_ar
 }
 
 /* Copies a (any dtype and strides) to the contiguous float32 f, or back. */
-static void to_f32(const ndf_array *a, float *f, int threads) {
-  const int64_t n = ndf_array_size(a);
-  if (a->dtype == NDF_F32 && ndf__is_contiguous(a)) {
-    memcpy(f, a->data, (size_t)n * sizeof(float));
-    return;
-  }
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t i = 0; i < n; i++)
-    f[i] = (float)ndf__load(a->dtype, a->data, ndf__offset(a, i));
-}
-
-static void from_f32(const float *f, ndf_array *a, int threads) {
-  const int64_t n = ndf_array_size(a);
-  if (a->dtype == NDF_F32 && ndf__is_contiguous(a)) {
-    memcpy(a->data, f, (size_t)n * sizeof(float));
-    return;
-  }
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t i = 0; i < n; i++)
-    ndf__store(a->dtype, a->data, ndf__offset(a, i), f[i]);
-}
-
 /* ------------------------------------------------------------------ solver */
 
 static int applicable(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
@@ -364,7 +343,7 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *
   const float *src = in->data;
   int next = 0; /* the temporary the next pass writes, unless it is the source */
   if (!direct_in) {
-    to_f32(in, s->tmp[0], T);
+    ndf__to_f32(in, s->tmp[0], T);
     src = s->tmp[0];
     next = 1;
   }
@@ -380,7 +359,7 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *
     src = dst;
     next ^= 1;
   }
-  if (!direct_out) from_f32(src, out, T);
+  if (!direct_out) ndf__from_f32(src, out, T);
   pthread_mutex_unlock(&s->lock);
   return NDF_OK;
 }
