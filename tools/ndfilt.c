@@ -758,12 +758,26 @@ static ndf_status slab_fill(void *v, ndf_array *out, char *err, size_t errlen) {
   const int64_t n0 = S->a.shape[0], row = ndf_array_size(&S->a) / n0;
   const size_t rin = (size_t)row * ndf_dtype_size(S->a.dtype),
                rout = (size_t)row * ndf_dtype_size(S->b.dtype);
-  const int64_t cap = S->rows + 2 * S->h < n0 ? S->rows + 2 * S->h : n0;
-  char *ib = malloc((size_t)cap * rin), *ob = malloc((size_t)cap * rout);
-  ndf_plan *plan[4] = {NULL};
-  int64_t plan_rows[4] = {0};
-  ndf_status st = ib && ob ? NDF_OK : NDF_ENOMEM;
-  if (st != NDF_OK) snprintf(err, errlen, "out of memory for a slab of %lld rows", (long long)cap);
+  /* Every slab is m rows, so one plan serves the file: the first and last read further in,
+   * the others h rows either side of their own (the wrap axis's from the other end). */
+  const int64_t m = S->rows + 2 * S->h < n0 ? S->rows + 2 * S->h : n0;
+  char *ib = malloc((size_t)m * rin), *ob = malloc((size_t)m * rout);
+  ndf_plan *plan = NULL;
+  int64_t xs[NDF_MAX_DIMS], ys[NDF_MAX_DIMS];
+  memcpy(xs, S->a.shape, sizeof xs);
+  memcpy(ys, S->b.shape, sizeof ys);
+  xs[0] = ys[0] = m;
+  ndf_array x = ndf_array_contiguous(S->a.dtype, S->a.ndim, xs, NULL),
+            y = ndf_array_contiguous(S->b.dtype, S->b.ndim, ys, NULL);
+  ndf_status st = ib && ob ? S->f(&plan, S->ctx, &x, &y, S->args) : NDF_ENOMEM;
+  if (st == NDF_ENOMEM && !(ib && ob))
+    snprintf(err, errlen, "out of memory for a slab of %lld rows", (long long)m);
+  else if (st != NDF_OK)
+    snprintf(err, errlen, "%s: %s", ndf_status_str(st), ndf_context_message(S->ctx));
+  else
+    snprintf(S->solver, sizeof S->solver, "%s", ndf_plan_solver(plan));
+  x.data = ib;
+  y.data = ob;
   const double t0 = now_s();
   const int64_t per = (n0 + S->rows - 1) / S->rows, total = per * S->entries;
   for (int64_t k = 0; k < S->entries && st == NDF_OK; k++) {
@@ -772,39 +786,11 @@ static ndf_status slab_fill(void *v, ndf_array *out, char *err, size_t errlen) {
     int64_t freed = 0; /* input rows below this are released */
     for (int64_t z0 = 0; z0 < n0 && st == NDF_OK; z0 += S->rows) {
       const int64_t z1 = z0 + S->rows < n0 ? z0 + S->rows : n0;
-      int64_t lo = z0 - S->h, hi = z1 + S->h;
-      if (hi - lo >= n0) {
-        lo = 0, hi = n0;
-      } else if (!S->wrap) {
-        lo = lo < 0 ? 0 : lo;
-        hi = hi > n0 ? n0 : hi;
-      }
-      const int64_t m = hi - lo;
-      for (int64_t r = lo; r < hi; r++) /* rows past an end of a wrap axis: the other end's */
+      int64_t lo = m == n0 ? 0 : z0 - S->h;
+      if (m < n0 && !S->wrap) lo = lo < 0 ? 0 : lo > n0 - m ? n0 - m : lo;
+      for (int64_t r = lo; r < lo + m; r++) /* past an end of a wrap axis: the other end's */
         memcpy(ib + (size_t)(r - lo) * rin, src + (size_t)((r % n0 + n0) % n0) * rin, rin);
-      int j = 0;
-      while (j < 4 && plan[j] && plan_rows[j] != m)
-        j++;
-      int64_t xs[NDF_MAX_DIMS], ys[NDF_MAX_DIMS];
-      memcpy(xs, S->a.shape, sizeof xs);
-      memcpy(ys, S->b.shape, sizeof ys);
-      xs[0] = ys[0] = m;
-      ndf_array x = ndf_array_contiguous(S->a.dtype, S->a.ndim, xs, NULL),
-                y = ndf_array_contiguous(S->b.dtype, S->b.ndim, ys, NULL);
-      if (j == 4) { /* a slab shape of its own: the cache's last goes */
-        ndf_plan_destroy(plan[3]);
-        plan[3] = NULL;
-        j = 3;
-      }
-      if (!plan[j]) {
-        st = S->f(&plan[j], S->ctx, &x, &y, S->args);
-        plan_rows[j] = m;
-        if (st == NDF_OK && !S->solver[0])
-          snprintf(S->solver, sizeof S->solver, "%s", ndf_plan_solver(plan[j]));
-      }
-      x.data = ib;
-      y.data = ob;
-      if (st == NDF_OK) st = ndf_execute(plan[j], &x, &y);
+      st = ndf_execute(plan, &x, &y);
       if (st == NDF_OK) st = ndf_context_synchronize(S->ctx);
       if (st != NDF_OK) {
         snprintf(err, errlen, "%s: %s", ndf_status_str(st), ndf_context_message(S->ctx));
@@ -812,7 +798,7 @@ static ndf_status slab_fill(void *v, ndf_array *out, char *err, size_t errlen) {
       }
       memcpy(dst + (size_t)z0 * rout, ob + (size_t)(z0 - lo) * rout, (size_t)(z1 - z0) * rout);
       release(dst + (size_t)z0 * rout, (size_t)(z1 - z0) * rout);
-      const int64_t keep = z1 - S->h; /* the next slab reads from here on */
+      const int64_t keep = z1 - S->h; /* the next slab reads from about here on */
       if (keep > freed) {
         release(src + (size_t)freed * rin, (size_t)(keep - freed) * rin);
         freed = keep;
@@ -821,8 +807,7 @@ static ndf_status slab_fill(void *v, ndf_array *out, char *err, size_t errlen) {
     }
     release(src, (size_t)n0 * rin);
   }
-  for (int j = 0; j < 4; j++)
-    ndf_plan_destroy(plan[j]);
+  ndf_plan_destroy(plan);
   free(ib);
   free(ob);
   return st;
@@ -830,30 +815,28 @@ static ndf_status slab_fill(void *v, ndf_array *out, char *err, size_t errlen) {
 
 /* Filters the mapped image `in` into out_path (out: its description, no data) a slab at a
  * time within the memory limit, as filter_to_shape would have in one piece. */
+/* A row's share of the memory (arrays a, b of one call): its input and output, each in the
+ * slab's buffer and as touched pages of the mappings, and the solver's scratch (two float32
+ * temporaries); the program takes SLAB_BASE besides. The slab's rows: what the limit leaves
+ * past the reach on either side (< 1: no slab fits). */
+#define SLAB_BASE (16.0 * (1 << 20))
+static double row_bytes(const ndf_array *a, const ndf_array *b) {
+  return (double)(ndf_array_size(a) / a->shape[0]) *
+         (2.0 * (double)ndf_dtype_size(a->dtype) + 2.0 * (double)ndf_dtype_size(b->dtype) + 8.0);
+}
+static int64_t slab_rows(const ndf_array *a, const ndf_array *b, int64_t h) {
+  const double spare = (double)limit_bytes() - SLAB_BASE;
+  const int64_t rows = (spare > 0 ? (int64_t)(spare / row_bytes(a, b)) : 0) - 2 * h;
+  return rows > a->shape[0] ? a->shape[0] : rows;
+}
+
 static int filter_slabs(ndf_context *ctx, ndf_image *in, ndf_image *out, const ndf_array *a,
-                        const ndf_array *b, int split, int64_t h, int wrap, const char *out_path,
-                        plan_fn f, const void *args) {
+                        const ndf_array *b, int split, int64_t h, int64_t rows, int wrap,
+                        const char *out_path, plan_fn f, const void *args) {
   char err[1024];
   slabs S = {.ctx = ctx, .in = in, .a = *a, .b = *b, .f = f, .args = args, .h = h, .wrap = wrap};
   S.entries = split ? in->a.shape[0] : 1;
-  const int64_t row = ndf_array_size(a) / a->shape[0];
-  /* a row's share: its input and output, each in the slab's buffer and as touched pages of the
-   * mappings, and the solvers' scratch (float64 at most); past a base for the program */
-  const double per = (double)row * (2.0 * (double)ndf_dtype_size(a->dtype) +
-                                    2.0 * (double)ndf_dtype_size(b->dtype) + 8.0);
-  const double spare = (double)limit_bytes() - 16.0 * (1 << 20);
-  const int64_t fit = spare > 0 ? (int64_t)(spare / per) : 0;
-  S.rows = fit - 2 * h;
-  if (S.rows < 1) {
-    fprintf(stderr,
-            "ndfilt: --memory-limit %lld bytes is too small to filter %s a slab at a time: one "
-            "row with the kernel's reach of %lld rows on either side needs about %.0f MB\n",
-            (long long)limit_bytes(), out_path, (long long)h,
-            (16.0 * (1 << 20) + per * (double)(1 + 2 * h)) / (1 << 20));
-    ndf_image_free(in);
-    return NDF_EXIT_USAGE;
-  }
-  if (S.rows > a->shape[0]) S.rows = a->shape[0];
+  S.rows = rows;
   const double t0 = now_s();
   step_begin("filtering in slabs into", out_path);
   const ndf_status st = ndf_image_write_mapped(out_path, out, slab_fill, &S, err, sizeof err);
@@ -908,8 +891,25 @@ static int filter_to_shape(ndf_context *ctx, ndf_image *in, int ndim, const int6
       b = ndf_array_contiguous(out.a.dtype, ndim - 1, shape + 1, NULL);
     }
     int wrap = 0;
-    const int64_t h = reach(args, a.ndim, 0, &wrap);
-    if (h >= 0) return filter_slabs(ctx, in, &out, &a, &b, split, h, wrap, out_path, f, args);
+    const int64_t h = reach(args, a.ndim, 0, &wrap), rows = h >= 0 ? slab_rows(&a, &b, h) : 0;
+    if (h >= 0 && rows >= 1 && ndf_image_writes_mapped(out_path))
+      return filter_slabs(ctx, in, &out, &a, &b, split, h, rows, wrap, out_path, f, args);
+    if (h >= 0 && memory_limit > 0) { /* asked for, and impossible: say why (else: in memory) */
+      if (rows < 1)
+        fprintf(stderr,
+                "ndfilt: --memory-limit %lld bytes is too small to filter %s a slab at a time: "
+                "one row with the kernel's reach of %lld rows on either side needs about %.0f "
+                "MB\n",
+                (long long)limit_bytes(), out_path, (long long)h,
+                (SLAB_BASE + row_bytes(&a, &b) * (double)(1 + 2 * h)) / (1 << 20));
+      else
+        fprintf(stderr,
+                "ndfilt: %s: within --memory-limit the output is written a part at a time, which "
+                "takes .npy, .nii or raw (.raw, .bin), not this format\n",
+                out_path);
+      ndf_image_free(in);
+      return NDF_EXIT_USAGE;
+    }
   }
   out.a.data = malloc((size_t)nbytes);
   int rc = NDF_EXIT_OK;

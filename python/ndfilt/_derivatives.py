@@ -9,6 +9,14 @@ def _nf():
     return ndfilt
 
 
+def _np_dtype(dt):
+    """A numpy dtype from a numpy or torch dtype, or a type (np.float64, float)."""
+    try:
+        return np.dtype(dt)
+    except TypeError:
+        return np.dtype(str(dt).replace("torch.", ""))
+
+
 def _is_array(x):
     return x is not None and not isinstance(x, (type, np.dtype, str)) and hasattr(x, "shape")
 
@@ -101,8 +109,8 @@ def _work_dtype(input, output):
     """The dtype the terms are computed and summed in: float64 for a float64 output or input
     (without an output given), else float32."""
     out_dt = output.dtype if _is_array(output) else output
-    dt = np.dtype(str(out_dt).replace("torch.", "")) if out_dt is not None else None
-    src = np.dtype(str(input.dtype).replace("torch.", ""))
+    dt = _np_dtype(out_dt) if out_dt is not None else None
+    src = _np_dtype(input.dtype)
     return np.float64 if dt == np.float64 or (dt is None and src == np.float64) else np.float32
 
 

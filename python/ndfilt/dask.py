@@ -50,6 +50,12 @@ def _per_axis(v, n, name):
     return v
 
 
+def _axis(axis, nd):
+    if isinstance(axis, bool) or not isinstance(axis, numbers.Integral) or not -nd <= axis < nd:
+        raise ValueError(f"axis {axis!r} is out of range for an array of {nd} axes")
+    return int(axis) % nd
+
+
 def _dask(x):
     if not isinstance(x, da.Array):
         raise TypeError(f"ndfilt.dask takes dask arrays, not {type(x).__name__} (use ndfilt)")
@@ -151,7 +157,7 @@ def _iir_depth(sigma, method, iir_order):
 def _gauss_depths(nd, sigma, truncate, radius, axes, method, iir_order, tolerance):
     """The margins of a Gaussian: the FIR kernel's radius, or the recursive filter's reach
     (auto with a tolerance may run either: the larger)."""
-    axes = list(range(nd)) if axes is None else [a % nd for a in axes]
+    axes = list(range(nd)) if axes is None else [_axis(a, nd) for a in axes]
     sig = _per_axis(sigma, len(axes), "sigma")
     rad = _per_axis(radius, len(axes), "radius") if radius is not None else [None] * len(axes)
     m = method or "auto"
@@ -179,7 +185,7 @@ def gaussian_filter(input, sigma, order=0, output=None, mode="reflect", cval=0.0
     if axes is not None:
         full = ["reflect"] * x.ndim
         for a, m in zip(axes, modes):
-            full[a % x.ndim] = m
+            full[_axis(a, x.ndim)] = m
         modes = full
     dtype = _out_dtype(x, output)
     kw = dict(sigma=sigma, order=order, output=dtype, mode=mode, cval=cval, truncate=truncate,
@@ -191,7 +197,7 @@ def gaussian_filter1d(input, sigma, axis=-1, order=0, output=None, mode="reflect
                       truncate=4.0, *, radius=None, method="auto", iir_order=0, tolerance=0.0):
     """ndfilt.gaussian_filter1d on a dask array."""
     x = _dask(input)
-    ax = axis % x.ndim
+    ax = _axis(axis, x.ndim)
     depth = _gauss_depths(x.ndim, sigma, truncate, radius, [ax], method, iir_order, tolerance)
     modes = ["reflect"] * x.ndim
     modes[ax] = mode
@@ -206,7 +212,7 @@ def gaussian_filter1d(input, sigma, axis=-1, order=0, output=None, mode="reflect
 
 def _filter1d(fn, input, weights, axis, output, mode, cval, origin, method):
     x = _dask(input)
-    ax = axis % x.ndim
+    ax = _axis(axis, x.ndim)
     w = np.asarray(weights, dtype=np.float64)
     depth = [0] * x.ndim
     depth[ax] = _reach(w.size, origin)

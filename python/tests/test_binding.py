@@ -1287,11 +1287,18 @@ class TestDerivatives(unittest.TestCase):
                              ndi.uniform_filter1d(xf, size[0], axis, mode=mode, cval=cval,
                                                   origin=origin[0]), x,
                              f"uniform_filter1d axis {axis} {what}")
-        x = rng.uniform(-1, 1, (30, 40)).astype(np.float32)
-        got = ndfilt.uniform_filter(x, 25, axes=[1])
+        x = rng.uniform(-1, 1, (30, 400)).astype(np.float32)
+        got = ndfilt.uniform_filter(x, 151, axes=[1])
         if ndfilt.device() == "cpu":  # a long box: the running sums
             self.assertEqual(ndfilt.last_solver(), "cpu_box")
-        self.compare(got, ndi.uniform_filter1d(x.astype(np.float64), 25, 1), x, "axes=[1]")
+        self.compare(got, ndi.uniform_filter1d(x.astype(np.float64), 151, 1), x, "axes=[1]")
+        # a value far larger than the rest passes over them without losing them
+        y = np.ones((64, 64), np.float32)
+        y[0] = 1e20
+        got = ndfilt.uniform_filter(y, 41, mode="constant", method=None)
+        self.compare(got, ndi.uniform_filter(y.astype(np.float64), 41, mode="constant"), y,
+                     "a 1e20 row among ones")
+        self.assertGreater(float(got.min()), 0)
         # a NaN reaches the outputs whose box holds it (scipy's running sums carry it to the
         # end of the line): auto runs the direct sums on such input
         x[10, 20] = np.nan

@@ -21,7 +21,7 @@
 #include "../core/internal.h"
 #include "host.h"
 
-enum { QB = 32 }; /* columns a task */
+enum { QB = 64 }; /* columns a task */
 
 typedef struct {
   float *tmp[2];      /* full-size float32 temporaries */
@@ -52,16 +52,16 @@ static int applicable(const ndf__solver *self, const ndf__problem *pb, const ndf
          box_weights(c, v);
 }
 
-/* ~3 float64 adds and two conversions an element and pass (about 1.5 ns a core), plus a read
- * and a write per pass at ~10 GB/s a core: the box's length does not count. Both this and
- * cpu_sep's model read about twice the times measured (256^3 float32, three axes, 2 cores:
- * cpu_box 26-28 ms at any size; cpu_sep 12 ms at size 9, 37 at 31, 133 at 101), so the choice
- * falls near the measured crossing, size ~20. */
+/* Two compensated float64 additions an element and pass (about 3.2 ns a core), plus a read and
+ * a write per pass at ~10 GB/s a core: the box's length does not count. Measured (256^3
+ * float32, three axes, 2 cores): cpu_box 83 ms at any size; cpu_sep 12 ms at size 9, 37 at 31,
+ * 133 at 101, so they cross near size 60. cpu_sep's model reads about twice its times; with
+ * this one the choice falls near size 47. */
 static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
   (void)self;
   const ndf__sep *c = pb->params;
   const double n = (double)ndf_array_size(&pb->in);
-  return n * (double)c->naxes * (1.5e-9 + 8.0 / 10e9) / ctx->threads;
+  return n * (double)c->naxes * (3.2e-9 + 8.0 / 10e9) / ctx->threads;
 }
 
 static int finite_only(const ndf__problem *pb) {
@@ -78,9 +78,17 @@ static inline const float *row_of(const float *in, const float *crow, int64_t r,
   return i < 0 ? crow : in + i * Q;
 }
 
+/* *sum += x, what the rounding lost added to *err (Knuth's TwoSum): a running sum that keeps
+ * small values a large one passed over, which a plain one loses once the large one leaves. */
+static inline void two_add(double *sum, double *err, double x) {
+  const double t = *sum + x, z = t - *sum;
+  *err += (*sum - (t - z)) + (x - z);
+  *sum = t;
+}
+
 /* One pass along ax of the [P][L][Q] float32 array src into dst, the box's value v: a task is
  * a block of up to QB columns of one p (a line, when Q is 1); the window's entering and leaving
- * rows are read where they lie, added and dropped in float64. */
+ * rows are read where they lie, added and dropped in float64 with the rounding's loss kept. */
 static void pass(const state *s, const float *src, float *dst, int64_t P, int64_t L, int64_t Q,
                  const ndf__sepaxis *ax, double v, double cval) {
   const int64_t n = ax->n, nq = (Q + QB - 1) / QB;
@@ -92,36 +100,40 @@ static void pass(const state *s, const float *src, float *dst, int64_t P, int64_
       crow[q] = (float)cval;
     const float *in = src + p * L * Q + q0;
     float *out = dst + p * L * Q + q0;
-    if (qb == 1) { /* one column (a line, when Q is 1): scalar */
-      double acc = 0;
+    if (Q == 1) { /* a line: its samples read directly inside, through the mode outside */
+      double sum = 0, err = 0;
       for (int64_t r = 0; r < n; r++)
-        acc += *row_of(in, crow, r, L, Q, ax);
+        two_add(&sum, &err, *row_of(in, crow, r, L, 1, ax));
       for (int64_t i = 0; i < L; i++) {
-        out[i * Q] = (float)(acc * v);
-        acc += (double)*row_of(in, crow, i + n, L, Q, ax) - *row_of(in, crow, i, L, Q, ax);
+        out[i] = (float)((sum + err) * v);
+        const int64_t je = i + n - ax->left, jl = i - ax->left;
+        two_add(&sum, &err, je >= 0 && je < L ? in[je] : *row_of(in, crow, i + n, L, 1, ax));
+        two_add(&sum, &err, -(double)(jl >= 0 && jl < L ? in[jl] : *row_of(in, crow, i, L, 1, ax)));
       }
       continue;
     }
-    double acc[QB];
+    double sum[QB], err[QB]; /* the window's sum and what its rounding lost */
     for (int q = 0; q < QB; q++)
-      acc[q] = 0;
+      sum[q] = err[q] = 0;
     for (int64_t r = 0; r < n; r++) {
       const float *e = row_of(in, crow, r, L, Q, ax);
       for (int64_t q = 0; q < qb; q++)
-        acc[q] += e[q];
+        two_add(&sum[q], &err[q], e[q]);
     }
     for (int64_t i = 0; i < L; i++) {
       const float *e = row_of(in, crow, i + n, L, Q, ax), *l = row_of(in, crow, i, L, Q, ax);
       float *o = out + i * Q;
       if (qb == QB) /* the full block: a fixed trip count the compiler unrolls and vectorises */
         for (int q = 0; q < QB; q++) {
-          o[q] = (float)(acc[q] * v);
-          acc[q] += (double)e[q] - (double)l[q];
+          o[q] = (float)((sum[q] + err[q]) * v);
+          two_add(&sum[q], &err[q], e[q]);
+          two_add(&sum[q], &err[q], -(double)l[q]);
         }
       else
         for (int64_t q = 0; q < qb; q++) {
-          o[q] = (float)(acc[q] * v);
-          acc[q] += (double)e[q] - (double)l[q];
+          o[q] = (float)((sum[q] + err[q]) * v);
+          two_add(&sum[q], &err[q], e[q]);
+          two_add(&sum[q], &err[q], -(double)l[q]);
         }
     }
   }

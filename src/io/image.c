@@ -468,14 +468,20 @@ static ndf_status write_mapped_tmp(const char *tmp, void *c, char *err, size_t e
   return st;
 }
 
+int ndf_image_writes_mapped(const char *path) {
+  const ndf_format f = ndf_format_from_name(path);
+  const size_t n = strlen(path);
+  const int gz = n > 3 && !strcmp(path + n - 3, ".gz");
+  return (f == NDF_FORMAT_NPY || f == NDF_FORMAT_NIFTI || f == NDF_FORMAT_RAW) && !gz &&
+         find(f) >= 0;
+}
+
 ndf_status ndf_image_write_mapped(const char *path, const ndf_image *img,
                                   ndf_status (*fill)(void *ctx, ndf_array *out, char *err,
                                                      size_t errlen),
                                   void *ctx, char *err, size_t errlen) {
   const ndf_format f = ndf_format_from_name(path);
-  const size_t n = strlen(path);
-  const int gz = n > 3 && !strcmp(path + n - 3, ".gz");
-  if ((f != NDF_FORMAT_NPY && f != NDF_FORMAT_NIFTI && f != NDF_FORMAT_RAW) || gz)
+  if (!ndf_image_writes_mapped(path))
     return ndf_io_error(err, errlen, NDF_EUNSUPPORTED, path,
                         "written a part at a time only as .npy, .nii or raw (.raw, .bin)");
   const int i = find(f);

@@ -101,6 +101,9 @@ ndf_status ndf_image_write(const char *path, const ndf_image *img, char *err, si
 
 void ndf_image_free(ndf_image *img);
 
+/* 1 if ndf_image_write_mapped writes path's format (.npy, .nii, raw), else 0. */
+int ndf_image_writes_mapped(const char *path);
+
 /* Writes img (its a.data unused, may be NULL) to path as ndf_image_write would, its samples
  * made by fill: the file is written with zeros through a temporary file, which is mapped
  * (ndf_read_opts.map 2), and fill(ctx, out) writes the samples into out, an array of img's

@@ -460,19 +460,17 @@ ndf_status ndf__nifti_read(const char *path, const ndf_read_opts *o, ndf_image *
   }
   if (st == NDF_OK) {
     nifti_datatype_sizes(h.datatype, &nbyper, &swapsize);
+    /* the samples where they lie, aligned to their type (else, or where the file system
+     * cannot map them, read) */
     mapped = o && o->map && !gz && !(swap && swapsize > 1) && !scaled &&
-             file_type_of(made) == h.datatype;
+             file_type_of(made) == h.datatype && off % nbyper == 0 &&
+             ndf_io_map(path, off, nvox * nbyper, o->map == 2, &base, &len, err, errlen) == NDF_OK;
     if (o && o->map && !gz && !mapped) st = alloc_check(path, nvox, nbyper, made, err, errlen);
   }
   if (st == NDF_OK) {
-    data = mapped ? NULL : malloc((size_t)(nvox * nbyper));
+    data = mapped ? (char *)base + off % sysconf(_SC_PAGESIZE) : malloc((size_t)(nvox * nbyper));
     meta = calloc(1, sizeof *meta);
-    if ((!mapped && !data) || !meta)
-      st = ndf_io_error(err, errlen, NDF_ENOMEM, path, "out of memory");
-  }
-  if (st == NDF_OK && mapped) {
-    st = ndf_io_map(path, off, nvox * nbyper, o->map == 2, &base, &len, err, errlen);
-    if (st == NDF_OK) data = (char *)base + off % sysconf(_SC_PAGESIZE);
+    if (!data || !meta) st = ndf_io_error(err, errlen, NDF_ENOMEM, path, "out of memory");
   }
   if (st == NDF_OK && !mapped) { /* to the voxels: past the extensions, which are not read */
     int64_t at = version == 1 ? 348 : 540;

@@ -178,10 +178,12 @@ static ndf_status npy_read(const char *path, ndf_array *a, int map, void **base,
                       (long long)bytes, (long long)(size - here));
     goto out;
   }
-  if (map && (!fortran || nd == 1)) { /* the samples where they lie */
-    st = ndf_io_map(path, here, bytes, map == 2, base, len, err, errlen);
-    if (st == NDF_OK)
-      *a = ndf_array_contiguous(t, nd, shape, (char *)*base + here % sysconf(_SC_PAGESIZE));
+  /* the samples where they lie, aligned to their type (else, or where the file system cannot
+   * map them, read) */
+  if (map && (!fortran || nd == 1) && here % (int64_t)es == 0 &&
+      ndf_io_map(path, here, bytes, map == 2, base, len, err, errlen) == NDF_OK) {
+    *a = ndf_array_contiguous(t, nd, shape, (char *)*base + here % sysconf(_SC_PAGESIZE));
+    st = NDF_OK;
     goto out;
   }
   st = ndf_io_check_alloc(path, n, es, err, errlen);

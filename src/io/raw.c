@@ -27,11 +27,12 @@ ndf_status ndf__raw_read(const char *path, const ndf_read_opts *o, ndf_image *im
     st = ndf_io_error(err, errlen, NDF_EINVAL, path,
                       "holds %lld bytes, but offset %lld + the shape and dtype make %lld",
                       (long long)size, (long long)o->offset, (long long)(o->offset + bytes));
-  if (st == NDF_OK && o->map) { /* the samples where they lie */
+  /* the samples where they lie, aligned to their type (else, or where the file system cannot
+   * map them, read) */
+  if (st == NDF_OK && o->map && o->offset % (int64_t)es == 0 &&
+      ndf_io_map(path, o->offset, bytes, o->map == 2, &img->map_base, &img->map_len, err, errlen) ==
+          NDF_OK) {
     close(fd);
-    st =
-        ndf_io_map(path, o->offset, bytes, o->map == 2, &img->map_base, &img->map_len, err, errlen);
-    if (st != NDF_OK) return st;
     a.data = (char *)img->map_base + o->offset % sysconf(_SC_PAGESIZE);
     img->a = a;
     img->format = NDF_FORMAT_RAW;
