@@ -34,26 +34,13 @@ from dask.array.overlap import ensure_minimum_chunksize, overlap
 from dask.array.utils import meta_from_array
 
 import ndfilt as _nf
+from ndfilt import _per_axis
+from ndfilt._derivatives import _axis
 
 __all__ = ["gaussian_filter", "gaussian_filter1d", "correlate1d", "convolve1d", "sepfilter",
            "correlate", "convolve", "correlate_bank", "convolve_bank", "ks"]
 
 _WRAP = ("wrap", "grid-wrap")
-
-
-def _per_axis(v, n, name):
-    if isinstance(v, str) or np.ndim(v) == 0:
-        return [v] * n
-    v = list(v)
-    if len(v) != n:
-        raise ValueError(f"{name} has {len(v)} entries; expected one per axis ({n})")
-    return v
-
-
-def _axis(axis, nd):
-    if isinstance(axis, bool) or not isinstance(axis, numbers.Integral) or not -nd <= axis < nd:
-        raise ValueError(f"axis {axis!r} is out of range for an array of {nd} axes")
-    return int(axis) % nd
 
 
 def _dask(x):

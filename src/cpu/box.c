@@ -24,9 +24,8 @@
 enum { QB = 64 }; /* columns a task */
 
 typedef struct {
-  float *tmp[2];      /* full-size float32 temporaries */
-  double *ext;        /* per thread: the block's extended lines */
-  size_t ext_doubles; /* per thread */
+  float *tmp[2];          /* full-size float32 temporaries */
+  double v[NDF_MAX_DIMS]; /* the box's value along each filtered axis */
   int threads;
   pthread_mutex_t lock; /* the temporaries serve one call at a time */
 } state;
@@ -145,8 +144,6 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *
   const ndf__sep *c = p->pb.params;
   state *s = p->state;
   const int T = s->threads;
-  double v[NDF_MAX_DIMS];
-  box_weights(c, v);
   pthread_mutex_lock(&s->lock);
   /* float32 C-contiguous arrays are read and written where they lie (in place: through the
    * temporaries); others are converted on the way in and out */
@@ -167,7 +164,7 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *
     for (int d = a + 1; d < in->ndim; d++)
       Q *= in->shape[d];
     float *dst = k == c->naxes - 1 && direct_out ? (float *)out->data : s->tmp[next];
-    pass(s, src, dst, P, in->shape[a], Q, &c->ax[k], v[k], c->cval);
+    pass(s, src, dst, P, in->shape[a], Q, &c->ax[k], s->v[k], c->cval);
     src = dst;
     next ^= 1;
   }
@@ -194,6 +191,7 @@ static ndf_status make(ndf_plan *p) {
   p->exec = exec;
   p->free_state = free_state;
   s->threads = p->ctx->threads;
+  box_weights(p->pb.params, s->v);
   const double full = (double)ndf_array_size(in) * sizeof(float);
   if (full > 0x1p62)
     return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_box: out of host memory (%.3g bytes)", full);

@@ -49,11 +49,11 @@ typedef struct {
   float *sig;    /* the maps' float32 sigmas, then their scales */
   int *rad;      /* their radii */
   /* ~ the first bad value's index (0: none), on the device (at the head of tab) and pinned;
-   * v_bad: h_bad as the device sees it (NULL: not mapped), where ks_bucket writes the verdict */
+   * v_bad (a scatter with operand maps; else NULL): h_bad as the device sees it, where ks_bucket
+   * writes the verdict. Such a plan keeps its tables clean between calls (ks_prep_kernel.cu);
+   * dirty: a call went wrong, clear them all first. */
   unsigned long long *bad, *h_bad, *v_bad;
-  /* A scatter with operand maps whose verdict the device writes (v_bad) keeps its tables clean
-   * between calls (ks_prep_kernel.cu); dirty: a call went wrong, clear them all first. */
-  int clean, dirty;
+  int dirty;
   int *tab;             /* bad (2 ints), then the tile tables: zeroed for each preparation */
   int *it, *rt, *lists; /* in tab: input tiles' radii, output tiles' radii, bucket lists */
   size_t tab_bytes;
@@ -199,14 +199,14 @@ static int prepare(const ndf_plan *p, state *s, const ndf__ks_maps *M, cudaStrea
   const ndf__ksp *q = p->pb.params;
   const ndf__ks_geom *g = &s->g;
   const int same_grid = q->extent == NDF_KS_SAME;
-  if (!s->clean || s->dirty) { /* bad, then the tables */
+  if (!s->v_bad || s->dirty) { /* bad, then the tables */
     cudaError_t e = cudaMemsetAsync(s->tab, 0, s->tab_bytes, st);
     if (e != cudaSuccess) return (int)e;
   }
-  if (s->variant >= 0) { /* clean: ks_bucket runs with the output, at exec */
+  if (s->variant >= 0) { /* v_bad: ks_bucket runs with the output, at exec */
     int r = ndf__launch_ks_maps(M, g, s->sig, s->rad, s->bad, s->it, s->tw, s->ty,
-                                s->clean ? s->lists : NULL, s->nt, st);
-    return r || s->clean
+                                s->v_bad ? s->lists : NULL, s->nt, st);
+    return r || s->v_bad
                ? r
                : ndf__launch_ks_bucket(s->it, s->nt, s->lists, 0, NULL, 0, s->bad, NULL, st);
   }
@@ -301,7 +301,7 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *
   if (e == 0 && s->variant < 0) {
     e = ndf__launch_ks_gather(s->lut_kind, s->narr, s->ty, s->by, cg.src, dst, s->sig, s->rad, g,
                               s->rt, &s->L, s->smem, st);
-  } else if (e == 0 && s->clean) { /* the lists, and the output zeroed */
+  } else if (e == 0 && s->v_bad) { /* the lists, and the output zeroed */
     e = ndf__launch_ks_bucket(s->it, s->nt, s->lists, s->bmin, dst, ndf_array_size(out), s->bad,
                               s->v_bad, st);
   } else if (e == 0) {
@@ -316,7 +316,7 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *
   }
   unsigned long long badk = 0;
   if (p->pb.nops && e == 0) { /* the check's verdict, before anything leaves the plan */
-    if (!s->clean)
+    if (!s->v_bad)
       e = (int)cudaMemcpyAsync(s->h_bad, s->bad, sizeof *s->h_bad, cudaMemcpyDeviceToHost, st);
     if (e == 0) e = (int)cudaStreamSynchronize(st);
     if (e == 0) badk = *(volatile unsigned long long *)s->h_bad;
@@ -450,11 +450,11 @@ static ndf_status make(ndf_plan *p) {
   if (e == cudaSuccess) e = cudaMalloc((void **)&s->rad, want = (size_t)nm * sizeof(int));
   if (e == cudaSuccess) e = cudaMallocHost((void **)&s->h_bad, want = sizeof *s->h_bad);
   if (e == cudaSuccess && k->variant >= 0 && operands &&
-      cudaHostGetDevicePointer((void **)&s->v_bad, s->h_bad, 0) == cudaSuccess && s->v_bad)
-    s->clean = 1;
-  cudaGetLastError(); /* an unmapped h_bad: the verdict comes by copy */
+      cudaHostGetDevicePointer((void **)&s->v_bad, s->h_bad, 0) != cudaSuccess)
+    s->v_bad = NULL; /* an unmapped h_bad: the verdict comes by copy */
+  cudaGetLastError();
   s->dirty = 1;
-  if (s->clean && n <= ((int64_t)1 << 20))
+  if (s->v_bad && n <= ((int64_t)1 << 20))
     s->bmin = s->bmax < bucket_of(4) ? s->bmax : bucket_of(4);
   if (e == cudaSuccess) e = cudaMalloc((void **)&s->tab, want = s->tab_bytes);
   if (e == cudaSuccess && any_host)
