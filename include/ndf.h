@@ -160,6 +160,12 @@ NDF_API ndf_status ndf_context_synchronize(ndf_context *ctx);
  * (host memory on a CPU context). The caller frees it with ndf_array_free. */
 NDF_API ndf_status ndf_array_alloc(ndf_context *ctx, ndf_array *a, ndf_dtype dtype, int ndim,
                                    const int64_t *shape);
+/* Allocates a C-contiguous host array that the context's device reads and writes fastest:
+ * page-locked memory on a CUDA context, which plans copy to and from the device directly,
+ * without packing it through their staging buffers; plain memory on a CPU context. The
+ * caller frees it with ndf_array_free on a context of the same device. */
+NDF_API ndf_status ndf_array_alloc_host(ndf_context *ctx, ndf_array *a, ndf_dtype dtype, int ndim,
+                                        const int64_t *shape);
 NDF_API void ndf_array_free(ndf_context *ctx, ndf_array *a); /* a->data NULL: no-op */
 /* Copies src to dst, both C-contiguous with the same dtype and shape, each on
  * the host or the context's device. Returns when the copy is done. */

@@ -5,16 +5,17 @@
 #include "elem.h"
 #include "internal.h"
 
-ndf_status ndf_array_alloc(ndf_context *ctx, ndf_array *a, ndf_dtype dtype, int ndim,
-                           const int64_t *shape) {
+static ndf_status alloc_array(ndf_context *ctx, ndf_array *a, ndf_dtype dtype, int ndim,
+                              const int64_t *shape, int host) {
   if (!ctx || !a || !shape) return NDF_EINVAL;
   ndf_array r = ndf_array_contiguous(dtype, ndim, shape, NULL);
-  r.place = ctx->place;
+  r.place = host ? (ndf_place){NDF_PLACE_HOST, 0} : ctx->place;
   ndf_status st = ndf__check_desc(ctx, &r, "alloc");
   if (st != NDF_OK) return st;
   size_t bytes = (size_t)ndf_array_size(&r) * ndf_dtype_size(dtype);
   if (ctx->place.kind == NDF_PLACE_CUDA && ndf__device()) {
-    st = ndf__device()->alloc(ctx, &r.data, bytes);
+    st = host ? ndf__device()->host_alloc(ctx, &r.data, bytes)
+              : ndf__device()->alloc(ctx, &r.data, bytes);
     if (st != NDF_OK) return st;
     *a = r;
     return NDF_OK;
@@ -25,13 +26,23 @@ ndf_status ndf_array_alloc(ndf_context *ctx, ndf_array *a, ndf_dtype dtype, int 
   return NDF_OK;
 }
 
+ndf_status ndf_array_alloc(ndf_context *ctx, ndf_array *a, ndf_dtype dtype, int ndim,
+                           const int64_t *shape) {
+  return alloc_array(ctx, a, dtype, ndim, shape, 0);
+}
+
+ndf_status ndf_array_alloc_host(ndf_context *ctx, ndf_array *a, ndf_dtype dtype, int ndim,
+                                const int64_t *shape) {
+  return alloc_array(ctx, a, dtype, ndim, shape, 1);
+}
+
 void ndf_array_free(ndf_context *ctx, ndf_array *a) {
   if (!a || !a->data) return;
   if (a->place.kind == NDF_PLACE_CUDA && ndf__device())
     ndf__device()->free(ctx, a->data);
-  else
+  else if (!(ctx && ctx->place.kind == NDF_PLACE_CUDA && ndf__device() &&
+             ndf__device()->host_free(ctx, a->data)))
     free(a->data);
-  (void)ctx;
   a->data = NULL;
 }
 

@@ -21,9 +21,12 @@
 /* Buffers a CUDA plan needs to turn the caller's arrays into device float32
  * arrays and back; which exist depends on the plan's places and dtypes. */
 struct ndf__stage {
-  float *h_in, *h_out;  /* pinned host, contiguous */
-  float *d_in, *d_out;  /* device, contiguous */
-  int *d_flag, *h_flag; /* a plan with an exact twin: "the input holds NaN or Inf" */
+  float *h_in, *h_out; /* pinned host, contiguous */
+  float *d_in, *d_out; /* device, contiguous */
+  /* A plan with an exact twin: "the input holds NaN or Inf", written by the device into
+   * mapped page-locked memory (v_flag, h_flag as the device sees it), else into d_flag and
+   * copied back. */
+  int *d_flag, *h_flag, *v_flag;
   cudaEvent_t ev[NEV];  /* a host output's chunks landed */
   pthread_mutex_t lock; /* the buffers serve one call at a time */
 };
@@ -122,7 +125,12 @@ static ndf_status stage_create(ndf_plan *p) {
     e = cudaMalloc((void **)&s->d_out, bytes = bout);
   if (e == cudaSuccess && p->alt && !hin) e = cudaMalloc((void **)&s->d_flag, bytes = sizeof(int));
   if (e == cudaSuccess && p->alt && !hin)
-    e = cudaMallocHost((void **)&s->h_flag, bytes = sizeof(int));
+    e = cudaHostAlloc((void **)&s->h_flag, bytes = sizeof(int), cudaHostAllocMapped);
+  if (e == cudaSuccess && s->h_flag &&
+      cudaHostGetDevicePointer((void **)&s->v_flag, s->h_flag, 0) != cudaSuccess) {
+    cudaGetLastError();
+    s->v_flag = NULL;
+  }
   for (int k = 0; k < NEV && e == cudaSuccess && hout; k++)
     e = cudaEventCreateWithFlags(&s->ev[k], cudaEventDisableTiming);
   return e == cudaSuccess ? NDF_OK : cuda_fail(p->ctx, e, what, bytes);
@@ -255,6 +263,22 @@ static cudaError_t stage_out(struct ndf__stage *s, ndf_array *out, int nout, int
   return e;
 }
 
+/* Whether a's elements lie in page-locked host memory as one contiguous float32 block, which
+ * a copy reaches directly (its first and last bytes both page-locked). */
+static int direct(const ndf_array *a) {
+  if (a->dtype != NDF_F32 || !ndf__is_contiguous(a)) return 0;
+  const char *ends[2] = {a->data, (const char *)a->data + ndf_array_size(a) * sizeof(float) - 1};
+  for (int k = 0; k < 2; k++) {
+    struct cudaPointerAttributes at;
+    if (cudaPointerGetAttributes(&at, ends[k]) != cudaSuccess) {
+      cudaGetLastError();
+      return 0;
+    }
+    if (at.type != cudaMemoryTypeHost) return 0;
+  }
+  return 1;
+}
+
 /* The device check, the stage lock held. */
 static ndf_status device_nonfinite(const ndf_plan *p, const ndf_array *a, int *bad) {
   struct ndf__stage *s = p->stage;
@@ -262,14 +286,19 @@ static ndf_status device_nonfinite(const ndf_plan *p, const ndf_array *a, int *b
   *bad = 0;
   if (a->dtype != NDF_F32 && a->dtype != NDF_F64) return NDF_OK;
   if (!s || !s->d_flag) return ndf__fail(p->ctx, NDF_EINVAL, "no buffers for a finiteness check");
-  cudaError_t e = cudaMemsetAsync(s->d_flag, 0, sizeof(int), st);
+  cudaError_t e = cudaSuccess;
+  if (s->v_flag) /* no kernel of this plan writes it now: the last call waited for its own */
+    *(volatile int *)s->h_flag = 0;
+  else
+    e = cudaMemsetAsync(s->d_flag, 0, sizeof(int), st);
   if (e == cudaSuccess)
-    e = (cudaError_t)ndf__launch_nonfinite(a->data, a->dtype, ndf__cuda_view4(a), s->d_flag, st);
-  if (e == cudaSuccess)
+    e = (cudaError_t)ndf__launch_nonfinite(a->data, a->dtype, ndf__cuda_view4(a),
+                                           s->v_flag ? s->v_flag : s->d_flag, st);
+  if (e == cudaSuccess && !s->v_flag)
     e = cudaMemcpyAsync(s->h_flag, s->d_flag, sizeof(int), cudaMemcpyDeviceToHost, st);
   if (e == cudaSuccess) e = cudaStreamSynchronize(st);
   if (e != cudaSuccess) return cuda_fail(p->ctx, e, "checking the input for NaN and Inf", 0);
-  *bad = *s->h_flag != 0;
+  *bad = *(volatile int *)s->h_flag != 0;
   return NDF_OK;
 }
 
@@ -291,7 +320,9 @@ static ndf_status execute(const ndf_plan *p, const ndf_array *in, const ndf_arra
   /* A plan with an exact twin runs the twin on inputs that hold NaN or Inf: a host input is
    * checked while it is packed, a device one by a reduction before anything else. */
   int bad = 0;
-  if (hin)
+  if (hin && !p->alt && direct(in))
+    e = cudaMemcpyAsync(s->d_in, in->data, bin, cudaMemcpyHostToDevice, st);
+  else if (hin)
     bad = stage_in(s, in, T, p->alt != NULL, st, &e);
   else if (p->alt && (r = device_nonfinite(p, in, &bad)) != NDF_OK)
     goto done;
@@ -328,7 +359,16 @@ static ndf_status execute(const ndf_plan *p, const ndf_array *in, const ndf_arra
   }
   r = q->exec(q, &din, ops, dout);
   if (r != NDF_OK) goto done;
-  if (hout) {
+  int direct_out = hout;
+  for (int f = 0; f < nout && direct_out; f++)
+    direct_out = direct(&out[f]);
+  if (direct_out) {
+    for (int f = 0; f < nout && e == cudaSuccess; f++)
+      e = cudaMemcpyAsync(out[f].data, s->d_out + f * nel, (size_t)nel * sizeof(float),
+                          cudaMemcpyDeviceToHost, st);
+    cudaError_t e2 = cudaStreamSynchronize(st);
+    if (e == cudaSuccess) e = e2;
+  } else if (hout) {
     prefault(out, nout, T);
     e = stage_out(s, out, nout, T, st);
   } else if (out->dtype != NDF_F32) {
@@ -358,6 +398,25 @@ static ndf_status alloc(ndf_context *ctx, void **p, size_t bytes) {
 static void free_device(ndf_context *ctx, void *p) {
   cudaSetDevice(ctx ? ctx->place.device : 0);
   cudaFree(p);
+}
+
+/* Portable: page-locked for every device's context, not only the allocating one's. */
+static ndf_status host_alloc(ndf_context *ctx, void **p, size_t bytes) {
+  cudaError_t e = cudaSetDevice(ctx->place.device);
+  if (e == cudaSuccess) e = cudaHostAlloc(p, bytes ? bytes : 1, cudaHostAllocPortable);
+  return e == cudaSuccess ? NDF_OK : cuda_fail(ctx, e, "ndf_array_alloc_host", bytes);
+}
+
+static int host_free(ndf_context *ctx, void *p) {
+  struct cudaPointerAttributes at;
+  (void)ctx;
+  if (cudaPointerGetAttributes(&at, p) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  if (at.type != cudaMemoryTypeHost) return 0;
+  cudaFreeHost(p);
+  return 1;
 }
 
 static ndf_status copy(ndf_context *ctx, void *dst, const void *src, size_t bytes) {
@@ -433,8 +492,17 @@ static void quiesce(ndf_context *ctx) {
   if (cudaSetDevice(ctx->place.device) == cudaSuccess) cudaDeviceSynchronize();
 }
 
-static const ndf__device_ops ops = {device_count, select_device, alloc,        free_device,
-                                    copy,         sync_stream,   stage_create, stage_destroy,
-                                    quiesce,      execute};
+static const ndf__device_ops ops = {.count = device_count,
+                                    .select = select_device,
+                                    .alloc = alloc,
+                                    .free = free_device,
+                                    .host_alloc = host_alloc,
+                                    .host_free = host_free,
+                                    .copy = copy,
+                                    .sync = sync_stream,
+                                    .stage_create = stage_create,
+                                    .stage_destroy = stage_destroy,
+                                    .quiesce = quiesce,
+                                    .execute = execute};
 
 const ndf__device_ops *ndf__cuda_device_ops(void) { return &ops; }
