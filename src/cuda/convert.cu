@@ -85,13 +85,21 @@ template <typename T> static int nonfinite_t(const void *src, ndf__view4 v, int 
     step *= v.shape[d];
   }
   if (flat) {
-    int grid = 0; // enough blocks to fill the device, each thread several loads
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&grid, nonfinite_flat<T>, 256, 0);
-    int dev = 0, sms = 0;
+    // Enough blocks to fill the device, each thread several loads; the figure per device is
+    // found once (a racing thread finds the same).
+    static int fill[64];
+    int dev = 0;
     cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    int most = dev < 64 ? fill[dev] : 0;
+    if (most <= 0) {
+      int grid = 0, sms = 0;
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&grid, nonfinite_flat<T>, 256, 0);
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+      most = grid * sms > 0 ? grid * sms : 1;
+      if (dev < 64) fill[dev] = most;
+    }
     int64_t want = (n + 256 * 4 - 1) / (256 * 4);
-    if (want > (int64_t)grid * sms) want = (int64_t)grid * sms;
+    if (want > most) want = most;
     nonfinite_flat<T>
         <<<(unsigned)(want > 0 ? want : 1), 256, 0, (cudaStream_t)s>>>((const T *)src, n, flag);
   } else {
