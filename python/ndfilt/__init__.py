@@ -96,6 +96,7 @@ def solvers():
 @atexit.register
 def _shutdown():
     with _lock:
+        _pinned.close()
         for p in _plans.values():
             lib.ndf_plan_destroy(p)
         _plans.clear()
@@ -240,6 +241,99 @@ def _stream_of(kind, dev):
             return _cupy.cuda.get_current_stream().ptr
 
 
+class _PinnedBlock:
+    """Page-locked host memory under a numpy array (its base); back to the pool when the
+    array and its views are gone."""
+
+    def __init__(self, pool, ctx, ptr, nbytes, shape, dtype):
+        self.pool, self.ctx, self.ptr, self.nbytes = pool, ctx, ptr, nbytes
+        self.__array_interface__ = {"shape": shape, "typestr": dtype.str, "version": 3,
+                                    "data": (ptr, False)}
+
+    def __del__(self):
+        self.pool.release(self.ctx, self.ptr, self.nbytes)
+
+
+class _PinnedPool:
+    """New numpy outputs of calls on a CUDA context, in page-locked memory: the device copies
+    results into them directly, where an ordinary array takes them through a staging buffer and
+    has its pages first touched during the call. Freed blocks are kept for the next output of
+    the same size, as CuPy's pinned memory pool does; all blocks, in use or kept, stay under
+    NDFILT_PINNED_LIMIT bytes (default: an eighth of the RAM; 0 turns the pool off)."""
+
+    MIN_BYTES = 1 << 20  # smaller outputs gain nothing worth locking memory for
+
+    def __init__(self):
+        import os
+        try:
+            ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError, AttributeError):
+            ram = 8 << 30
+        env = os.environ.get("NDFILT_PINNED_LIMIT")
+        self.limit = int(env) if env else ram // 8
+        self.kept = {}  # nbytes -> [(ctx, pointer)]
+        self.total = 0  # bytes locked: in use and kept
+        self.closed = False
+
+    def _free(self, ctx, ptr, nbytes):
+        lib.ndf_array_free(ctx, C.byref(_desc(_lib.U8, (nbytes,), (1,), ptr, _lib.PLACE_HOST, 0)))
+        self.total -= nbytes
+
+    def empty(self, ctx, shape, dtype):
+        """A C-contiguous array in page-locked memory, or None where the pool declines."""
+        nbytes = math.prod(shape) * dtype.itemsize
+        if not _lib.HAVE_HOST_ALLOC or nbytes < self.MIN_BYTES:
+            return None
+        with _lock:
+            if self.closed or nbytes > self.limit:
+                return None
+            kept = self.kept.get(nbytes)
+            if kept:
+                ctx, ptr = kept.pop()
+            else:
+                for size, blocks in list(self.kept.items()):  # make room: drop other sizes
+                    while blocks and self.total + nbytes > self.limit:
+                        self._free(*blocks.pop(), size)
+                if self.total + nbytes > self.limit:
+                    return None
+                a = _lib.Array()
+                if lib.ndf_array_alloc_host(ctx, C.byref(a), _lib.U8, 1,
+                                            (C.c_int64 * 1)(nbytes)) != _lib.OK:
+                    return None
+                ptr = a.data
+                self.total += nbytes
+        return np.asarray(_PinnedBlock(self, ctx, ptr, nbytes, tuple(shape), dtype))
+
+    def release(self, ctx, ptr, nbytes):
+        with _lock:
+            if not self.closed:
+                self.kept.setdefault(nbytes, []).append((ctx, ptr))
+
+    def close(self):
+        """Frees the kept blocks; blocks in use then stay until the process ends."""
+        with _lock:
+            for size, blocks in self.kept.items():
+                for ctx, ptr in blocks:
+                    self._free(ctx, ptr, size)
+            self.kept.clear()
+            self.closed = True
+
+
+_pinned = _PinnedPool()
+_on_cuda = {}  # context pointer -> whether it is a CUDA context
+
+
+def _host_empty(shape, dtype):
+    """A new numpy output for a call on the current device: page-locked when that is a GPU."""
+    dtype = np.dtype(dtype)
+    ctx = _context(_device)
+    cuda = _on_cuda.get(ctx)
+    if cuda is None:
+        cuda = _on_cuda[ctx] = lib.ndf_context_place(ctx).kind == _lib.PLACE_CUDA
+    out = _pinned.empty(ctx, shape, dtype) if cuda else None
+    return np.empty(shape, dtype=dtype) if out is None else out
+
+
 def _empty_like(op, dtype, shape=None):
     """A new C-contiguous output of op's kind and shape (or the given shape)."""
     x = op.arr
@@ -252,7 +346,7 @@ def _empty_like(op, dtype, shape=None):
         import cupy
         with cupy.cuda.Device(op.dev):
             return cupy.empty(shape, dtype=dtype)
-    return np.empty(shape, dtype=dtype)
+    return _host_empty(shape, dtype)
 
 
 def _np_dtype(dt):
@@ -775,7 +869,7 @@ def _bank_outputs(input, src, output, nf):
             with cupy.cuda.Device(src.dev):
                 out = cupy.empty(shape, dtype=_np_dtype(dt))
         else:
-            out = np.empty(shape, dtype=_np_dtype(dt))
+            out = _host_empty(shape, _np_dtype(dt))
     ops = []
     for f in range(nf):
         o = out[f]

@@ -130,10 +130,16 @@ _sig = {
                                          P(CorrelateOpts)]),
     "ndf_execute_bank": (C.c_int, [C.c_void_p, P(Array), C.c_int, P(Array)]),
     "ndf_execute_n": (C.c_int, [C.c_void_p, C.c_int, P(Array), C.c_int, P(Array)]),
+    "ndf_array_free": (None, [C.c_void_p, P(Array)]),
 }
 for _name, (_res, _args) in _sig.items():
     _f = getattr(lib, _name)
     _f.restype, _f.argtypes = _res, _args
+# Page-locked host arrays (0.4 on).
+HAVE_HOST_ALLOC = hasattr(lib, "ndf_array_alloc_host")
+if HAVE_HOST_ALLOC:
+    lib.ndf_array_alloc_host.restype = C.c_int
+    lib.ndf_array_alloc_host.argtypes = [C.c_void_p, P(Array), C.c_int, C.c_int, P(C.c_int64)]
 # Only in libraries that have kernel superposition (0.2 on).
 HAVE_KS = hasattr(lib, "ndf_plan_ks")
 if HAVE_KS:

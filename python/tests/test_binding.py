@@ -1196,6 +1196,79 @@ class TestOutputs(unittest.TestCase):
         np.testing.assert_allclose(out, ref, atol=1e-5)
 
 
+class TestPinnedOutputs(unittest.TestCase):
+    """New numpy outputs of GPU calls come from a pool of page-locked blocks: results equal the
+    CPU path's, a freed block serves the next output of its size, the pool stays under its
+    limit and declines past it. On a CPU context the pool's own logic runs over the library's
+    plain host allocation."""
+
+    def pool(self, limit):
+        p = ndfilt._PinnedPool()
+        p.limit = limit
+        return p
+
+    def test_pool(self):
+        ctx = ndfilt._context("cpu")
+        mb = 1 << 20
+        p = self.pool(3 * mb)
+        a = p.empty(ctx, (256, 1024), np.dtype(np.float32))  # 1 MiB
+        self.assertIsNotNone(a)
+        self.assertTrue(a.flags.c_contiguous and a.flags.writeable)
+        a[...] = 7
+        ptr = a.ctypes.data
+        view = a[3:]
+        del a
+        self.assertEqual(p.kept, {})  # the view keeps the block in use
+        del view
+        self.assertEqual(p.kept, {mb: [(ctx, ptr)]})
+        b = p.empty(ctx, (1024, 256), np.dtype(np.float32))
+        self.assertEqual(b.ctypes.data, ptr)  # the kept block, reused
+        self.assertIsNone(p.empty(ctx, (4 * mb,), np.dtype(np.uint8)))  # over the limit
+        self.assertIsNone(p.empty(ctx, (100,), np.dtype(np.float32)))  # too small to lock
+        c = p.empty(ctx, (2 * mb,), np.dtype(np.uint8))
+        self.assertIsNotNone(c)
+        self.assertEqual(p.total, 3 * mb)
+        self.assertIsNone(p.empty(ctx, (mb,), np.dtype(np.uint8)))  # full
+        del c
+        d = p.empty(ctx, (mb // 2,), np.dtype(np.float64))  # 4 MiB: over the limit alone
+        self.assertIsNone(d)
+        e = p.empty(ctx, (mb // 4,), np.dtype(np.float64))  # 2 MiB: the kept 2 MiB block
+        self.assertIsNotNone(e)
+        del b
+        f = p.empty(ctx, (3 * mb // 2,), np.dtype(np.uint8))  # room made by dropping the 1 MiB
+        self.assertIsNone(f)  # 2 + 1.5 > 3 MiB even so
+        self.assertEqual(p.total, 2 * mb)
+        del e
+        p.close()
+        self.assertEqual(p.total, 0)
+        self.assertIsNone(p.empty(ctx, (mb,), np.dtype(np.uint8)))  # closed
+
+    def test_results(self):
+        if "cuda" not in ndfilt.device():
+            self.skipTest("numpy inputs run on the CPU here")
+        rng = np.random.default_rng(SEED + 47)
+        x = rng.uniform(-1, 1, (40, 130, 150)).astype(np.float32)
+        want = np.empty_like(x)
+        ndfilt.gaussian_filter(x, 2.5, mode="nearest", output=want)
+        got = ndfilt.gaussian_filter(x, 2.5, mode="nearest")
+        self.assertIsInstance(got.base, ndfilt._PinnedBlock)
+        np.testing.assert_array_equal(got, want)
+        ptr = got.ctypes.data
+        got2 = ndfilt.gaussian_filter(got, 2.5, mode="nearest")  # page-locked input too
+        np.testing.assert_allclose(got2, ndfilt.gaussian_filter(want, 2.5, mode="nearest"),
+                                   rtol=0, atol=0)
+        del got
+        got3 = ndfilt.gaussian_filter(x, 2.5, mode="nearest")
+        self.assertEqual(got3.ctypes.data, ptr)
+        np.testing.assert_array_equal(got3, want)
+        w = rng.uniform(-1, 1, (3, 3, 3, 3))
+        bank = ndfilt.correlate_bank(x, w)
+        self.assertIsInstance(bank.base, ndfilt._PinnedBlock)
+        for f in range(3):
+            ref = ndi.correlate(x.astype(np.float64), w[f])
+            np.testing.assert_allclose(bank[f], ref, rtol=0, atol=TOL * np.abs(ref).max())
+
+
 class TestEnvironment(unittest.TestCase):
     """Bad NDF_THREADS and NDF_DEVICE values are errors that say why, in a fresh process."""
 
