@@ -16,7 +16,10 @@ the Python call and a synchronisation of the device, so transfers and waits coun
     clock. ndfilt.ks is called with r_max set, as a dose engine knows its largest spread.
   - gaussian_filter of a numpy 256^3 float32, sigma 4.5, mode nearest: ndfilt with the device
     auto, cuda and cpu; cupyx.scipy.ndimage with cp.asarray and .get(); scipy; and the pinned
-    host -> device -> host round trip of the 64 MiB (CuPy, pinned buffers) for scale.
+    host -> device -> host round trip of the 64 MiB (CuPy, pinned buffers) for scale; ndfilt
+    with an output given (no allocation).
+  - more numpy calls (Gaussians small and large, a 7^3 correlate, a uniform filter): ndfilt
+    with the device auto, cuda and cpu, and the first call of each apart.
   - correlate with a CuPy image and CuPy weights (512^2, 7 x 7): ndfilt, cupyx.
   - the CLI as a process (`ndfilt gauss in.npy out.npy --sigma 4.5`, 256^3 float32): the
     default device, --device cpu, --device cuda; the best of 3 runs each.
@@ -108,6 +111,10 @@ def gaussian_rows(cp, quick):
         except Exception as e:  # no GPU
             res[f"ndfilt_{dev}_ms"] = None
             res[f"ndfilt_{dev}_error"] = str(e)[:200]
+    ndfilt.set_device("cuda" if res.get("ndfilt_cuda_ms") else "cpu")
+    out = np.empty_like(x)
+    res["ndfilt_given_output_ms"] = wall_ms(lambda: ndfilt.gaussian_filter(x, output=out, **kw),
+                                            none)
     ndfilt.set_device("auto")
     res["scipy_ms"] = wall_ms(lambda: ndi.gaussian_filter(x, **kw), none, reps=3)
     if cp is not None:
@@ -132,6 +139,45 @@ def gaussian_rows(cp, quick):
     print(f"gaussian numpy {shape}: " + ", ".join(
         f"{k} {v:.2f}" for k, v in res.items() if k.endswith("_ms") and v), flush=True)
     return res
+
+
+def numpy_rows(quick):
+    """More numpy calls, where the CPU or the GPU is the faster: ndfilt on each device and on
+    auto's; the first call of each (planning, and a GPU output's page-locked block) apart."""
+    rng = np.random.default_rng(4)
+    cases = [("gaussian_filter", (64, 64, 64), dict(sigma=2.0), None),
+             ("gaussian_filter", (2048, 2048), dict(sigma=3.0), None),
+             ("gaussian_filter", (256, 256, 256), dict(sigma=1.0, mode="nearest"), None),
+             ("correlate", (128, 128, 128), {}, rng.uniform(-1, 1, (7, 7, 7))),
+             ("uniform_filter", (256, 256, 256), dict(size=9), None)]
+    if quick:
+        cases = cases[:2]
+    none = lambda: None  # noqa: E731
+    rows = []
+    for name, shape, kw, w in cases:
+        x = rng.random(shape, dtype=np.float32)
+        f = getattr(ndfilt, name)
+        call = (lambda: f(x, w, **kw)) if w is not None else (lambda: f(x, **kw))
+        r = {"call": name, "shape": list(shape), "args": {k: v for k, v in kw.items()},
+             "weights": list(w.shape) if w is not None else None}
+        for dev in ["auto", "cuda", "cpu"]:
+            try:
+                ndfilt.set_device(dev)
+                t0 = time.perf_counter()
+                call()
+                r[f"{dev}_first_ms"] = (time.perf_counter() - t0) * 1e3
+                r[f"{dev}_ms"] = wall_ms(call, none)
+                r[f"{dev}_solver"] = ndfilt.last_solver()
+            except Exception as e:  # no GPU
+                r[f"{dev}_ms"] = None
+                r[f"{dev}_error"] = str(e)[:200]
+        ndfilt.set_device("auto")
+        best = min(v for v in (r["cuda_ms"], r["cpu_ms"]) if v)
+        r["auto_over_best"] = r["auto_ms"] / best if r.get("auto_ms") else None
+        print(f"numpy {name} {shape}: auto {r['auto_ms']:.2f} ({r['auto_solver']}), cuda "
+              f"{r['cuda_ms']}, cpu {r['cpu_ms']:.2f} ms", flush=True)
+        rows.append(r)
+    return rows
 
 
 def correlate_row(cp):
@@ -203,8 +249,28 @@ def markdown(doc):
                          ("pinned_roundtrip_ms", "pinned host->device->host copy alone")]:
             if g.get(k) is not None:
                 L.append(f"| {label} | {g[k]:.2f} |")
+        if g.get("ndfilt_given_output_ms") is not None:
+            L.append(f"| ndfilt, the faster device, `output=` given | "
+                     f"{g['ndfilt_given_output_ms']:.2f} |")
         if g.get("auto_over_best"):
             L.append(f"\nauto / the faster of ndfilt's cpu and cuda: {g['auto_over_best']:.2f}")
+        L += ["", "A new numpy output of a GPU call is page-locked memory from the binding's pool "
+              "(a freed output's block serves the next one of its size), which the device "
+              "copies into directly.", ""]
+    if doc.get("numpy"):
+        L += ["### More numpy calls: ndfilt on each device and on auto's", "",
+              "| call | shape | auto (ms) | cuda (ms) | cpu (ms) | auto / faster | auto's solver "
+              "| first call: auto, cuda, cpu (ms) |", "|---|---|---|---|---|---|---|---|"]
+        for r in doc["numpy"]:
+            args = ", ".join(f"{k}={v}" for k, v in r["args"].items())
+            if r["weights"]:
+                args = "x".join(map(str, r["weights"])) + " weights" + (", " + args if args else "")
+            def ms(v, f="%.2f"):
+                return "–" if v is None else f % v
+            first = ", ".join(ms(r.get(d + "_first_ms"), "%.1f") for d in ("auto", "cuda", "cpu"))
+            L.append(f"| {r['call']}({args}) | {'x'.join(map(str, r['shape']))} | "
+                     f"{r['auto_ms']:.2f} | {ms(r['cuda_ms'])} | {r['cpu_ms']:.2f} | "
+                     f"{r['auto_over_best']:.2f} | {r['auto_solver']} | {first} |")
         L.append("")
     c = doc.get("correlate")
     if c:
@@ -231,7 +297,7 @@ def main():
     ap.add_argument("--out", default="user-out")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--cli", default=None)
-    ap.add_argument("--parts", default="ks,gaussian,correlate,cli")
+    ap.add_argument("--parts", default="ks,gaussian,numpy,correlate,cli")
     a = ap.parse_args()
     try:
         import cupy as cp
@@ -248,7 +314,7 @@ def main():
                     "date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count()}}
     os.makedirs(a.out, exist_ok=True)
     parts = [("ks", lambda: ks_rows(cp, a.quick)), ("gaussian", lambda: gaussian_rows(cp, a.quick)),
-             ("correlate", lambda: correlate_row(cp))]
+             ("numpy", lambda: numpy_rows(a.quick)), ("correlate", lambda: correlate_row(cp))]
     if a.cli:
         parts.append(("cli", lambda: cli_rows(a.cli, a.quick)))
     for name, fn in parts:
