@@ -39,16 +39,18 @@ static int all_host(const ndf__problem *pb) {
 }
 
 /* ndf__staging_cost: a CUDA plan's host arrays go through its pinned buffers: the input
- * packed and copied in, the outputs copied back and unpacked, the copies overlapping the packing.
- * 15 GB/s over the bytes both ways and 30 us a call: the 64 MiB float32 volume's round trip took
- * 9 ms besides the filtering on an H200 host (16 cores), the host's memory bandwidth and the
- * output's first-touch page faults more than the link. */
+ * packed and copied in chunks, the packing on every core overlapping the copies, the outputs
+ * copied back (directly into page-locked outputs). 45 GB/s over the bytes both ways and 40 us a
+ * call: on an H200 host (16 cores) the 64 MiB float32 volume's round trip took 2.8 ms besides
+ * the filtering, and a 1 MiB one's 0.11 ms, with outputs that were page-locked (the Python
+ * binding's) or already touched. A fresh output's first-touch page faults cost more (up to
+ * 10 ms for 64 MiB); a caller that reuses its outputs does not pay them. */
 double ndf__staging_cost(const ndf__problem *pb) {
   const int hin = pb->in.place.kind == NDF_PLACE_HOST, hout = pb->out.place.kind == NDF_PLACE_HOST;
   if (!hin && !hout) return 0;
   const double bytes = 4.0 * ((hin ? (double)ndf_array_size(&pb->in) : 0) +
                               (hout ? (double)ndf_array_size(&pb->out) * (double)pb->nout : 0));
-  return 30e-6 + bytes / 15e9;
+  return 40e-6 + bytes / 45e9;
 }
 
 /* auto's rule: the cheapest solver of pb (NULL if none applies; skip[i]: solver i is out, NULL:
