@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """bench/auto_choices.py - what method auto picks on this GPU, and whether it should have:
 
   python3 bench/auto_choices.py --out DIR     # writes DIR/auto.json, DIR/auto.md

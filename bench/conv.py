@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """bench/conv.py - the non-separable convolution and FFT filtering families (issue 04; the seed
 is Eklund's thesis, Figs 1.6/1.8/1.10: throughput against kernel size in 2-D, 3-D and 4-D).
 It takes bench/peers.py's timers, peers and measured ceilings:

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """bench/dask_bench.py - ndfilt.dask against dask-image on the same dask arrays and cluster:
 
   python3 bench/dask_bench.py [--out DIR] [--workers N] [--quick]

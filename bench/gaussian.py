@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """bench/gaussian.py - the separable-convolution and Gaussian FIR families of bench/peers.py
 (issue 03), run by peers.py with its timers and peers:
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """bench/iir.py - the recursive (IIR) Gaussian benchmark (issue 05; the seed is Cong, Huang and
 Zou, "3D Recursive Gaussian IIR on GPUs and FPGAs", Tables I-II):
 

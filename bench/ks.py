@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """bench/ks.py - the kernel-superposition (KS) benchmark (seed 000: da Silva, Ansorge and Jena,
 "Efficient scatter-based kernel superposition on GPU", sections Benchmarking and Results):
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """bench/ks_plots.py - the kernel-superposition benchmark's figures from bench/ks.py's JSON,
 like the seed's Figs. 2, 3 and 6 (time against r_max, log y, 512^2):
 

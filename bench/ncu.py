@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """ncu.py - Nsight Compute profile of ndfilt's GPU kernels (family `ncu`): separable (issue 03)
 and non-separable direct and FFT (issue 04).
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """bench/peers.py - the separable family (`sep`): times ndfilt and its peers on the same arrays in
 one process, with the machine's ceilings (device-to-device copy bandwidth, FP32 FMA rate)
 measured in the same run. Writes sep.json, sep.md, correlate1d.png and gaussian.png to --out:

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """bench/report.py - BENCHMARKS.md from the current result sets, one per benchmark family:
 
   python3 bench/report.py [--results DIR] [--out FILE]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """bench/timing.py - the CPU timer bench/peers.py and bench/gaussian.py share (the latter also
 in its child processes, which do not import peers.py), the CUDA-event timer of bench/iir.py and
 bench/ks.py; the bench scripts' line for a family that did not run, the commit and GPU they

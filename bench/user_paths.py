@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """bench/user_paths.py - the "user paths" benchmark family: what users call, timed as they call
 it, beside the alternative they have, in one run on one machine.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fuzz_common.h - a reader's libFuzzer harness: the input bytes become a file with the
  * format's extension (the libraries read by name), which ndf_image_read must either read
  * or refuse with a message naming it; it must never crash, leak or read out of bounds. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fuzz_fits.c - libFuzzer harness for the FITS reader (cfitsio; gzipped and tile-compressed
  * inputs included, as cfitsio detects them by their bytes). */
 #include "fuzz_common.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fuzz_kernel.c - libFuzzer harness for the CLI's .npy kernel reader (tools/kernels.c): the
  * input bytes become a file, which ndf_cli_kernel_read must read or refuse with a message
  * naming it; it must never crash, leak or read out of bounds. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fuzz_nifti.c - libFuzzer harness for the NIfTI reader: input that starts as gzip data does
  * (1f 8b) is read as a .nii.gz, through zlib, the rest as a .nii. */
 #include "fuzz_common.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fuzz_npy.c - libFuzzer harness for the .npy reader. */
 #include "fuzz_common.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fuzz_png.c - libFuzzer harness for the PNG reader. A small input may declare a huge image:
  * the read limit refuses one over 256 MB, below libFuzzer's memory limit (-rss_limit_mb). */
 #include "fuzz_common.h"

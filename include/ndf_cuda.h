@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ndf_cuda.h - CUDA-only extras of ndfilt: streams. Include after ndf.h. */
 #ifndef NDF_CUDA_H
 #define NDF_CUDA_H

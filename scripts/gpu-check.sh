@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # gpu-check.sh - everything GPU in one call, for the lent GPU machine: build for sm_90 with all
 # cores, run every test (CUDA ones must run, not skip), compute-sanitizer memcheck / racecheck /
 # synccheck / initcheck over the CUDA tests, the demo, the benchmarks, and a short summary table

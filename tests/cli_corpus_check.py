@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """cli_corpus_check.py - the ndfilt tool over the readers' corpus (fuzz/corpus) and corrupt
 variants of every file in it: truncated at several points, bytes flipped, a gzip trailer cut.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """cli_formats_check.py - the ndfilt tool on real file formats, checked independently.
 
 Files are written and read back by the field's own Python readers (nibabel, tifffile,

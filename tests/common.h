@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* common.h - test helpers: seeded random data, strided layouts, poison, error reports. */
 #ifndef NDF_TEST_COMMON_H
 #define NDF_TEST_COMMON_H

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """io_check_common.py - what the io_*_check.py scripts share: the modules they need (ctest's
 skip, 77, without them), io_convert ($IO_CONVERT) and its --info, the failures, the seed
 (NDF_TEST_SEED repeats a run), a scratch directory, arrays compared in a message, and the real

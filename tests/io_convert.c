@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* io_convert.c - reads an image in any format and writes it in any other (or the same),
  * metadata included, through src/io; the tests' bridge to nibabel, astropy and tifffile.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """io_fits_check.py - FITS through io_convert against astropy, the reference reader and writer.
 
 astropy writes random images (u8, i8, i16, u16, i32, u32, i64, f32, f64 and scaled i16 with

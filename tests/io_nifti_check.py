@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """io_nifti_check.py - src/io's NIfTI reader and writer against nibabel.
 
 nibabel writes random volumes (3-D and 4-D; uint8, uint16, int16, float32, float64 and the

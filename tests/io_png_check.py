@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """io_png_check.py - src/io's PNG reader and writer against a PNG codec written apart here
 (numpy, zlib, struct), through io_convert.
 

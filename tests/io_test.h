@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* io_test.h - what the file-format tests (test_io_*.c, test_npy.c) share: their scratch
  * directory and paths in it, whole files written and read back, the temporaries a write may
  * leave, reads and io_convert runs that must fail, and writes under a file size limit. */

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """io_tiff_check.py - src/io's TIFF reader and writer against tifffile, through io_convert.
 
 tifffile writes files (random data of every sample type it has, gray and RGB(A), single pages and

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """reliability_check.py - the ndfilt tool under hostile and careless use: nothing lost,
 nothing silently wrong, bounded resources.
 

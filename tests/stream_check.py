@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The tool on files larger than its memory limit (--memory-limit): a file four times the
 limit filtered a slab at a time with its peak resident memory (getrusage of the process) under
 the limit plus a small constant, the output the same as the in-memory run's (bitwise where the

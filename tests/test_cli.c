@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_cli.c - the ndfilt tool end to end: commands, exit codes, no output on failure.
  * usage: test_cli PATH/TO/ndfilt */
 #include <sys/stat.h>

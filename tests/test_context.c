@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_context.c - device choice (auto, NDF_DEVICE, explicit), threads, version. */
 #include <unistd.h>
 

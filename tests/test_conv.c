@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_conv.c - N-dimensional correlate/convolve solvers against the float64 reference, on
  * random shapes (1-4-D), kernels (odd, even, longer than the array), origins, per-axis modes,
  * dtypes, strides, places and in-place calls; filter banks against the reference and against

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_errors.c - bad arguments give the right status and leave the output untouched. */
 #include "common.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_iir.c - the recursive Gaussian (gaussian methods iir_alvarez, iir_deriche, iir_vyv, iir
  * and the IIR solvers) against the float64 reference of ref.h (lines extended by their end
  * values: no Triggs-Sdika start) and against the true Gaussian; the filters' design; dtypes,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_io_fits.c - FITS through src/io: round trips of every dtype and shape (plain, gzipped,
  * tile-compressed), the widened types written back, cards and spacing kept, HDU selection, the
  * file's other HDUs and its tile compression kept on writing, CRPIX moved with the origin, time

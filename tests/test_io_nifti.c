@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_io_nifti.c - NIfTI round trips (every dtype, 1-4 axes, .nii and .nii.gz), the
  * header kept through a same-format round trip, the widened and scaled sample types, voxel
  * sizes and the time axis, the affines moved with the array's origin, and clear errors on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_io_tiffpng.c - TIFF and PNG through src/io: round trips of every type and layout, files
  * made by libtiff and libpng themselves (strips, tiles, codecs, bit depths, palettes,
  * transparency, interlacing, byte orders), metadata kept by same-format writes (sample layout,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_ks.c - kernel superposition (ndf.h, "ks") against the float64 reference (src/ref) on
  * random images and sigma maps, plus properties with no oracle: sigma 0 is the identity, a
  * delta gives the outer product of Eq. 4's 1-D kernels, normalize preserves mass, results

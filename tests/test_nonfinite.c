@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_nonfinite.c - NaN and Inf reach exactly the outputs scipy.ndimage's would, under method
  * auto and under every exact solver named: correlate (scipy leaves weights <= DBL_EPSILON out
  * of its sum), separable filters and the Gaussian (every weight counts), filter banks, against

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_npy.c - .npy round trips, strided writes, Fortran-order files, and clear errors on
  * bad files (overflowing shapes, special files, the read limit; raw files for the last two). */
 #include <signal.h>

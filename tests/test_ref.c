@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_ref.c - the float64 reference against scipy.ndimage outputs (tests/golden_scipy.h). */
 #include "common.h"
 #include "golden_scipy.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_sep.c - separable solvers (correlate1d/convolve1d, sepfilter, gaussian) against the
  * float64 reference, on random shapes, kernels, modes, dtypes, strides and places.
  * usage: test_sep cpu|cuda [method]  (exit 77 = skipped: no usable device)

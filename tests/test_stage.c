@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_stage.c - host arrays through a CUDA plan's staging, which moves them in chunks of 2^20
  * elements: arrays of several chunks (and a part one), every dtype in and out, contiguous,
  * strided and reversed views, the plan run twice; a copy (sepfilter with no filtered axis) must

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cli.h - pieces shared by the ndfilt command-line tool's files. */
 #ifndef NDF_CLI_H
 #define NDF_CLI_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* demo.c - `ndfilt demo`: Gaussian, Laplacian and quadrature filters on a noisy 3-D Shepp-Logan
  * phantom, timed. */
 #include <math.h>

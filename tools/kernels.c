@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kernels.c - the CLI's named kernels and .npy kernel files (any numeric dtype, as float64). */
 #include "kernels.h"
 

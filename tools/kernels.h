@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kernels.h - the CLI's kernels: named ones (laplace, sobel-*, quadrature) and .npy files. */
 #ifndef NDF_CLI_KERNELS_H
 #define NDF_CLI_KERNELS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* phantom.c - modified 3-D Shepp-Logan phantom (ten ellipsoids) with Gaussian noise. */
 #include "phantom.h"
 

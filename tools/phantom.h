@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* phantom.h - the demo's test volume: a noisy 3-D Shepp-Logan head phantom. */
 #ifndef NDF_PHANTOM_H
 #define NDF_PHANTOM_H

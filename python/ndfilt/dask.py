@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """ndfilt.dask - ndfilt's filters on dask arrays, through dask's own overlap machinery.
 
 Each function takes a dask array (chunks of numpy or CuPy arrays) and the arguments of the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Binding tests: ndfilt against scipy.ndimage on random inputs; argument errors; GPU
 round trips (CuPy, torch) without host copies when those are present."""
 import inspect

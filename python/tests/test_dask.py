@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """ndfilt.dask on a dask.distributed LocalCluster (two worker processes): every operation
 against the unchunked ndfilt call on random arrays and random chunkings, chunks far smaller
 than the kernels included, every mode; the README's zarr example; refusals. Skips (exit 77)

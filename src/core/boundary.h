@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* boundary.h - scipy.ndimage boundary modes as an index map, for host and device code. */
 #ifndef NDF_BOUNDARY_H
 #define NDF_BOUNDARY_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* context.c - device choice (NDF_DEVICE, auto-detect) and CPU threads. */
 #include <errno.h>
 #include <limits.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* elem.h - element load/store with dtype conversion, shared by CPU code. */
 #ifndef NDF_ELEM_H
 #define NDF_ELEM_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* iir.c - design of the recursive Gaussian filters and the float64 line filter (iir.h says
  * what each method is and how its boundary is started). */
 #include <complex.h>

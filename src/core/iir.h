@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* iir.h - recursive (IIR) Gaussian smoothing along one axis: the filters' design and the
  * float64 line filter every IIR solver follows (the GPU and CPU designs after Cong, Huang and
  * Zou, "3D Recursive Gaussian IIR on GPUs and FPGAs").

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ks_weight.h - Eq. 4 of the kernel superposition (ndf.h, "ks") in float32, the one formula the
  * CUDA solvers use (ks_kernel.cu), kept here so that tests can check it on any machine.
  *

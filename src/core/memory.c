@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* memory.c - array allocation and copies on the host or the context's CUDA device. */
 #include <stdlib.h>
 #include <string.h>

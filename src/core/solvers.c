@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* solvers.c - the backends' registrations: the table of solvers the planner chooses from, each
  * backend's as it registers them (cpu/backend.c, cuda/backend.c), made once; and the device
  * backend's services (ndf__device). The one place core names a backend. */

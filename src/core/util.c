@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* util.c - status and type names, array descriptions and their validation, messages. */
 #include <stdint.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* box.c - cpu_box: separable filters whose weights along each filtered axis are one value (a
  * box: scipy's uniform_filter), by running sums, at a cost that does not grow with the box.
  *

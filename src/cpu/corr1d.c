@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* corr1d.c - cpu_corr1d, plain one-axis correlate1d on the CPU: each line copied with its
  * extension, then a dot product per output. The baseline cpu_sep is measured against. */
 #include <stdlib.h>

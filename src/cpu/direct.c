@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* direct.c - cpu_direct for N-dimensional correlation: the input is copied once into a
  * float32 array extended by the kernel on every axis (the modes applied there, so the loops
  * below have no boundary tests), then each output row accumulates, for every kernel row, a

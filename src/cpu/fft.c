@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fft.c - cpu_fft for N-dimensional correlation, by FFTW (single precision, threaded).
  * The input is copied into a float32 array extended by the kernel on every axis, the modes
  * applied there, exactly as cpu_direct does (direct.c); what is left is the "valid"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* host.h - what the CPU solvers share: their arrays to and from float32 C order. */
 #ifndef NDF_CPU_HOST_H
 #define NDF_CPU_HOST_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* iir.c - cpu_iir: the recursive Gaussian (core/iir.h) on the CPU, OpenMP.
  *
  * Every axis is filtered as ndf__iir_line filters one line, in float64, but W lines at a time: W

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ks.c - cpu_ks: kernel superposition (ndf.h, "ks") on the CPU, OpenMP, float64 arithmetic.
  *
  * The input is read once into a float64 copy (any dtype, any strides, possibly the output

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sep.c - cpu_sep: separable filtering on the CPU, one cache-friendly pass per axis.
  *
  * Every pass reads one float32 C-contiguous array and writes another. Three kinds:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* backend.c - the CUDA backend's solvers, in the order the planner meets them: a solver is its
  * file (defining `const ndf__solver ndf__cuda_<name>`) and its line here; the kernel-superposition
  * family is a table of its own (src/cuda/ks.c), registered whole. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* common.cuh - device helpers shared by the kernels. */
 #ifndef NDF_CUDA_COMMON_CUH
 #define NDF_CUDA_COMMON_CUH

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // convert.cu - dtype conversion between strided device arrays and contiguous float32 buffers.
 #include <cuda_runtime.h>
 #include <stdint.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* corr1d.c - host side of cuda_corr1d, the plain one-axis CUDA correlate1d solver (the
  * baseline cuda_sep is measured against). */
 #include <stdlib.h>

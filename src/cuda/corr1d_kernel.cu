@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // corr1d_kernel.cu - plain correlate1d kernel: one thread per output element, strided float32.
 #include <cuda_runtime.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // corr_fft_kernel.cu - the element-wise kernels around cuFFT for cuda_fft (fft.c):
 // the mode-extended, zero-padded input in the transform buffer, the spectral product, and
 // the crop of the result. All are memory-bound grid-stride loops over 4-D index spaces.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // corr_kernel.cu - cuda_direct for N-dimensional correlation on contiguous float32 arrays.
 //
 // The arrays are seen as [n0][n1][Y][X]. A block makes a TY x TX output tile of one

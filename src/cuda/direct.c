@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* direct.c - host side of cuda_direct for N-dimensional correlation (corr_kernel.cu):
  * the kernel in float32 on the device, the arrays seen as 4-D, strided views gathered into
  * (or scattered from) contiguous buffers from the stream-ordered allocator for that call. */

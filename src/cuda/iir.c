@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* iir.c - host side of cuda_iir: the recursive Gaussian (core/iir.h), one pass per filtered
  * axis, the last axis first, between contiguous float32 device arrays. An axis of length 1 is
  * left alone (every method's DC gain is 1).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // iir_chunk.cuh - the chunked recursive pass's pieces (iir_chunk_kernel.cu): Deriche's filter
 // as two first-order complex recursions in float32, their parameters for chunks of C samples,
 // a chunk's end states, its recursions, the chaining of a line's chunks, and complex

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // iir_chunk_kernel.cu - cuda_iir's pass for the parallel form (Deriche) on lines that fit in
 // one block: every line is read once and written once, its chunks held in registers.
 //

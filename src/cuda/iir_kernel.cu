@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // iir_kernel.cu - cuda_iir's passes (iir.c): the recursions of core/iir.h along one axis of a
 // contiguous float32 array, a thread per line.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // iir_tc_kernel.cu - cuda_iir's pass for the parallel form (Deriche) on tensor cores: the
 // chunked recursion of iir_chunk_kernel.cu written as matrix products, one warp to a group of
 // lines. The design's figures, and the alternatives they rule out:

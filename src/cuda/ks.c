@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ks.c - host side of the CUDA kernel-superposition solvers (ks_kernel.cu, the scatters;
  * ks_gather_kernel.cu, the gathers; ks_prep_kernel.cu, the maps' preparation): the plan's
  * buffers, and the preparation of the maps on the device (their float32 sigmas, scales and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // ks_gather_kernel.cu - the gathers of kernel superposition (ndf.h, "ks") on the GPU: the
 // eighteen of da Silva, Ansorge and Jena ("gather approach"), over arrays seen as 3-D [z][y][x].
 //

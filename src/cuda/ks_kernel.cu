@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // ks_kernel.cu - the scatters of kernel superposition (ndf.h, "ks", Eq. 2a) on the GPU: the
 // five variants of da Silva, Ansorge and Jena (Algorithm 1) and a sixth, over arrays seen as 3-D
 // [z][y][x]. The gathers are in ks_gather_kernel.cu.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // ks_prep_kernel.cu - the device side of a kernel-superposition plan's preparation (ndf.h, "ks"):
 // the sigma maps checked and turned into the solvers' float32 sigmas, scales and radii, and the
 // tiles' radius tables the scatters and gathers launch by, all on the GPU, so that maps given

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* launch.h - C entry points of the CUDA kernels (.cu files); arrays padded to 4-D views. */
 #ifndef NDF_CUDA_LAUNCH_H
 #define NDF_CUDA_LAUNCH_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sep.c - host side of cuda_sep: one kernel pass per filtered axis (sep_kernel.cu).
  *
  * The passes run between contiguous float32 device arrays. The last pass writes

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // sep_kernel.cu - one pass of a separable filter on contiguous float32 arrays (cuda_sep).
 //
 // rows: along the last axis. A block of RT threads filters RP*RT consecutive outputs of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stage.c - CUDA devices, streams, and staging of host or non-float32 arrays for CUDA solvers. */
 #include <math.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* convert.h - samples stored in a file's own type, for the format files: what a writer
  * does with the exact widenings of image.h (i8 -> i16; u32, i32, u64, i64 -> f64) when it
  * writes an array back as the type it came from. */

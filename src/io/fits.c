@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fits.c - FITS images over cfitsio: read an image HDU, write it back in its file's company.
  *
  * Reading takes the primary HDU's image, or the first image extension when the primary is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* formats.h - each file format's reader and writer (one .c file each), for image.c.
  *
  * A reader fills img completely (a, format, channel_axis, spacing, meta) or leaves it

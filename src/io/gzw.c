@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gzw.c - gzip output in independent members, compressed in parallel (see gzw.h). */
 #include "gzw.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gzw.h - writing gzip files quickly: the data cut into chunks, each compressed on its own
  * thread into a gzip member of its own (RFC 1952 allows any number, and zlib, Python's gzip,
  * nibabel and nifticlib read them all as one stream). libdeflate compresses where the build

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* image.c - dispatch over the file formats, and what they share. */
 #define _DEFAULT_SOURCE /* mkstemps, MAP_ANONYMOUS */
 #include "image.h"

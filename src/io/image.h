@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* image.h - images on disk: one interface over every file format ndfilt reads and writes.
  *
  * An image is a host array in C order, slowest axis first (numpy's and the library's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nifti.c - NIfTI-1 and NIfTI-2 single files (.nii, .nii.gz) over nifticlib.
  *
  * nifticlib trusts the header it reads: its reader allocates what dim[] and datatype ask

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* npy.c - numpy .npy reader (C or Fortran order) and atomic writer. */
 #include "npy.h"
 

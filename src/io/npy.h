@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* npy.h - numpy .npy files (v1-v3), little-endian u8/u16/i16/f32/f64. */
 #ifndef NDF_IO_NPY_H
 #define NDF_IO_NPY_H

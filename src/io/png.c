@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* png.c - PNG over libpng: gray as (h, w), colour as planar channels (c, h, w). */
 #include <errno.h>
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* raw.c - raw little-endian samples, C order, with the shape and dtype given by the caller. */
 #include <errno.h>
 #include <stdint.h>

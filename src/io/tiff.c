@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tiff.c - TIFF over libtiff: a file's pages as one stack (an ImageJ hyperstack's as its
  * channels, frames and slices), colour as planar channels. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* correlate.c - N-dimensional correlation and convolution with a dense kernel
  * (scipy.ndimage.correlate / convolve): validation, the convolve-to-correlate
  * flip, the "direct" / "fft" method names, and plans. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gaussian.c - the Gaussian filter (ndf.h, "gaussian"): options, scipy's kernels, and its two
  * forms as candidate problems: the FIR filter (a separable filter of gaussian_filter1d's kernels,
  * scipy's result) and the recursive filters (approximations of the untruncated Gaussian); the

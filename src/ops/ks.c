@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ks.c - spatially varying Gaussian kernel superposition (ndf.h, "ks"; da Silva, Ansorge and
  * Jena): option and sigma-map validation, the full output's shape, plans. */
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sepfilter.c - separable filters: correlate1d/convolve1d and sepfilter. Validation, scipy's
  * convolve-to-correlate flip, and plans; the problem builder the Gaussian's FIR form shares
  * (gaussian.c). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ref.c - float64 references: correlations as a direct sum over the kernel per output element,
  * the recursive Gaussian over lines extended by their end values (in long double). */
 #include "ref.h"

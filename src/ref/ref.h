@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ref.h - float64 reference implementations, slow on purpose: the test oracle. */
 #ifndef NDF_REF_H
 #define NDF_REF_H
