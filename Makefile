@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # ndfilt - top-level shortcuts over CMake. `make demo` and `make test` work on a fresh machine.
 BUILD     ?= build
 ASAN      ?= build-asan
@@ -8,6 +9,10 @@ PREFIX    ?= /usr/local
 CMAKE_FLAGS ?=
 # ON in CI (.ci/run): compiler warnings are errors.
 WERROR    ?= OFF
+# `make demo`: its volumes (about 240 MB, replaced by each run) go to the user's cache, not the
+# tree; its build's output goes to $(BUILD)/build.log unless V=1.
+DEMO_OUT  ?= $(if $(XDG_CACHE_HOME),$(XDG_CACHE_HOME),$(if $(HOME),$(HOME)/.cache,/tmp))/ndfilt/demo
+V         ?= 0
 # nvcc is often installed outside PATH.
 NVCC := $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
 ifneq ($(NVCC),)
@@ -28,8 +33,19 @@ build: configure
 deps:
 	@scripts/deps.sh
 
-demo: deps build
-	$(BUILD)/ndfilt demo
+# Quiet: the demo's own lines and table only (and one line before a first build, which takes
+# minutes with CUDA); the build's output is in $(BUILD)/build.log, shown if the build fails.
+demo: deps
+ifeq ($(V),1)
+	$(MAKE) --no-print-directory build
+else
+	@test -x $(BUILD)/ndfilt || echo "demo: building ndfilt in $(BUILD)/ (log: $(BUILD)/build.log; V=1 shows it)"
+	@mkdir -p $(BUILD)
+	@$(MAKE) --no-print-directory build >$(BUILD)/build.log 2>&1 || \
+	  { tail -30 $(BUILD)/build.log; echo "demo: the build failed; all of it is in $(BUILD)/build.log" >&2; exit 1; }
+endif
+	@mkdir -p "$(DEMO_OUT)"
+	@$(BUILD)/ndfilt demo --out "$(DEMO_OUT)"
 
 # CPU tests always run; CUDA tests report "skipped" without a usable GPU.
 # Then the same tests once more under AddressSanitizer + UBSan (CPU build).
@@ -43,9 +59,15 @@ test: deps build
 # golden data aside); `clang-format -i` on the files it names fixes them.
 FORMAT_FILES = $(shell git ls-files 'src/*' 'include/*' 'tools/*' 'tests/*' 'fuzz/*' 2>/dev/null \
                  | grep -E '\.(c|h|cu|cuh)$$' | grep -v golden_scipy)
+# And every source file's licence line (docs/architecture.md, "Conventions"): SPDX first, or
+# second after a #! line.
+SPDX_FILES = $(shell git ls-files 2>/dev/null | grep -E '\.(c|h|cu|cuh|py|sh|cmake)$$|(^|/)(CMakeLists\.txt|Makefile)$$')
 format-check:
 	@command -v clang-format >/dev/null || { echo "format-check: clang-format not found (make deps)"; exit 1; }
 	@clang-format --dry-run --Werror $(FORMAT_FILES) && echo "format-check: $(words $(FORMAT_FILES)) files formatted"
+	@missing=$$(for f in $(SPDX_FILES); do head -2 "$$f" | grep -q 'SPDX-License-Identifier: BSD-3-Clause' || echo "$$f"; done); \
+	  if [ -n "$$missing" ]; then echo "format-check: no SPDX-License-Identifier line at the top of:" $$missing; exit 1; fi; \
+	  echo "format-check: $(words $(SPDX_FILES)) files with an SPDX line"
 
 test-asan:
 	cmake -S . -B $(ASAN) -DCMAKE_BUILD_TYPE=Debug -DNDF_SANITIZE=ON -DNDF_ENABLE_CUDA=OFF \

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fft.c - cuda_fft for N-dimensional correlation (and filter banks) by cuFFT.
  *
  * Per axis the input is extended by the mode to e = n + k - 1 samples (the extended sample
@@ -98,7 +99,8 @@ static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_co
   const ndf__corr *c = pb->params;
   state s;
   size_t bytes;
-  if (!sizes(pb, &s, &bytes)) return INFINITY;
+  /* Without cuFFT (cufft_load.c) auto takes any other solver; one named says why in make. */
+  if (!sizes(pb, &s, &bytes) || !ndf__cufft_load(NULL)) return INFINITY;
   const double N = (double)s.L[0] * (double)s.L[1] * (double)s.L[2] * (double)s.L[3];
   const double nf = (double)c->nf, n = (double)ndf_array_size(&pb->in), bw = ndf__bw_scale(ctx),
                f = fft_seconds(s.L, bw), E = 3.5e12 * bw;
@@ -244,6 +246,9 @@ static cufftResult make_plans(state *s, size_t *work) {
 
 static ndf_status make(ndf_plan *p) {
   const ndf__corr *c = p->pb.params;
+  const char *why;
+  if (!ndf__cufft_load(&why))
+    return ndf__fail(p->ctx, NDF_EUNSUPPORTED, "cuda_fft: cuFFT cannot be loaded: %s", why);
   state *s = calloc(1, sizeof *s);
   if (!s) return ndf__fail(p->ctx, NDF_ENOMEM, "cuda_fft: out of host memory");
   p->state = s;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* host.h - helpers for the host side of CUDA solvers (src/cuda/stage.c). */
 #ifndef NDF_CUDA_HOST_H
 #define NDF_CUDA_HOST_H
@@ -22,6 +23,10 @@ typedef struct {
 int ndf__cuda_contig_begin(ndf__contig *c, const ndf_array *in, int nout, ndf_array *out,
                            void *stream);
 int ndf__cuda_contig_end(ndf__contig *c, int err, ndf_array *out, void *stream);
+
+/* Whether cuFFT could be opened (cufft_load.c: on first use, not linked); if not, *reason says
+ * why. */
+int ndf__cufft_load(const char **reason);
 
 /* NDF_OK for err == 0, else records what failed and maps the CUDA error. */
 ndf_status ndf__cuda_check(const ndf_context *ctx, int err, const char *what);
