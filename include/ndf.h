@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ndf.h - ndfilt public API: N-dimensional image filtering on CPUs and CUDA GPUs. */
 #ifndef NDF_H
 #define NDF_H
@@ -497,6 +498,33 @@ NDF_API ndf_status ndf_ks(ndf_context *ctx, const ndf_array *in, ndf_array *out,
 /* The NDF_KS_FULL output's shape for these maps (in's ndim entries) and R. */
 NDF_API ndf_status ndf_ks_full_shape(ndf_context *ctx, const ndf_array *in, const ndf_array *sigma,
                                      int nsig, double n_sigma, int64_t *shape, int64_t *R);
+
+/* ------------------------------------------------------------ rank filters */
+
+/* Options of the rank filters. Zero-filled (with struct_size set) means scipy's defaults:
+ * mode reflect on every axis, cval 0, origin 0, method auto. */
+typedef struct ndf_rank_opts {
+  size_t struct_size;          /* sizeof(ndf_rank_opts) */
+  const char *method;          /* NULL or "auto"; or the solver's name: "cpu_rank" */
+  ndf_mode mode[NDF_MAX_DIMS]; /* per axis (scipy's minimum and maximum filters take one each) */
+  int origin[NDF_MAX_DIMS];    /* per axis, -(k/2) <= origin <= (k-1)/2 for a footprint of k */
+  double cval;                 /* value outside the array for NDF_MODE_CONSTANT */
+} ndf_rank_opts;
+
+/* scipy.ndimage.rank_filter: out[i] is the value of rank `rank` (0: the smallest) among the
+ * samples in[i + j - k/2 - origin] for the offsets j where the footprint is non-zero (samples
+ * outside the array taken by each axis's mode), negative ranks counting from the largest as
+ * scipy's (-1: the largest). minimum_filter is rank 0, maximum_filter rank n - 1,
+ * median_filter rank n / 2 (n: the footprint's non-zero count). `footprint` is a C-contiguous
+ * array of fshape[0..in->ndim-1] bytes, copied by the call, or NULL for the whole box fshape.
+ * Exact in any dtype: the result is one of the samples (or cval), stored in out's dtype. A box's
+ * minimum or maximum costs the same at any size (van Herk / Gil-Werman). NaN: unspecified. */
+NDF_API ndf_status ndf_plan_rank(ndf_plan **plan, ndf_context *ctx, const ndf_array *in,
+                                 const ndf_array *out, int64_t rank, const unsigned char *footprint,
+                                 const int64_t *fshape, const ndf_rank_opts *opts);
+NDF_API ndf_status ndf_rank(ndf_context *ctx, const ndf_array *in, ndf_array *out, int64_t rank,
+                            const unsigned char *footprint, const int64_t *fshape,
+                            const ndf_rank_opts *opts);
 
 #ifdef __cplusplus
 }

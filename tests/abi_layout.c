@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* abi_layout.c - the public structs' sizes and field offsets as this compiler lays out ndf.h,
  * one "struct field offset size" line each ("struct - 0 size" for the whole), for the check
  * that the Python binding's ctypes mirrors (python/ndfilt/_lib.py) have not drifted. */
@@ -68,5 +69,11 @@ int main(void) {
   F(ndf_ks_opts, tile_rows);
   F(ndf_ks_opts, r_max);
   F(ndf_ks_opts, block_rows);
+  S(ndf_rank_opts);
+  F(ndf_rank_opts, struct_size);
+  F(ndf_rank_opts, method);
+  F(ndf_rank_opts, mode);
+  F(ndf_rank_opts, origin);
+  F(ndf_rank_opts, cval);
   return 0;
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ndfilt.c - the ndfilt command-line tool: info, demo, and filters on .npy files. */
 #define _DEFAULT_SOURCE /* madvise, MAP_ANONYMOUS: besides POSIX */
 #include <errno.h>
@@ -37,6 +38,8 @@ static const char *usage_main =
     "  conv          N-D convolution with a .npy or named kernel (scipy.ndimage.convolve)\n"
     "  correlate     N-D correlation with a .npy or named kernel (scipy.ndimage.correlate)\n"
     "  ks            spatially varying Gaussian kernel superposition (a sigma map per voxel)\n"
+    "  median, min, max, rank, percentile\n"
+    "                rank filters over a box (scipy.ndimage.median_filter, minimum_filter, ...)\n"
     "\n"
     "Run `ndfilt COMMAND --help` for a command's options and examples.\n"
     "The device defaults to $NDF_DEVICE, else the first usable CUDA GPU, else the CPU.\n"
@@ -49,7 +52,8 @@ static const char *usage_main =
     "mapped rather than read, and filtered into an uncompressed .nii, .npy or raw output a\n"
     "slab of the slowest axis at a time (with the kernel's reach of its neighbours: the\n"
     "same result), so files larger than the memory go through (gauss with FIR methods,\n"
-    "correlate1d, convolve1d, sepconv, correlate and conv with one kernel).\n"
+    "correlate1d, convolve1d, sepconv, correlate and conv with one kernel, the rank\n"
+    "filters).\n"
     "-v prints what was read, the method that ran, each step's time and what was written.\n"
     "\n"
     "files (IN, OUT), by their names:\n"
@@ -211,6 +215,35 @@ static const char *usage_ks =
     "examples:\n"
     "  ndfilt ks dose.npy dose_blur.npy --sigma-map spread.npy --normalize --output full\n"
     "  ndfilt ks img.npy img_psf.npy --sigma-map sz.npy --sigma-map sy.npy --sigma-map sx.npy\n";
+
+static const char *usage_rank =
+    "usage: ndfilt median|min|max IN OUT --size LIST [options]\n"
+    "       ndfilt rank IN OUT --rank R --size LIST [options]\n"
+    "       ndfilt percentile IN OUT --percentile P --size LIST [options]\n"
+    "\n"
+    "Rank filters over a box, exactly scipy.ndimage's median_filter, minimum_filter,\n"
+    "maximum_filter, rank_filter and percentile_filter: each voxel becomes the value of the\n"
+    "given rank among the voxels of the box around it (min: the smallest; median: rank n/2 of\n"
+    "n; rank R: 0 the smallest, -1 the largest; percentile P: rank int(n P / 100), 100 the\n"
+    "largest). The result is one of the input's values: exact in any dtype. A LIST holds one\n"
+    "value for every axis, or one per axis of IN (comma-separated); a length of 1 leaves an\n"
+    "axis alone.\n"
+    "\n"
+    "options:\n"
+    "  --size LIST       the box's length along the axes (required)\n"
+    "  --rank R          rank (ndfilt rank; required there)\n"
+    "  --percentile P    percentile, -100 to 100 (ndfilt percentile; required there)\n"
+    "  --mode LIST       reflect, constant, nearest, mirror, wrap (default nearest; scipy's\n"
+    "                    is reflect)\n"
+    "  --cval V          value outside the array for --mode constant (default 0)\n"
+    "  --origin LIST     shift of the box, as scipy (default 0)\n"
+    "  --dtype T         output dtype u8, u16, i16, f32, f64 (default: the input's)\n"
+    "  --shape LIST      IN is raw samples of this shape, of type --dtype\n"
+    "\n"
+    "examples:\n"
+    "  ndfilt median noisy.nii.gz clean.nii.gz --size 3\n"
+    "  ndfilt max mask.nii.gz dilated.nii.gz --size 5,5,1\n"
+    "  ndfilt percentile ct.nii.gz p90.nii.gz --percentile 90 --size 7\n";
 
 static const char *usage_conv =
     "usage: ndfilt conv|correlate IN OUT --kernel K [options]\n"
@@ -1568,6 +1601,114 @@ static int cmd_conv(ndf_context *ctx, int argc, char **argv, int convolve) {
   return rc;
 }
 
+/* ------------------------------------------------------------------ rank filters */
+
+typedef struct {
+  int64_t rank, fshape[NDF_MAX_DIMS];
+  ndf_rank_opts o;
+} rank_args;
+
+static ndf_status plan_rank(ndf_plan **p, ndf_context *ctx, const ndf_array *in,
+                            const ndf_array *out, const void *args) {
+  const rank_args *r = args;
+  return ndf_plan_rank(p, ctx, in, out, r->rank, NULL, r->fshape, &r->o);
+}
+
+static int64_t reach_rank(const void *args, int ndim, int axis, int *wrap) {
+  const rank_args *r = args;
+  (void)ndim;
+  *wrap = r->o.mode[axis] == NDF_MODE_WRAP;
+  return r->fshape[axis] / 2 + abs(r->o.origin[axis]) + 1;
+}
+
+typedef struct {
+  common_opts co;
+  int size[NDF_MAX_DIMS], origin[NDF_MAX_DIMS], rank, has_rank;
+  ndf_mode mode[NDF_MAX_DIMS];
+  int64_t nsize, norigin, nmode; /* 0: not given */
+  double percentile;
+  int has_percentile;
+} rank_cli;
+
+static int take_rank(const cli_opt *o, const char *v, char *args) {
+  rank_cli *r = (rank_cli *)args;
+  r->has_rank = 1;
+  return parse_int(v, &r->rank) ? NDF_EXIT_OK : usage_error("bad %s '%s'", o->name, v);
+}
+
+static int take_percentile(const cli_opt *o, const char *v, char *args) {
+  rank_cli *r = (rank_cli *)args;
+  char *end;
+  r->percentile = strtod(v, &end);
+  r->has_percentile = 1;
+  if (end != v && !*end && r->percentile >= -100 && r->percentile <= 100) return NDF_EXIT_OK;
+  return usage_error("bad %s '%s': expected a number from -100 to 100", o->name, v);
+}
+
+static const cli_opt rank_opts[] = {
+    COMMON_OPTS(rank_cli),
+    OPT_LIST(rank_cli, "--size", size, nsize, item_radius, "integers >= 1"),
+    OPT_LIST(rank_cli, "--mode", mode, nmode, item_mode, MODE_NAMES),
+    OPT_LIST(rank_cli, "--origin", origin, norigin, item_int, "integers"),
+    {"--rank", take_rank, 0, 0, NULL, NULL, 0},
+    {"--percentile", take_percentile, 0, 0, NULL, NULL, 0},
+};
+
+/* cmd: median, min, max, rank or percentile */
+static int cmd_rank(ndf_context *ctx, int argc, char **argv, const char *cmd) {
+  const char *in_path = NULL, *out_path = NULL;
+  rank_cli a = {0};
+  const int pr =
+      parse_args(argc, argv, rank_opts, NOPTS(rank_opts), &a, usage_rank, &in_path, &out_path);
+  if (pr) return pr < 0 ? NDF_EXIT_OK : pr;
+  if (!in_path || !out_path) return usage_error("%s", "needs IN and OUT");
+  if (!a.nsize) return usage_error("%s", "needs --size");
+  const int is_rank = !strcmp(cmd, "rank"), is_pct = !strcmp(cmd, "percentile");
+  if (is_rank != a.has_rank)
+    return usage_error("%s", is_rank ? "rank needs --rank" : "--rank belongs to `ndfilt rank`");
+  if (is_pct != a.has_percentile)
+    return usage_error("%s", is_pct ? "percentile needs --percentile"
+                                    : "--percentile belongs to `ndfilt percentile`");
+  ndf_image img;
+  int rc = read_input(in_path, &a.co, &img);
+  if (rc != NDF_EXIT_OK) return rc;
+  const int lead = lead_axes(&img); /* a colour axis is not filtered */
+  const ndf_array in = filtered_view(&img);
+  const int nd = in.ndim;
+  rank_args r;
+  memset(&r, 0, sizeof r);
+  r.o.struct_size = sizeof r.o;
+  r.o.method = a.co.method;
+  r.o.cval = a.co.cval;
+  rc = check_count("--size", a.nsize, nd, in_path);
+  if (rc == NDF_EXIT_OK && a.nmode) rc = check_count("--mode", a.nmode, nd, in_path);
+  if (rc == NDF_EXIT_OK && a.norigin) rc = check_count("--origin", a.norigin, nd, in_path);
+  int64_t n = 1;
+  for (int d = 0; d < nd && rc == NDF_EXIT_OK; d++) {
+    r.fshape[d] = a.size[a.nsize == 1 ? 0 : d];
+    r.o.mode[d] = a.nmode ? a.mode[a.nmode == 1 ? 0 : d] : NDF_MODE_NEAREST;
+    r.o.origin[d] = a.norigin ? a.origin[a.norigin == 1 ? 0 : d] : 0;
+    n *= r.fshape[d];
+  }
+  if (rc != NDF_EXIT_OK) {
+    ndf_image_free(&img);
+    return rc;
+  }
+  if (!strcmp(cmd, "median"))
+    r.rank = n / 2;
+  else if (!strcmp(cmd, "min"))
+    r.rank = 0;
+  else if (!strcmp(cmd, "max"))
+    r.rank = n - 1;
+  else if (is_rank)
+    r.rank = a.rank;
+  else { /* scipy's percentile_filter */
+    const double p = a.percentile < 0 ? a.percentile + 100 : a.percentile;
+    r.rank = p == 100 ? n - 1 : (int64_t)((double)n * p / 100.0);
+  }
+  return filter_to_file(ctx, &img, 0, a.co.dtype, out_path, lead, plan_rank, &r, reach_rank);
+}
+
 /* ------------------------------------------------------------------ ks */
 
 typedef struct {
@@ -1739,11 +1880,13 @@ int main(int argc, char **argv) {
   }
   const char *cmd = argv[i];
   const int conv = !strcmp(cmd, "conv") || !strcmp(cmd, "convolve"),
-            corr = !strcmp(cmd, "correlate");
+            corr = !strcmp(cmd, "correlate"),
+            rank = !strcmp(cmd, "median") || !strcmp(cmd, "min") || !strcmp(cmd, "max") ||
+                   !strcmp(cmd, "rank") || !strcmp(cmd, "percentile");
   int known = !strcmp(cmd, "info") || !strcmp(cmd, "demo") || !strcmp(cmd, "bench") ||
               !strcmp(cmd, "correlate1d") || !strcmp(cmd, "convolve1d") ||
               !strcmp(cmd, "sepconv") || !strcmp(cmd, "gauss") || !strcmp(cmd, "ks") || conv ||
-              corr;
+              corr || rank;
   if (!known) return usage_error("unknown command '%s'", cmd);
 
   ndf_context *ctx;
@@ -1778,6 +1921,8 @@ int main(int argc, char **argv) {
     rc = cmd_ks(ctx, argc - i, argv + i);
   else if (conv || corr)
     rc = cmd_conv(ctx, argc - i, argv + i, conv);
+  else if (rank)
+    rc = cmd_rank(ctx, argc - i, argv + i, cmd);
   else
     rc = cmd_corr1d(ctx, argc - i, argv + i, !strcmp(cmd, "convolve1d"));
   ndf_context_destroy(ctx);

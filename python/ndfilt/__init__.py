@@ -1195,3 +1195,6 @@ def ks(image, sigma, *, index="input", n_sigma=3.0, output="same", normalize=Fal
 from ._derivatives import (gaussian_gradient_magnitude, gaussian_laplace,  # noqa: E402,F401
                            generic_gradient_magnitude, generic_laplace, laplace, prewitt, sobel,
                            uniform_filter, uniform_filter1d)
+# scipy.ndimage's rank filters
+from ._rank import (maximum_filter, maximum_filter1d, median_filter,  # noqa: E402,F401
+                    minimum_filter, minimum_filter1d, percentile_filter, rank_filter)

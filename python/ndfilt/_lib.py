@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """ndfilt._lib - finds and loads libndfilt, declares its C types and functions (ctypes)."""
 import ctypes as C
 import ctypes.util
@@ -56,6 +57,12 @@ class KsOpts(C.Structure):
                 ("n_sigma", C.c_double), ("output", C.c_int), ("normalize", C.c_int),
                 ("deterministic", C.c_int), ("tile_rows", C.c_int), ("block_rows", C.c_int),
                 ("r_max", C.c_int64)]
+
+
+class RankOpts(C.Structure):
+    _fields_ = [("struct_size", C.c_size_t), ("method", C.c_char_p),
+                ("mode", C.c_int * MAX_DIMS), ("origin", C.c_int * MAX_DIMS),
+                ("cval", C.c_double)]
 
 
 KS_INDEX = {"input": 0, "output": 1}  # ndf_ks_index
@@ -135,7 +142,13 @@ _sig = {
 for _name, (_res, _args) in _sig.items():
     _f = getattr(lib, _name)
     _f.restype, _f.argtypes = _res, _args
-# Page-locked host arrays (0.4 on).
+# Rank filters (libraries that have them).
+HAVE_RANK = hasattr(lib, "ndf_plan_rank")
+if HAVE_RANK:
+    lib.ndf_plan_rank.restype = C.c_int
+    lib.ndf_plan_rank.argtypes = [P(C.c_void_p), C.c_void_p, P(Array), P(Array), C.c_int64,
+                                  P(C.c_ubyte), P(C.c_int64), P(RankOpts)]
+# Page-locked host arrays (libraries that have them).
 HAVE_HOST_ALLOC = hasattr(lib, "ndf_array_alloc_host")
 if HAVE_HOST_ALLOC:
     lib.ndf_array_alloc_host.restype = C.c_int

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The binding's ctypes mirrors of ndf.h's structs (ndfilt/_lib.py) against the compiler's
 layout of the header: every struct, its size, and every field's offset and size, with no field
 missing on either side. usage: ABI_LAYOUT=path/to/abi_layout python3 test_layout.py"""
@@ -12,7 +13,7 @@ from ndfilt import _lib  # noqa: E402
 MIRRORS = {"ndf_place": _lib.Place, "ndf_array": _lib.Array, "ndf_context_opts": _lib.ContextOpts,
            "ndf_correlate1d_opts": _lib.Correlate1dOpts, "ndf_sepfilter_opts": _lib.SepfilterOpts,
            "ndf_gaussian_opts": _lib.GaussianOpts, "ndf_correlate_opts": _lib.CorrelateOpts,
-           "ndf_ks_opts": _lib.KsOpts}
+           "ndf_ks_opts": _lib.KsOpts, "ndf_rank_opts": _lib.RankOpts}
 
 
 def main():

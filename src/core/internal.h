@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* internal.h - types and helpers shared by the library's files (prefix ndf__). */
 #ifndef NDF_INTERNAL_H
 #define NDF_INTERNAL_H
@@ -17,6 +18,7 @@ typedef enum ndf__op {
   NDF__OP_CORRELATE,
   NDF__OP_GAUSSIAN,
   NDF__OP_KS,
+  NDF__OP_RANK,
   NDF__OP_COUNT
 } ndf__op;
 
@@ -42,6 +44,20 @@ typedef struct ndf__problem {
   void *params;
   size_t params_size;
 } ndf__problem;
+
+/* Parameters of a rank filter over in's axes padded in front to four (k 1, left 0 there): the
+ * footprint's box k, its non-zero count n, and fp[] its bytes in C order (all non-zero when
+ * box). */
+typedef struct ndf__rank {
+  int64_t rank; /* 0 <= rank < n */
+  int64_t n;
+  int64_t k[NDF_MAX_DIMS];
+  int64_t left[NDF_MAX_DIMS]; /* k/2 + origin */
+  ndf_mode mode[NDF_MAX_DIMS];
+  double cval;
+  int box;
+  unsigned char fp[];
+} ndf__rank;
 
 /* Parameters of a separable filter (correlate1d is one with one axis), in
  * correlate form (convolve already flipped). Axes in increasing order. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* planner.c - picks a solver from the table for a problem, makes and runs plans. */
 #include <math.h>
 #include <stdint.h>
@@ -7,7 +8,8 @@
 
 #include "internal.h"
 
-static const char *const op_names[NDF__OP_COUNT] = {"sepfilter", "correlate", "gaussian", "ks"};
+static const char *const op_names[NDF__OP_COUNT] = {"sepfilter", "correlate", "gaussian", "ks",
+                                                    "rank"};
 
 const char *ndf__op_name(ndf__op op) { return op < NDF__OP_COUNT ? op_names[op] : "?"; }
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* backend.c - the CPU backend's solvers, in the order the planner meets them: a solver is its
  * file (defining `const ndf__solver ndf__cpu_<name>`) and its line here. */
 #include "../core/internal.h"
@@ -8,7 +9,7 @@
 #define NDF__FFT(X)
 #endif
 #define NDF__CPU_SOLVERS(X)                                                                        \
-  X(cpu_sep) X(cpu_box) X(cpu_corr1d) X(cpu_direct) X(cpu_iir) X(cpu_ks) NDF__FFT(X)
+  X(cpu_sep) X(cpu_box) X(cpu_corr1d) X(cpu_direct) X(cpu_iir) X(cpu_ks) X(cpu_rank) NDF__FFT(X)
 
 #define NDF__DECLARE(name) extern const ndf__solver ndf__##name;
 NDF__CPU_SOLVERS(NDF__DECLARE)

@@ -1,0 +1,343 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* rank.c - cpu_rank: rank filters (minimum, maximum, median, any rank) over a footprint.
+ *
+ * The input is first read into a float64 copy (every supported dtype is exact in float64, and
+ * the result is one of the samples, so the filter is exact in any dtype). A box's minimum or
+ * maximum is separable: one pass per filtered axis by van Herk / Gil-Werman, which splits the
+ * line (extended by the mode) into blocks of the box's length and keeps running extrema from
+ * each block's start and from its end: out[i] = op(from_end[i], from_start[i + k - 1]), three
+ * comparisons an element whatever k. Other ranks and footprints gather the footprint's samples
+ * for each output (by precomputed offsets inside the array, through the modes near its edges)
+ * and select the rank with quickselect. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <omp.h>
+
+#include "../core/boundary.h"
+#include "../core/elem.h"
+#include "../core/internal.h"
+
+enum { QB = 64 }; /* columns a task in a separable pass */
+
+typedef struct {
+  double *x;    /* the input in float64, C order */
+  int64_t *off; /* the footprint's offsets in x, for outputs whose footprint lies inside */
+  int64_t (*at)[NDF_MAX_DIMS]; /* the footprint's offsets per axis (from the window's start) */
+  int sep;              /* a box's minimum (-1) or maximum (+1) by separable passes; 0: selection */
+  pthread_mutex_t lock; /* x serves one call at a time */
+} state;
+
+static int applicable(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
+  (void)self;
+  (void)ctx;
+  return pb->in.place.kind == NDF_PLACE_HOST && pb->out.place.kind == NDF_PLACE_HOST;
+}
+
+static int separable(const ndf__rank *r) {
+  return r->box ? (r->rank == 0 ? -1 : r->rank == r->n - 1 ? 1 : 0) : 0;
+}
+
+/* Separable: a read, three comparisons and a write an element and filtered axis (~4 ns a
+ * core); selection: a gather and about two comparisons per footprint sample (~3 ns). */
+static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
+  (void)self;
+  const ndf__rank *r = pb->params;
+  const double n = (double)ndf_array_size(&pb->in);
+  if (separable(r)) {
+    int axes = 0;
+    for (int d = 0; d < NDF_MAX_DIMS; d++)
+      axes += r->k[d] > 1;
+    return n * (2 + 4.0 * axes) * 1e-9 / ctx->threads;
+  }
+  return n * (2 + 3.0 * (double)r->n) * 1e-9 / ctx->threads;
+}
+
+/* ---------------------------------------------------------------- separable passes */
+
+static inline double pick(double a, double b, int sign) {
+  return sign < 0 ? (b < a ? b : a) : (b > a ? b : a);
+}
+
+/* One pass along an axis of length L seen as [P][L][Q], in place on x: columns q0..q0+qb of
+ * plane p. buf holds 2 (L + k - 1) qb doubles. */
+static void pass_block(double *x, int64_t p, int64_t L, int64_t Q, int64_t q0, int64_t qb,
+                       int64_t k, int64_t left, ndf_mode mode, double cval, int sign, double *buf) {
+  const int64_t E = L + k - 1;
+  double *g = buf, *h = buf + E * qb; /* from each block's start; from its end */
+  double *base = x + p * L * Q + q0;
+  for (int64_t j = 0; j < E; j++) { /* the extended line, rows of qb */
+    const int64_t i = ndf__map_index(j - left, L, mode);
+    double *gj = g + j * qb;
+    if (i < 0) {
+      for (int64_t c = 0; c < qb; c++)
+        gj[c] = cval;
+    } else {
+      memcpy(gj, base + i * Q, (size_t)qb * sizeof *gj);
+    }
+    if (j % k) {
+      const double *prev = gj - qb;
+      for (int64_t c = 0; c < qb; c++)
+        gj[c] = pick(prev[c], gj[c], sign);
+    }
+  }
+  /* h from each block's end, read from the raw line again (g no longer holds it) */
+  for (int64_t j = E - 1; j >= 0; j--) {
+    const int64_t i = ndf__map_index(j - left, L, mode);
+    double *hj = h + j * qb;
+    if (i < 0) {
+      for (int64_t c = 0; c < qb; c++)
+        hj[c] = cval;
+    } else {
+      memcpy(hj, base + i * Q, (size_t)qb * sizeof *hj);
+    }
+    if (j % k != k - 1 && j != E - 1) {
+      const double *next = hj + qb;
+      for (int64_t c = 0; c < qb; c++)
+        hj[c] = pick(next[c], hj[c], sign);
+    }
+  }
+  for (int64_t i = 0; i < L; i++) {
+    const double *a = h + i * qb, *b = g + (i + k - 1) * qb;
+    double *o = base + i * Q;
+    for (int64_t c = 0; c < qb; c++)
+      o[c] = pick(a[c], b[c], sign);
+  }
+}
+
+static ndf_status separable_passes(const ndf_plan *p, const state *s, const int64_t *shape) {
+  const ndf__rank *r = p->pb.params;
+  const int T = p->ctx->threads;
+  int fail = 0;
+  for (int a = 0; a < NDF_MAX_DIMS; a++) {
+    const int64_t k = r->k[a], L = shape[a];
+    if (k == 1) continue;
+    int64_t P = 1, Q = 1;
+    for (int d = 0; d < a; d++)
+      P *= shape[d];
+    for (int d = a + 1; d < NDF_MAX_DIMS; d++)
+      Q *= shape[d];
+    /* columns a task: up to QB, fewer for long lines (the buffers within ~1 MiB) */
+    int64_t qb = ((int64_t)1 << 20) / (int64_t)(16 * (L + k));
+    qb = qb < 1 ? 1 : qb > QB ? QB : qb;
+    if (qb > Q) qb = Q;
+    const int64_t nqb = (Q + qb - 1) / qb, tasks = P * nqb;
+#pragma omp parallel num_threads(T) reduction(| : fail)
+    {
+      double *buf = malloc((size_t)(2 * (L + k - 1) * qb) * sizeof *buf);
+      if (!buf) fail = 1;
+#pragma omp for schedule(static)
+      for (int64_t t = 0; t < tasks; t++) {
+        if (!buf) continue;
+        const int64_t pp = t / nqb, q0 = t % nqb * qb, w = q0 + qb <= Q ? qb : Q - q0;
+        pass_block(s->x, pp, L, Q, q0, w, k, r->left[a], r->mode[a], r->cval, s->sep, buf);
+      }
+      free(buf);
+    }
+    if (fail) return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_rank: out of host memory");
+  }
+  return NDF_OK;
+}
+
+/* ---------------------------------------------------------------- selection */
+
+/* The value of rank r among v[0..n) (reordered): insertion sort for a few values, Hoare's
+ * selection for more. */
+static double select_rank(double *v, int64_t n, int64_t r) {
+  if (n <= 24) {
+    for (int64_t i = 1; i < n; i++) {
+      const double t = v[i];
+      int64_t j = i;
+      for (; j > 0 && v[j - 1] > t; j--)
+        v[j] = v[j - 1];
+      v[j] = t;
+    }
+    return v[r];
+  }
+  int64_t lo = 0, hi = n - 1;
+  while (hi > lo) {
+    const double pivot = v[lo + (hi - lo) / 2];
+    int64_t i = lo, j = hi;
+    while (i <= j) {
+      while (v[i] < pivot)
+        i++;
+      while (v[j] > pivot)
+        j--;
+      if (i <= j) {
+        const double t = v[i];
+        v[i++] = v[j];
+        v[j--] = t;
+      }
+    }
+    if (r <= j)
+      hi = j;
+    else if (r >= i)
+      lo = i;
+    else
+      return v[r];
+  }
+  return v[r];
+}
+
+static ndf_status selection(const ndf_plan *p, const state *s, const int64_t *shape,
+                            ndf_array *out) {
+  const ndf__rank *r = p->pb.params;
+  const int T = p->ctx->threads;
+  const int64_t n = r->n, rows = shape[0] * shape[1] * shape[2], W = shape[3];
+  int64_t cstride[NDF_MAX_DIMS];
+  cstride[3] = 1;
+  for (int d = 2; d >= 0; d--)
+    cstride[d] = cstride[d + 1] * shape[d + 1];
+  int fail = 0;
+#pragma omp parallel num_threads(T) reduction(| : fail)
+  {
+    double *v = malloc((size_t)n * sizeof *v);
+    if (!v) fail = 1;
+    ndf__walker w;
+#pragma omp for schedule(dynamic, 16)
+    for (int64_t row = 0; row < rows; row++) {
+      if (!v) continue;
+      int64_t idx[NDF_MAX_DIMS] = {row / (shape[1] * shape[2]), row / shape[2] % shape[1],
+                                   row % shape[2], 0};
+      int inner = 1; /* the window inside the array on axes 0..2 */
+      for (int d = 0; d < 3; d++)
+        inner &= idx[d] - r->left[d] >= 0 && idx[d] - r->left[d] + r->k[d] <= shape[d];
+      ndf__walk_at(&w, out, row * W);
+      for (int64_t x = 0; x < W; x++, ndf__walk_next(&w, out)) {
+        idx[3] = x;
+        double res;
+        if (inner && x - r->left[3] >= 0 && x - r->left[3] + r->k[3] <= W) {
+          const double *o = s->x + (idx[0] - r->left[0]) * cstride[0] +
+                            (idx[1] - r->left[1]) * cstride[1] +
+                            (idx[2] - r->left[2]) * cstride[2] + (x - r->left[3]);
+          for (int64_t j = 0; j < n; j++)
+            v[j] = o[s->off[j]];
+        } else {
+          for (int64_t j = 0; j < n; j++) {
+            int64_t at = 0, d;
+            for (d = 0; d < NDF_MAX_DIMS; d++) {
+              const int64_t i =
+                  ndf__map_index(idx[d] + s->at[j][d] - r->left[d], shape[d], r->mode[d]);
+              if (i < 0) break;
+              at += i * cstride[d];
+            }
+            v[j] = d < NDF_MAX_DIMS ? r->cval : s->x[at];
+          }
+        }
+        res = select_rank(v, n, r->rank);
+        ndf__store(out->dtype, out->data, w.off, res);
+      }
+    }
+    free(v);
+  }
+  return fail ? ndf__fail(p->ctx, NDF_ENOMEM, "cpu_rank: out of host memory") : NDF_OK;
+}
+
+/* ---------------------------------------------------------------- exec, plan */
+
+/* a's shape and strides padded to four axes in front */
+static ndf_array view4(const ndf_array *a) {
+  ndf_array v = *a;
+  const int pad = NDF_MAX_DIMS - a->ndim;
+  v.ndim = NDF_MAX_DIMS;
+  for (int d = 0; d < NDF_MAX_DIMS; d++) {
+    v.shape[d] = d < pad ? 1 : a->shape[d - pad];
+    v.strides[d] = d < pad ? 0 : a->strides[d - pad];
+  }
+  return v;
+}
+
+static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *ops,
+                       ndf_array *out) {
+  (void)ops;
+  state *s = p->state;
+  const int T = p->ctx->threads;
+  const ndf_array in4 = view4(in);
+  ndf_array out4 = view4(out);
+  const int64_t n = ndf_array_size(in);
+  pthread_mutex_lock(&s->lock);
+#pragma omp parallel num_threads(T)
+  {
+    const int nt = omp_get_num_threads(), t = omp_get_thread_num();
+    const int64_t lo = n * t / nt, hi = n * (t + 1) / nt;
+    if (lo < hi) {
+      ndf__walker w;
+      ndf__walk_at(&w, &in4, lo);
+      for (int64_t i = lo; i < hi; i++, ndf__walk_next(&w, &in4))
+        s->x[i] = ndf__load(in->dtype, in->data, w.off);
+    }
+  }
+  ndf_status st;
+  if (s->sep) {
+    st = separable_passes(p, s, in4.shape);
+    if (st == NDF_OK) {
+#pragma omp parallel num_threads(T)
+      {
+        const int nt = omp_get_num_threads(), t = omp_get_thread_num();
+        const int64_t lo = n * t / nt, hi = n * (t + 1) / nt;
+        if (lo < hi) {
+          ndf__walker w;
+          ndf__walk_at(&w, &out4, lo);
+          for (int64_t i = lo; i < hi; i++, ndf__walk_next(&w, &out4))
+            ndf__store(out->dtype, out->data, w.off, s->x[i]);
+        }
+      }
+    }
+  } else {
+    st = selection(p, s, in4.shape, &out4);
+  }
+  pthread_mutex_unlock(&s->lock);
+  return st;
+}
+
+static void free_state(void *v) {
+  state *s = v;
+  if (!s) return;
+  free(s->x);
+  free(s->off);
+  free(s->at);
+  pthread_mutex_destroy(&s->lock);
+  free(s);
+}
+
+static ndf_status make(ndf_plan *p) {
+  const ndf__rank *r = p->pb.params;
+  const ndf_array in4 = view4(&p->pb.in);
+  state *s = calloc(1, sizeof *s);
+  if (!s) return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_rank: out of host memory");
+  pthread_mutex_init(&s->lock, NULL);
+  p->state = s;
+  p->exec = exec;
+  p->free_state = free_state;
+  s->sep = separable(r);
+  const int64_t n = ndf_array_size(&p->pb.in);
+  s->x = malloc((size_t)(n > 0 ? n : 1) * sizeof *s->x);
+  if (!s->x) return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_rank: out of host memory");
+  if (s->sep) return NDF_OK;
+  /* the footprint's samples: offsets per axis from the window's start, and in the float64
+   * copy (C order over in's shape) */
+  s->off = malloc((size_t)r->n * sizeof *s->off);
+  s->at = malloc((size_t)r->n * sizeof *s->at);
+  if (!s->off || !s->at) return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_rank: out of host memory");
+  const int64_t *k = r->k;
+  int64_t size = k[0] * k[1] * k[2] * k[3], m = 0;
+  for (int64_t j = 0; j < size; j++) {
+    if (!r->fp[j]) continue;
+    int64_t rest = j, off = 0, cs = 1;
+    for (int d = NDF_MAX_DIMS - 1; d >= 0; d--) {
+      s->at[m][d] = rest % k[d];
+      rest /= k[d];
+      off += s->at[m][d] * cs;
+      cs *= in4.shape[d];
+    }
+    s->off[m++] = off;
+  }
+  return NDF_OK;
+}
+
+const ndf__solver ndf__cpu_rank = {.name = "cpu_rank",
+                                   .op = NDF__OP_RANK,
+                                   .place = NDF_PLACE_HOST,
+                                   .applicable = applicable,
+                                   .cost = cost,
+                                   .make = make};
