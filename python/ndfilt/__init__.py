@@ -1,11 +1,18 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """ndfilt - fast N-dimensional image filtering on CPUs and CUDA GPUs.
 
 scipy.ndimage-compatible functions over libndfilt (through ctypes). numpy arrays
 in give numpy arrays out, computed on the current device (NDF_DEVICE, or
 set_device()); CuPy arrays and torch CUDA tensors in give the same type out,
 computed on their GPU without host copies, on the caller's current stream.
-Arithmetic is float32 whatever the dtype; integer outputs are rounded to
-nearest and clamped to the type's range (scipy truncates and wraps).
+Other DLPack producers (JAX arrays, anything with __dlpack__ and __dlpack_device__)
+are read without copies, as numpy arrays on the host and CuPy arrays (torch tensors
+where CuPy is missing) on a CUDA GPU, on that device's current CuPy (torch) stream,
+which they are asked to order their work before (__dlpack__(stream=...)); results
+come back as the producer's kind through its array namespace's from_dlpack (a JAX
+array for a JAX array), else as numpy (host) or CuPy (GPU) arrays. Their output= may
+only be None or a dtype. Arithmetic is float32 whatever the dtype; integer outputs are
+rounded to nearest and clamped to the type's range (scipy truncates and wraps).
 """
 import atexit
 import collections
@@ -117,6 +124,7 @@ class _Operand:
 
 
 _KIND_OF_TYPE = {np.ndarray: "numpy"}  # exact types whose kind is the same for every instance
+_OTHER_PROTOCOLS = ("__array__", "__array_interface__", "__cuda_array_interface__")
 
 
 def _kind(x):
@@ -127,6 +135,12 @@ def _kind(x):
     mod = t.__module__.split(".")[0]
     if mod == "torch":
         return "torch" if x.is_cuda else "torch-cpu"
+    if mod != "cupy" and hasattr(t, "__dlpack__") and (
+            hasattr(t, "__dlpack_device__") or not any(hasattr(t, a) for a in _OTHER_PROTOCOLS)):
+        # (numpy >= 1.22 has it too: its subclasses; a producer without __dlpack_device__ is
+        # read through another protocol it has, else refused by _dl_device)
+        k = _KIND_OF_TYPE[t] = "numpy" if issubclass(t, np.ndarray) else "dlpack"
+        return k
     if hasattr(x, "__cuda_array_interface__"):  # (cupy builds the interface's dict for this)
         if mod == "cupy" and t.__name__ == "ndarray":
             _KIND_OF_TYPE[t] = "cupy"
@@ -357,16 +371,105 @@ def _np_dtype(dt):
 
 
 def _is_array(x):
-    return x is not None and not isinstance(x, (type, np.dtype, str)) and hasattr(x, "shape")
+    return x is not None and not isinstance(x, (type, np.dtype, str)) and (
+        hasattr(x, "shape") or hasattr(x, "__dlpack__"))
+
+
+# ----------------------------------------------------------------- DLPack producers
+
+# DLDeviceType values (dlpack.h): the host's, and a CUDA GPU's
+_DL_HOST = {1: "CPU", 3: "CUDA host (pinned)"}
+_DL_CUDA = {2: "CUDA", 13: "CUDA managed"}
+_ACCEPTED = ("numpy arrays, CuPy arrays, torch tensors, objects with __cuda_array_interface__, "
+             "and DLPack producers (JAX arrays, numpy >= 1.22 arrays, anything with both "
+             "__dlpack__ and __dlpack_device__) on the CPU or a CUDA GPU")
+_gpu_module = None  # what reads a CUDA DLPack producer: the cupy module, else torch's
+
+
+def _dl_device(x):
+    """x's DLPack device as (device type, device number); TypeError where x has none."""
+    f = getattr(x, "__dlpack_device__", None)
+    if f is None:
+        raise TypeError(f"{type(x).__module__}.{type(x).__qualname__} has __dlpack__ but no "
+                        f"__dlpack_device__; ndfilt takes {_ACCEPTED}")
+    dev = f()
+    return int(dev[0]), int(dev[1])
+
+
+def _gpu_reader():
+    """The module that takes in CUDA DLPack producers (its arrays then run as today's): CuPy
+    where it is installed, else torch with CUDA."""
+    global _gpu_module
+    if _gpu_module is None:
+        try:
+            import cupy
+            _gpu_module = cupy
+        except ImportError:
+            try:
+                import torch
+            except ImportError:
+                torch = None
+            if torch is None or not torch.cuda.is_available():
+                raise TypeError("a CUDA DLPack array needs CuPy (or torch with CUDA) to be read; "
+                                "install cupy, or pass a CuPy array or torch tensor") from None
+            _gpu_module = torch
+    return _gpu_module
+
+
+def _from_dlpack(x, gpu=None):
+    """x, a DLPack producer, as an array ndfilt runs on: a numpy view on the host, a CuPy
+    array (gpu 'torch', or no CuPy: a torch tensor) on a CUDA GPU, taken in on that device's
+    current stream, which the producer orders its work before (the protocol's
+    __dlpack__(stream=...), passed by cupy.from_dlpack and torch.from_dlpack), and the one
+    ndfilt then runs on. Returns it, its kind and back: what turns a result of that kind into
+    one of x's (its array namespace's from_dlpack: JAX, ...; else the result as it is)."""
+    typ, dev = _dl_device(x)
+    try:
+        if typ in _DL_HOST:
+            a, kind = np.from_dlpack(x), "numpy"
+        elif typ in _DL_CUDA:
+            m = _gpu_reader()
+            if gpu == "torch" or (gpu is None and m.__name__ == "torch"):
+                import torch
+                a, kind = torch.from_dlpack(x), "torch"
+            else:
+                with m.cuda.Device(dev):  # that device's current stream
+                    a, kind = m.from_dlpack(x), "cupy"
+        else:
+            raise TypeError(f"{type(x).__qualname__} lies on DLPack device type {typ}; ndfilt "
+                            f"runs on the CPU and CUDA GPUs: it takes {_ACCEPTED}")
+    except (BufferError, RuntimeError, ValueError) as e:  # a dtype or layout DLPack can't pass
+        raise TypeError(f"cannot read {type(x).__qualname__} through DLPack: {e}") from e
+    return a, kind, _dl_back(x)
+
+
+def _dl_back(x):
+    """The function that turns a result into an array of x's kind (see _from_dlpack)."""
+    ns = getattr(x, "__array_namespace__", None)
+    f = getattr(ns(), "from_dlpack", None) if ns is not None else None
+    return f if f is not None else _same
+
+
+def _same(a):
+    return a
+
+
+def _no_output_array(output):
+    if _is_array(output):
+        raise TypeError("output must be None or a dtype with a DLPack producer's input (JAX, "
+                        "...): the result is a new array of its kind")
 
 
 def _input(input):
-    """input's operand, the array it describes (a torch CPU tensor's numpy view), its kind
-    and what to turn results back into ('torch' or None)."""
+    """input's operand, the array it describes (a torch CPU tensor's numpy view, a DLPack
+    producer's numpy, CuPy or torch view), its kind and what to turn results back into
+    ('torch', a function for a DLPack producer, or None)."""
     kind = _kind(input)
     back = None
     if kind == "torch-cpu":
         input, kind, back = input.numpy(), "numpy", "torch"
+    elif kind == "dlpack":
+        input, kind, back = _from_dlpack(input)
     if kind == "numpy":
         input = np.asarray(input)
         if input.dtype not in _NP_CODE:
@@ -384,6 +487,8 @@ def _inputs(input, output):
             input.dtype if kind != "torch" else str(input.dtype).replace("torch.", ""))
         out_arr = _empty_like(src, output if (output is not None and kind == "torch") else dt)
     else:
+        if back is not None and back != "torch":
+            _no_output_array(output)
         out_arr = output
         if _kind(out_arr) == "torch-cpu":
             out_arr = out_arr.numpy()
@@ -475,18 +580,20 @@ def _result(dst, back, output_arg):
         np.copyto(dst.writeback, dst.arr)
         dst.arr = dst.writeback
     out = dst.arr
-    if back == "torch" and not _is_array(output_arg):
+    if back is None:
+        return out
+    if back == "torch":
+        if _is_array(output_arg):
+            return output_arg
         import torch
-        out = torch.from_numpy(out)
-    elif back == "torch":
-        out = output_arg
-    return out
+        return torch.from_numpy(out)
+    return back(out)
 
 
 def _weights(w):
     """Weights or a kernel as the C side takes them: C-contiguous float64 on the host, from a
-    sequence, a numpy array, or a CuPy or torch array (copied off its GPU)."""
-    if isinstance(w, np.ndarray) or not hasattr(w, "shape"):
+    sequence, a numpy array, or a CuPy, torch or DLPack array (copied off its GPU)."""
+    if isinstance(w, np.ndarray) or not (hasattr(w, "shape") or hasattr(w, "__dlpack__")):
         return np.ascontiguousarray(w, dtype=np.float64)
     return np.ascontiguousarray(_to_host(w), dtype=np.float64)
 
@@ -581,10 +688,10 @@ def correlate1d(input, weights, axis=-1, output=None, mode="reflect", cval=0.0, 
                 method="auto"):
     """Correlation along one axis, as scipy.ndimage.correlate1d.
 
-    input: numpy array (any strides), CuPy array or torch tensor, 1-4 dims,
-    dtype uint8/uint16/int16/float32/float64 (float64 is accepted and computed
-    in float32). output: None (same dtype as input), a dtype, or an array of the
-    input's kind and shape written in place. mode: 'reflect', 'constant',
+    input: numpy array (any strides), CuPy array, torch tensor or DLPack producer (JAX, ...;
+    see the module's help), 1-4 dims, dtype uint8/uint16/int16/float32/float64 (float64 is
+    accepted and computed in float32). output: None (same dtype as input), a dtype, or an
+    array of the input's kind and shape written in place. mode: 'reflect', 'constant',
     'nearest', 'mirror', 'wrap'. method: 'auto', 'cpu_corr1d' or 'cuda_corr1d' (the former
     names 'cpu_direct', 'cuda_direct' still work).
     """
@@ -685,9 +792,11 @@ def _hashable(vals):
 
 
 def _gaussian(input, sigma, order, output, mode, cval, truncate, radius, axes, method,
-              iir_order, tolerance):
+              iir_order, tolerance, spacing=None, fwhm=None):
     src, dst, back, output_arg = _inputs(input, output)
     nd = src.desc.ndim
+    if spacing is not None or fwhm is not None or sigma is None:
+        sigma = tuple(_sigma_voxels(nd, _axes(axes, nd), sigma, fwhm, spacing))
     # Repeated calls (a filter in a loop) reuse the checked per-axis arguments.
     k = _hashable((nd, sigma, order, mode, cval, truncate, radius, axes, method, iir_order,
                    tolerance))
@@ -718,6 +827,56 @@ def _gaussian(input, sigma, order, output, mode, cval, truncate, radius, axes, m
 
     _run(key, ctx, src, dst, make)
     return _result(dst, back, output_arg)
+
+
+_SIGMA_PER_FWHM = 1.0 / math.sqrt(8.0 * math.log(2.0))  # FWHM = 2 sqrt(2 ln 2) sigma
+
+
+def _spacing(spacing, nd):
+    """spacing (a scalar, or one value per axis of an nd-dimensional array) as nd floats, each
+    finite and > 0, else ValueError."""
+    try:
+        sp = [float(v) for v in _per_axis(spacing, nd, "spacing")]
+    except TypeError:
+        raise ValueError(f"spacing must be a number or one number per axis, not {spacing!r}"
+                         ) from None
+    for d, v in enumerate(sp):
+        if not (v > 0 and math.isfinite(v)):
+            raise ValueError(f"spacing must be finite and > 0 along every axis, not {v!r} "
+                             f"along axis {d}")
+    return sp
+
+
+def _sigma_voxels(nd, ax, sigma, fwhm, spacing):
+    """Per axis of ax (axes of an nd-dimensional array), sigma in voxels from sigma or fwhm
+    (one of them: a scalar or one per axis of ax, each finite and >= 0), in spacing's units
+    where spacing is given (a scalar or one per axis of the array), else in voxels, as the
+    CLI's --sigma 2mm and --fwhm: sigma_voxels = value * (1, or 1 / (2 sqrt(2 ln 2)) for fwhm)
+    / spacing."""
+    if sigma is not None and fwhm is not None:
+        raise ValueError("give sigma or fwhm, not both")
+    if sigma is None and fwhm is None:
+        raise TypeError("needs sigma or fwhm")
+    name, given = ("sigma", sigma) if fwhm is None else ("fwhm", fwhm)
+    try:
+        vals = [float(v) for v in _per_axis(given, len(ax), name)]
+    except TypeError:
+        raise ValueError(f"{name} must be a number or one number per axis, not {given!r}"
+                         ) from None
+    if not all(v >= 0 and math.isfinite(v) for v in vals):
+        raise ValueError(f"{name} must be finite numbers >= 0, not {given!r}")
+    scale = 1.0 if fwhm is None else _SIGMA_PER_FWHM
+    if spacing is None:
+        return [v * scale for v in vals]
+    sp = _spacing(spacing, nd)
+    out = []
+    for v, a in zip(vals, ax):
+        s = v * scale / sp[a]
+        if not math.isfinite(s):
+            raise ValueError(f"{name} {v!r} is {s!r} voxels along axis {a} (spacing {sp[a]!r}): "
+                             "too large")
+        out.append(s)
+    return out
 
 
 def _gauss_args(nd, sigma, order, mode, cval, truncate, radius, axes, method, iir_order,
@@ -788,8 +947,9 @@ def _gauss_args(nd, sigma, order, mode, cval, truncate, radius, axes, method, ii
             tol, perm)
 
 
-def gaussian_filter(input, sigma, order=0, output=None, mode="reflect", cval=0.0, truncate=4.0,
-                    *, radius=None, axes=None, method="auto", iir_order=0, tolerance=0.0):
+def gaussian_filter(input, sigma=None, order=0, output=None, mode="reflect", cval=0.0,
+                    truncate=4.0, *, radius=None, axes=None, method="auto", iir_order=0,
+                    tolerance=0.0, spacing=None, fwhm=None):
     """Gaussian filter, as scipy.ndimage.gaussian_filter (scipy >= 1.11's axes=).
 
     sigma, order (derivative order, >= 0), mode and radius: a scalar or one per
@@ -797,6 +957,14 @@ def gaussian_filter(input, sigma, order=0, output=None, mode="reflect", cval=0.0
     is left alone, and a negative sigma is an error. The kernel radius is
     int(truncate * sigma + 0.5) unless radius gives it. Arrays, dtypes and
     output as correlate1d.
+
+    Physical units, as the CLI's --sigma 2mm and --fwhm: spacing, the voxel size along
+    each axis of the array (a scalar: every axis; each finite and > 0), makes sigma a length
+    in its units (mm, say): sigma / spacing voxels along each axis. fwhm, the full width at
+    half maximum instead of sigma (not both), in the same units (voxels without spacing):
+    sigma = fwhm / (2 sqrt(2 ln 2)) = fwhm / 2.3548. Lengths are finite and >= 0. order's
+    derivatives stay per voxel (as scipy's and the CLI's --order): divide by
+    spacing**order for per unit length. Without spacing and fwhm, scipy's definitions.
 
     method: 'auto' (default): scipy's result, the FIR filter below, unless
     tolerance allows more error; 'fir' (the truncated sampled Gaussian as a
@@ -827,19 +995,23 @@ def gaussian_filter(input, sigma, order=0, output=None, mode="reflect", cval=0.0
     fir.
     """
     return _gaussian(input, sigma, order, output, mode, cval, truncate, radius, axes, method,
-                     iir_order, tolerance)
+                     iir_order, tolerance, spacing, fwhm)
 
 
-def gaussian_filter1d(input, sigma, axis=-1, order=0, output=None, mode="reflect", cval=0.0,
-                      truncate=4.0, *, radius=None, method="auto", iir_order=0, tolerance=0.0):
+def gaussian_filter1d(input, sigma=None, axis=-1, order=0, output=None, mode="reflect", cval=0.0,
+                      truncate=4.0, *, radius=None, method="auto", iir_order=0, tolerance=0.0,
+                      spacing=None, fwhm=None):
     """Gaussian filter along one axis, as scipy.ndimage.gaussian_filter1d (see
     gaussian_filter, also for method, iir_order and tolerance: the recursive methods need
-    mode 'nearest'). sigma 0 gives a copy, where scipy divides by zero."""
-    for name, v in (("sigma", sigma), ("order", order), ("radius", radius), ("axis", axis)):
+    mode 'nearest'). sigma 0 gives a copy, where scipy divides by zero. spacing: the voxel
+    size along axis (a scalar), making sigma or fwhm lengths in its units, as
+    gaussian_filter's."""
+    for name, v in (("sigma", sigma), ("order", order), ("radius", radius), ("axis", axis),
+                    ("spacing", spacing), ("fwhm", fwhm)):
         if v is not None and not isinstance(v, str) and np.ndim(v) != 0:
             raise ValueError(f"{name} must be a scalar, not {v!r}")
     return _gaussian(input, sigma, order, output, mode, cval, truncate, radius, [axis], method,
-                     iir_order, tolerance)
+                     iir_order, tolerance, spacing, fwhm)
 
 
 # ----------------------------------------------------------------- correlate / convolve
@@ -887,6 +1059,10 @@ def _bank_outputs(input, src, output, nf):
 def _filterNd(conv, input, weights, output, mode, cval, origin, method, bank=False):
     w = _weights(weights)
     if bank:
+        back = None
+        if _kind(input) == "dlpack":
+            _no_output_array(output)
+            input, _, back = _from_dlpack(input)
         src = _input(input)[0]
         if w.ndim < 2 or w.shape[0] < 1:
             raise ValueError(f"weights of a bank must have shape (kernels, *kernel), not {w.shape}")
@@ -925,7 +1101,7 @@ def _filterNd(conv, input, weights, output, mode, cval, origin, method, bank=Fal
         for op in ops:
             if op.writeback is not None:
                 np.copyto(op.writeback, op.arr)
-        return out
+        return out if back is None else back(out)
     _run(key, ctx, src, dst, make)
     return _result(dst, back, output_arg)
 
@@ -973,8 +1149,8 @@ def convolve_bank(input, weights, output=None, mode="reflect", cval=0.0, origin=
 # ----------------------------------------------------------------- ks
 
 def _to_host(x):
-    """x (a numpy, CuPy or torch array, anything with __cuda_array_interface__, or an
-    array-like) as a numpy array in host memory."""
+    """x (a numpy, CuPy or torch array, a DLPack producer, anything with
+    __cuda_array_interface__, or an array-like) as a numpy array in host memory."""
     mod = type(x).__module__.split(".")[0]
     if mod == "torch":
         t = x.detach().cpu()
@@ -984,17 +1160,22 @@ def _to_host(x):
             return t.double().numpy()
     if mod == "cupy":
         return x.get()
+    if _kind(x) == "dlpack":
+        return _to_host(_from_dlpack(x)[0])
     if hasattr(x, "__cuda_array_interface__"):
         import cupy
         return cupy.asarray(x).get()
     return np.asarray(x)
 
 
-def _ks_map(m, shape, what):
+def _ks_map(m, shape, what, gpu):
     """One sigma map as it goes to the library: a numpy, CuPy or torch array of image's shape
     where libndfilt has its dtype (any strides, on the host or a GPU), else converted to
-    float64 where it lies."""
+    float64 where it lies. A DLPack producer's map on a GPU is read with gpu ('cupy' or
+    'torch': the image's module, on whose stream ndfilt runs) where given."""
     kind = _kind(m)
+    if kind == "dlpack":
+        m, kind, _ = _from_dlpack(m, gpu)
     if kind == "torch-cpu":
         m, kind = m.numpy(), "numpy"
     if kind == "numpy":
@@ -1013,7 +1194,7 @@ def _ks_map(m, shape, what):
 def _ks_per_axis(sigma, shape):
     """Whether sigma is a list or tuple of maps, one per axis, rather than one map (an array,
     or nested lists of the image's shape: never both, the shapes' lengths differ)."""
-    if not isinstance(sigma, (list, tuple)) or any(hasattr(m, "shape") for m in sigma):
+    if not isinstance(sigma, (list, tuple)) or any(_is_array(m) for m in sigma):
         return isinstance(sigma, (list, tuple))
     try:
         return np.shape(sigma) != tuple(shape)
@@ -1070,9 +1251,10 @@ def ks(image, sigma, *, index="input", n_sigma=3.0, output="same", normalize=Fal
     the identity). normalize divides each truncated 1-D kernel by its sum, so that every
     pixel's kernel sums to 1. Pixels outside the image contribute nothing (no boundary mode).
 
-    image: numpy array (any strides), CuPy array or torch tensor, 1-4 axes, dtype
-    uint8/uint16/int16/float32/float64. sigma: one array of image's shape (isotropic: every
-    axis), or a list or tuple of image.ndim such arrays (one per axis); maps may be any real
+    image: numpy array (any strides), CuPy array, torch tensor or DLPack producer (so may
+    the maps be), 1-4 axes, dtype uint8/uint16/int16/float32/float64. sigma: one array of
+    image's shape (isotropic: every axis), or a list or tuple of image.ndim such arrays (one
+    per axis); maps may be any real
     dtype (non-native ones are converted to float64) and on the host or the image's GPU; they
     are operands of a plan made once for their shapes, dtypes and places, checked and prepared
     on the device that runs it (every value finite and >= 0, else ValueError naming the first
@@ -1120,13 +1302,14 @@ def ks(image, sigma, *, index="input", n_sigma=3.0, output="same", normalize=Fal
     src, arr, kind, back = _input(image)
     nd = src.desc.ndim
     shape = tuple(src.desc.shape[:nd])
+    gpu = kind if kind in ("cupy", "torch") else None
     if _ks_per_axis(sigma, shape):
         if len(sigma) != nd:
             raise ValueError(f"sigma has {len(sigma)} maps; give one array (every axis) or a "
                              f"list or tuple of {nd} (one per axis)")
-        maps = [_ks_map(m, shape, f"sigma[{a}]") for a, m in enumerate(sigma)]
+        maps = [_ks_map(m, shape, f"sigma[{a}]", gpu) for a, m in enumerate(sigma)]
     else:
-        maps = [_ks_map(sigma, shape, "sigma")]
+        maps = [_ks_map(sigma, shape, "sigma", gpu)]
     nsig = len(maps)
     bound = int(r_max or 0)
     if ext == _lib.KS_EXTENT["full"] and not bound:
@@ -1179,7 +1362,10 @@ def ks(image, sigma, *, index="input", n_sigma=3.0, output="same", normalize=Fal
             if len(_ks_nodev) > _MAX_PARSED:
                 _ks_nodev.clear()
             _run(key, ctx, s, dst, make, ops=ops)
-        return _ks_back(dst.arr, src) if staged else _result(dst, back, None)
+        if staged:
+            out = _ks_back(dst.arr, src)
+            return out if back is None else back(out)
+        return _result(dst, back, None)
 
     ctx = _ks_context(src, meth)
     if meth is None and lib.ndf_context_place(ctx).kind == _lib.PLACE_CUDA:

@@ -1,6 +1,10 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Derivative filters with scipy.ndimage's signatures: sobel, prewitt and laplace each in one
 pass of ndfilt's separable or N-D correlation; gaussian_laplace, gaussian_gradient_magnitude
 and the generic forms as scipy defines them, a sum over axes of ndfilt filters."""
+import functools
+import inspect
+
 import numpy as np
 
 
@@ -19,6 +23,26 @@ def _np_dtype(dt):
 
 def _is_array(x):
     return x is not None and not isinstance(x, (type, np.dtype, str)) and hasattr(x, "shape")
+
+
+def _producers(f):
+    """f, which takes numpy, CuPy and torch arrays, taking DLPack producers (JAX, ...) too:
+    their numpy, CuPy or torch view in (callables that f calls get those), a result of their
+    kind out (see ndfilt._from_dlpack); output must then be None or a dtype."""
+    at = list(inspect.signature(f).parameters).index("output") - 1  # in args past input
+
+    @functools.wraps(f)
+    def g(input, *args, **kwargs):
+        if type(input) is np.ndarray:  # the common case, without a look-up
+            return f(input, *args, **kwargs)
+        nf = _nf()
+        if nf._kind(input) != "dlpack":
+            return f(input, *args, **kwargs)
+        nf._no_output_array(args[at] if len(args) > at else kwargs.get("output"))
+        x, _, back = nf._from_dlpack(input)
+        return back(f(x, *args, **kwargs))
+
+    return g
 
 
 def _ndim(x):
@@ -77,6 +101,7 @@ def _smoothed_derivative(input, axis, output, mode, cval, smooth, method):
     return out
 
 
+@_producers
 def sobel(input, axis=-1, output=None, mode="reflect", cval=0.0, *, method="auto"):
     """Sobel derivative along axis, as scipy.ndimage.sobel: [-1, 0, 1] along it and [1, 2, 1]
     along every other axis, in one separable pass. Arrays, dtypes, output and method as
@@ -84,11 +109,13 @@ def sobel(input, axis=-1, output=None, mode="reflect", cval=0.0, *, method="auto
     return _smoothed_derivative(input, axis, output, mode, cval, [1.0, 2.0, 1.0], method)
 
 
+@_producers
 def prewitt(input, axis=-1, output=None, mode="reflect", cval=0.0, *, method="auto"):
     """Prewitt derivative along axis, as scipy.ndimage.prewitt ([1, 1, 1] smoothing)."""
     return _smoothed_derivative(input, axis, output, mode, cval, [1.0, 1.0, 1.0], method)
 
 
+@_producers
 def laplace(input, output=None, mode="reflect", cval=0.0, *, method="auto"):
     """The discrete Laplacian, as scipy.ndimage.laplace: the sum over axes of [1, -2, 1], in
     one pass of an N-D correlation with the cross-shaped kernel (its zeros skipped)."""
@@ -142,6 +169,7 @@ def _sum_over_axes(input, derivative, output, mode, cval, extra_arguments, extra
     return acc
 
 
+@_producers
 def generic_laplace(input, derivative2, output=None, mode="reflect", cval=0.0,
                     extra_arguments=(), extra_keywords=None):
     """The sum over axes of derivative2(input, axis, output, mode, cval, *extra_arguments,
@@ -152,6 +180,7 @@ def generic_laplace(input, derivative2, output=None, mode="reflect", cval=0.0,
     return _finish(acc, input, output)
 
 
+@_producers
 def generic_gradient_magnitude(input, derivative, output=None, mode="reflect", cval=0.0,
                                extra_arguments=(), extra_keywords=None):
     """sqrt of the sum over axes of derivative(input, axis, ...)**2, as
@@ -161,31 +190,52 @@ def generic_gradient_magnitude(input, derivative, output=None, mode="reflect", c
     return _finish(acc ** 0.5, input, output)
 
 
-def _gaussian_derivative(nd, sigma, order, kwargs):
-    """derivative(x, axis, output, mode, cval): gaussian_filter of order `order` along axis."""
-    sig = list(sigma) if np.ndim(sigma) else [sigma] * nd
+def _gaussian_derivative(nd, sigma, order, spacing, fwhm, kwargs):
+    """derivative(x, axis, output, mode, cval): gaussian_filter of order `order` along axis;
+    with spacing, sigma (or fwhm) a length in its units and the derivative per unit length."""
+    if spacing is None and fwhm is None and sigma is not None:
+        sig = list(sigma) if np.ndim(sigma) else [sigma] * nd
+        scale = None
+    else:
+        nf = _nf()
+        sig = nf._sigma_voxels(nd, list(range(nd)), sigma, fwhm, spacing)
+        scale = None if spacing is None else [s ** -order for s in nf._spacing(spacing, nd)]
 
     def derivative(x, axis, out, m, c):
         orders = [0] * nd
         orders[axis] = order
-        return _nf().gaussian_filter(x, sig, orders, out, m, c, **kwargs)
+        d = _nf().gaussian_filter(x, sig, orders, out, m, c, **kwargs)
+        if scale is not None and scale[axis] != 1:
+            d *= scale[axis]  # a new array of the work dtype (float32 or float64)
+        return d
 
     return derivative
 
 
-def gaussian_laplace(input, sigma, output=None, mode="reflect", cval=0.0, **kwargs):
+@_producers
+def gaussian_laplace(input, sigma=None, output=None, mode="reflect", cval=0.0, *, spacing=None,
+                     fwhm=None, **kwargs):
     """The Laplacian of the Gaussian, as scipy.ndimage.gaussian_laplace: the sum over axes of
     gaussian_filter with order 2 along that axis; kwargs go to gaussian_filter (truncate,
-    radius, method)."""
-    return generic_laplace(input, _gaussian_derivative(_ndim(input), sigma, 2, kwargs), output,
-                           mode, cval)
+    radius, method). spacing (the voxel size per axis, or a scalar) makes sigma, or fwhm in its
+    place, a length in its units, as gaussian_filter's, and each second derivative one per
+    unit length squared (divided by spacing[axis]**2): the Laplacian in physical units, as
+    ITK's LaplacianRecursiveGaussian."""
+    nd = _ndim(input)
+    return generic_laplace.__wrapped__(  # (input is no DLPack producer here)
+        input, _gaussian_derivative(nd, sigma, 2, spacing, fwhm, kwargs), output, mode, cval)
 
 
-def gaussian_gradient_magnitude(input, sigma, output=None, mode="reflect", cval=0.0, **kwargs):
+@_producers
+def gaussian_gradient_magnitude(input, sigma=None, output=None, mode="reflect", cval=0.0, *,
+                                spacing=None, fwhm=None, **kwargs):
     """The Gaussian gradient's magnitude, as scipy.ndimage.gaussian_gradient_magnitude: sqrt of
-    the sum over axes of gaussian_filter with order 1 along that axis, squared."""
-    return generic_gradient_magnitude(input, _gaussian_derivative(_ndim(input), sigma, 1, kwargs),
-                                      output, mode, cval)
+    the sum over axes of gaussian_filter with order 1 along that axis, squared. spacing and
+    fwhm as gaussian_laplace's: with spacing, each derivative is per unit length (divided by
+    spacing[axis]), the gradient in physical units."""
+    nd = _ndim(input)
+    return generic_gradient_magnitude.__wrapped__(
+        input, _gaussian_derivative(nd, sigma, 1, spacing, fwhm, kwargs), output, mode, cval)
 
 
 def _sizes(size, nd, name="size"):
@@ -199,6 +249,7 @@ def _sizes(size, nd, name="size"):
     return [int(v) for v in sizes]
 
 
+@_producers
 def uniform_filter1d(input, size, axis=-1, output=None, mode="reflect", cval=0.0, origin=0, *,
                      method="auto"):
     """The mean over size samples along axis, as scipy.ndimage.uniform_filter1d: on the CPU by
@@ -212,6 +263,7 @@ def uniform_filter1d(input, size, axis=-1, output=None, mode="reflect", cval=0.0
                              method=method)
 
 
+@_producers
 def uniform_filter(input, size=3, output=None, mode="reflect", cval=0.0, origin=0, *,
                    axes=None, method="auto"):
     """The mean over a box, as scipy.ndimage.uniform_filter: uniform_filter1d along each axis
