@@ -1384,3 +1384,13 @@ from ._derivatives import (gaussian_gradient_magnitude, gaussian_laplace,  # noq
 # scipy.ndimage's rank filters
 from ._rank import (maximum_filter, maximum_filter1d, median_filter,  # noqa: E402,F401
                     minimum_filter, minimum_filter1d, percentile_filter, rank_filter)
+# mask= and nan_policy= on the linear filters: normalised convolution
+from ._masked import maskable as _maskable  # noqa: E402
+gaussian_filter = _maskable(gaussian_filter)
+gaussian_filter1d = _maskable(gaussian_filter1d)
+correlate = _maskable(correlate)
+convolve = _maskable(convolve)
+correlate1d = _maskable(correlate1d)
+convolve1d = _maskable(convolve1d)
+uniform_filter = _maskable(uniform_filter)
+uniform_filter1d = _maskable(uniform_filter1d)
