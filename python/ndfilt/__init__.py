@@ -1384,6 +1384,20 @@ from ._derivatives import (gaussian_gradient_magnitude, gaussian_laplace,  # noq
 # scipy.ndimage's rank filters
 from ._rank import (maximum_filter, maximum_filter1d, median_filter,  # noqa: E402,F401
                     minimum_filter, minimum_filter1d, percentile_filter, rank_filter)
+# Arrays of more than 4 axes: filtered along up to 4, the others a batch
+from . import _batch  # noqa: E402
+gaussian_filter = _batch.axes_style(("sigma", "order", "mode", "radius", "fwhm"),
+                                    _batch.gaussian_trivial)(gaussian_filter)
+uniform_filter = _batch.axes_style(("size", "mode", "origin"), _batch.size_trivial)(uniform_filter)
+minimum_filter, maximum_filter, median_filter, rank_filter, percentile_filter = [
+    _batch.axes_style(("size", "mode", "origin"), _batch.size_trivial)(_f) for _f in (
+        minimum_filter, maximum_filter, median_filter, rank_filter, percentile_filter)]
+gaussian_filter1d, correlate1d, convolve1d, uniform_filter1d, minimum_filter1d, \
+    maximum_filter1d = [_batch.axis_style(_f) for _f in (
+        gaussian_filter1d, correlate1d, convolve1d, uniform_filter1d, minimum_filter1d,
+        maximum_filter1d)]
+correlate, convolve = _batch.kernel_style(correlate), _batch.kernel_style(convolve)
+sepfilter = _batch.weights_per_axis_style(sepfilter)
 # mask= and nan_policy= on the linear filters: normalised convolution
 from ._masked import maskable as _maskable  # noqa: E402
 gaussian_filter = _maskable(gaussian_filter)
