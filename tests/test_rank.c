@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* test_rank.c - rank filters (ndf_plan_rank) against a brute-force reference: every output's
+ * footprint samples gathered through the modes and sorted, the rank's value taken. Random 1-4-D
+ * shapes, every dtype in and out, strided and reversed views, boxes and footprints with holes,
+ * every mode and origin, minimum, maximum and any rank, in place too; the results must be
+ * equal (a rank filter's result is one of the samples, stored in out's dtype). The tests of
+ * the binding compare with scipy itself (python/tests/test_rank.py); this one runs in the
+ * sanitizer builds.
+ *
+ *   test_rank [cpu] [method]     (NDF_TEST_SEED, NDF_TEST_CASES) */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "core/boundary.h"
+
+static int cmp(const void *a, const void *b) {
+  const double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static void one_case(ndf_context *ctx, const char *method, uint64_t *r, int c) {
+  const int nd = (int)t_randint(r, 1, 4);
+  int64_t shape[NDF_MAX_DIMS], k[NDF_MAX_DIMS];
+  int64_t n = 1, size = 1;
+  ndf_rank_opts o = {.struct_size = sizeof o, .method = method};
+  for (int d = 0; d < nd; d++) {
+    shape[d] = t_randint(r, 1, nd > 2 ? 9 : 30);
+    k[d] = t_randint(r, 1, 5);
+    o.mode[d] = (ndf_mode)t_randint(r, 0, 4);
+    o.origin[d] = (int)t_randint(r, -(k[d] / 2), (k[d] - 1) / 2);
+    n *= shape[d];
+    size *= k[d];
+  }
+  o.cval = (double)t_randint(r, -3, 3);
+  const ndf_dtype idt = (ndf_dtype)t_randint(r, NDF_U8, NDF_F64);
+  const ndf_dtype odt = t_randint(r, 0, 2) ? idt : (ndf_dtype)t_randint(r, NDF_U8, NDF_F64);
+  const int holes = (int)t_randint(r, 0, 1), inplace = idt == odt && t_randint(r, 0, 5) == 0;
+  unsigned char *fp = malloc((size_t)size);
+  if (!fp) abort();
+  int64_t m = 0;
+  for (int64_t j = 0; j < size; j++)
+    m += fp[j] = !holes || t_randint(r, 0, 2) > 0;
+  if (m == 0) m += fp[0] = 1;
+  const int64_t which = t_randint(r, 0, 3);
+  const int64_t rank = which == 0 ? 0 : which == 1 ? -1 : t_randint(r, -m, m - 1);
+  const int64_t rk = rank < 0 ? rank + m : rank;
+
+  t_arr in, out;
+  t_arr_make(&in, r, idt, nd, shape, (int)t_randint(r, 0, 1), NULL);
+  t_fill_random(&in, r);
+  if (inplace)
+    out = in;
+  else
+    t_arr_make(&out, r, odt, nd, shape, (int)t_randint(r, 0, 1), NULL);
+  double *x = malloc((size_t)n * sizeof *x), *want = malloc((size_t)n * sizeof *want),
+         *v = malloc((size_t)m * sizeof *v);
+  if (!x || !want || !v) abort();
+  for (int64_t i = 0; i < n; i++)
+    x[i] = ndf__load(idt, in.hview.data, ndf__offset(&in.hview, i));
+  for (int64_t i = 0; i < n; i++) { /* the reference */
+    int64_t idx[NDF_MAX_DIMS], rest = i;
+    for (int d = nd - 1; d >= 0; d--) {
+      idx[d] = rest % shape[d];
+      rest /= shape[d];
+    }
+    int64_t cnt = 0;
+    for (int64_t j = 0; j < size; j++) {
+      if (!fp[j]) continue;
+      int64_t jr = j, at = 0, stride = 1, d;
+      double val = o.cval;
+      int inside = 1;
+      for (d = nd - 1; d >= 0; d--) {
+        const int64_t q = jr % k[d];
+        jr /= k[d];
+        const int64_t s =
+            ndf__map_index(idx[d] + q - (k[d] / 2 + o.origin[d]), shape[d], o.mode[d]);
+        if (s < 0) inside = 0;
+        at += s * stride;
+        stride *= shape[d];
+      }
+      if (inside) val = x[at];
+      v[cnt++] = val;
+    }
+    qsort(v, (size_t)cnt, sizeof *v, cmp);
+    want[i] = v[rk];
+  }
+  if (!inplace) t_poison(&out);
+  ndf_plan *p = NULL;
+  ndf_status st = ndf_plan_rank(&p, ctx, &in.view, &out.view, rank, holes ? fp : NULL, k, &o);
+  if (st == NDF_OK) st = ndf_execute(p, &in.view, &out.view);
+  CHECK(st == NDF_OK, "case %d: %s", c, ndf_context_message(ctx));
+  for (int64_t i = 0; i < n && st == NDF_OK; i++) {
+    const double got = ndf__load(odt, out.hview.data, ndf__offset(&out.hview, i));
+    double w = want[i];
+    if (odt != NDF_F32 && odt != NDF_F64) { /* stored as every ndf output: rounded, clamped */
+      unsigned char b[8];
+      ndf__store(odt, b, 0, w);
+      w = ndf__load(odt, b, 0);
+    } else if (odt == NDF_F32) {
+      w = (float)w;
+    }
+    if (got != w) {
+      fprintf(stderr,
+              "  case %d: %dD %s -> %s rank %lld of %lld, %s: element %lld is %g, reference %g\n",
+              c, nd, ndf_dtype_name(idt), ndf_dtype_name(odt), (long long)rank, (long long)m,
+              holes ? "footprint" : "box", (long long)i, got, w);
+      t_failures++;
+      break;
+    }
+  }
+  ndf_plan_destroy(p);
+  free(x);
+  free(want);
+  free(v);
+  free(fp);
+  t_arr_free(&in, NULL);
+  if (!inplace) t_arr_free(&out, NULL);
+}
+
+/* Bad calls: a rank outside the footprint, an all-zero footprint, an origin off the footprint,
+ * a zero length; each refused with NDF_EINVAL. */
+static void bad_calls(ndf_context *ctx) {
+  float buf[16] = {0};
+  const int64_t shape[2] = {4, 4}, k[2] = {3, 3}, k0[2] = {0, 3};
+  ndf_array a = ndf_array_contiguous(NDF_F32, 2, shape, buf);
+  ndf_array b = ndf_array_contiguous(NDF_F32, 2, shape, buf);
+  unsigned char zero[9] = {0};
+  ndf_rank_opts o = {.struct_size = sizeof o};
+  ndf_plan *p = NULL;
+  CHECK(ndf_plan_rank(&p, ctx, &a, &b, 9, NULL, k, &o) == NDF_EINVAL, "rank 9 of 9");
+  CHECK(ndf_plan_rank(&p, ctx, &a, &b, -10, NULL, k, &o) == NDF_EINVAL, "rank -10 of 9");
+  CHECK(ndf_plan_rank(&p, ctx, &a, &b, 0, zero, k, &o) == NDF_EINVAL, "all-zero footprint");
+  CHECK(ndf_plan_rank(&p, ctx, &a, &b, 0, NULL, k0, &o) == NDF_EINVAL, "length 0");
+  o.origin[0] = 2;
+  CHECK(ndf_plan_rank(&p, ctx, &a, &b, 0, NULL, k, &o) == NDF_EINVAL, "origin 2 of 3");
+  CHECK(p == NULL, "a refused plan is NULL");
+}
+
+int main(int argc, char **argv) {
+  ndf_context *ctx;
+  const char *dev = argc > 1 ? argv[1] : "cpu";
+  const char *method = argc > 2 ? argv[2] : NULL;
+  const int rc = t_open(&ctx, dev);
+  if (rc) return rc;
+  uint64_t r = t_seed();
+  const int ncases = (int)t_env_double("NDF_TEST_CASES", 200);
+  for (int c = 0; c < ncases; c++)
+    one_case(ctx, method, &r, c);
+  bad_calls(ctx);
+  ndf_context_destroy(ctx);
+  printf("%d cases; %d failures\n", ncases, t_failures);
+  return t_failures ? 1 : 0;
+}
