@@ -8,7 +8,9 @@
  * each block's start and from its end: out[i] = op(from_end[i], from_start[i + k - 1]), three
  * comparisons an element whatever k. Other ranks and footprints gather the footprint's samples
  * for each output (by precomputed offsets inside the array, through the modes near its edges)
- * and select the rank with quickselect. */
+ * and select the rank: up to 64 samples by a selection network (Batcher's odd-even merge sort
+ * pruned to what the rank's position depends on) run on 32 outputs side by side where their
+ * windows lie inside the array, else by quickselect. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,11 +22,15 @@
 
 enum { QB = 64 }; /* columns a task in a separable pass */
 
+enum { NB = 32, NET_MAX = 64 }; /* outputs a network block; samples a network takes */
+
 typedef struct {
   double *x;    /* the input in float64, C order */
   int64_t *off; /* the footprint's offsets in x, for outputs whose footprint lies inside */
   int64_t (*at)[NDF_MAX_DIMS]; /* the footprint's offsets per axis (from the window's start) */
-  int sep;              /* a box's minimum (-1) or maximum (+1) by separable passes; 0: selection */
+  int sep;       /* a box's minimum (-1) or maximum (+1) by separable passes; 0: selection */
+  int (*net)[2]; /* selection of up to NET_MAX samples: compare-exchanges, or NULL */
+  int nnet;
   pthread_mutex_t lock; /* x serves one call at a time */
 } state;
 
@@ -179,6 +185,48 @@ static double select_rank(double *v, int64_t n, int64_t r) {
   return v[r];
 }
 
+/* Batcher's odd-even merge sort network for n inputs (any n), pruned to the compare-exchanges
+ * that the value of rank r depends on (walking back from r: a compare-exchange stays if it
+ * writes a position that r, or a later one kept, reads); their count, in order, in net (room
+ * for every compare-exchange of the whole network). */
+static int prune_network(int n, int r, int (*net)[2]) {
+  int m = 0;
+  for (int p = 1; p < n; p += p)
+    for (int k = p; k > 0; k /= 2)
+      for (int j = k % p; j + k < n; j += k + k)
+        for (int i = 0; i < k && i + j + k < n; i++)
+          if ((i + j) / (p + p) == (i + j + k) / (p + p)) {
+            net[m][0] = i + j;
+            net[m][1] = i + j + k;
+            m++;
+          }
+  unsigned char need[NET_MAX] = {0};
+  need[r] = 1;
+  int kept = m;
+  for (int c = m - 1; c >= 0; c--) {
+    if (need[net[c][0]] || need[net[c][1]]) {
+      need[net[c][0]] = need[net[c][1]] = 1;
+      kept--;
+      net[kept][0] = net[c][0];
+      net[kept][1] = net[c][1];
+    }
+  }
+  memmove(net, net + kept, (size_t)(m - kept) * sizeof *net);
+  return m - kept;
+}
+
+/* The network on NB lanes at once: v[j * NB + b] is sample j of output b. */
+static void run_network(double *v, const int (*net)[2], int m) {
+  for (int c = 0; c < m; c++) {
+    double *a = v + net[c][0] * NB, *b = v + net[c][1] * NB;
+    for (int l = 0; l < NB; l++) {
+      const double lo = b[l] < a[l] ? b[l] : a[l], hi = b[l] < a[l] ? a[l] : b[l];
+      a[l] = lo;
+      b[l] = hi;
+    }
+  }
+}
+
 static ndf_status selection(const ndf_plan *p, const state *s, const int64_t *shape,
                             ndf_array *out) {
   const ndf__rank *r = p->pb.params;
@@ -191,7 +239,8 @@ static ndf_status selection(const ndf_plan *p, const state *s, const int64_t *sh
   int fail = 0;
 #pragma omp parallel num_threads(T) reduction(| : fail)
   {
-    double *v = malloc((size_t)n * sizeof *v);
+    double *v = malloc((size_t)n * sizeof *v), *vb = NULL;
+    if (s->net && !(vb = malloc((size_t)n * NB * sizeof *vb))) fail = 1;
     if (!v) fail = 1;
     ndf__walker w;
 #pragma omp for schedule(dynamic, 16)
@@ -206,6 +255,26 @@ static ndf_status selection(const ndf_plan *p, const state *s, const int64_t *sh
       for (int64_t x = 0; x < W; x++, ndf__walk_next(&w, out)) {
         idx[3] = x;
         double res;
+        /* outputs x .. xe - 1 have their windows inside the row */
+        const int64_t xe = W - r->k[3] + r->left[3] + 1;
+        if (vb && inner && x >= r->left[3] && xe - r->left[3] >= NB && x < xe) {
+          /* NB outputs whose windows lie inside: their samples side by side, one network; the
+           * row's last block starts early enough to be whole and keeps its new outputs only */
+          const int64_t x0 = x + NB <= xe ? x : xe - NB, skip = x - x0;
+          const double *o = s->x + (idx[0] - r->left[0]) * cstride[0] +
+                            (idx[1] - r->left[1]) * cstride[1] +
+                            (idx[2] - r->left[2]) * cstride[2] + (x0 - r->left[3]);
+          for (int64_t j = 0; j < n; j++)
+            memcpy(vb + j * NB, o + s->off[j], NB * sizeof *vb);
+          run_network(vb, (const int(*)[2])s->net, s->nnet);
+          const double *res_b = vb + r->rank * NB;
+          for (int64_t b = skip; b < NB; b++) {
+            ndf__store(out->dtype, out->data, w.off, res_b[b]);
+            if (b < NB - 1) ndf__walk_next(&w, out);
+          }
+          x = x0 + NB - 1;
+          continue;
+        }
         if (inner && x - r->left[3] >= 0 && x - r->left[3] + r->k[3] <= W) {
           const double *o = s->x + (idx[0] - r->left[0]) * cstride[0] +
                             (idx[1] - r->left[1]) * cstride[1] +
@@ -229,6 +298,7 @@ static ndf_status selection(const ndf_plan *p, const state *s, const int64_t *sh
       }
     }
     free(v);
+    free(vb);
   }
   return fail ? ndf__fail(p->ctx, NDF_ENOMEM, "cpu_rank: out of host memory") : NDF_OK;
 }
@@ -296,6 +366,7 @@ static void free_state(void *v) {
   free(s->x);
   free(s->off);
   free(s->at);
+  free(s->net);
   pthread_mutex_destroy(&s->lock);
   free(s);
 }
@@ -331,6 +402,11 @@ static ndf_status make(ndf_plan *p) {
       cs *= in4.shape[d];
     }
     s->off[m++] = off;
+  }
+  if (r->n <= NET_MAX && r->n > 1) { /* a few samples: a selection network, NB outputs at once */
+    s->net = malloc(sizeof *s->net * NET_MAX * 64);
+    if (!s->net) return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_rank: out of host memory");
+    s->nnet = prune_network((int)r->n, (int)r->rank, s->net);
   }
   return NDF_OK;
 }
