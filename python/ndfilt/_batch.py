@@ -43,12 +43,8 @@ def _axis(a, nd):
 
 
 def _list(v, n, name):
-    if v is None or isinstance(v, (str, bytes)) or np.ndim(v) == 0:
-        return [v] * n
-    v = list(v)
-    if len(v) != n:
-        raise ValueError(f"{name} has {len(v)} values; expected a scalar or one per axis ({n})")
-    return v
+    from . import _per_axis
+    return _per_axis(v, n, name)
 
 
 def _too_many(name, axes):
@@ -78,7 +74,7 @@ def _fill(nd, filtered):
     return sorted(keep)
 
 
-def _run(f, x, out_arg, keep, call):
+def _run(x, out_arg, keep, call):
     """f on each view of x keeping the axes keep; call(view_in, view_out) -> f's result."""
     if out_arg is not None and not isinstance(out_arg, (type, np.dtype, str)) and hasattr(
             out_arg, "shape"):
@@ -98,46 +94,32 @@ def axes_style(per_axis, trivial):
     """Filters with axes= (gaussian_filter, uniform_filter, the rank filters): per_axis names
     the parameters given per filtered axis (in the order of axes); trivial(args, nd) gives, when
     axes is None, the axes the call leaves alone."""
-    def deco(f):
-        sig = inspect.signature(f)
-
-        @functools.wraps(f)
-        def g(input, *args, **kw):
-            nd = len(getattr(input, "shape", ()))
-            if nd <= MAX:
-                return f(input, *args, **kw)
-            b = sig.bind(input, *args, **kw)
-            b.apply_defaults()
-            a = dict(b.arguments)
-            axes = a.get("axes")
-            if axes is None:
-                skip = trivial(a, nd)
-                axes = [d for d in range(nd) if d not in skip]
-                if a.get("footprint") is not None:  # its axes: all the array's; keep F's
-                    fp = np.asarray(a["footprint"])
-                    a["footprint"] = fp.reshape([fp.shape[d] for d in axes])
-                for p in per_axis:
-                    if p in a and not (a[p] is None or isinstance(a[p], str) or np.ndim(a[p]) == 0):
-                        a[p] = [_list(a[p], nd, p)[d] for d in axes]
-            else:
-                axes = [_axis(d, nd) for d in ([axes] if np.ndim(axes) == 0 else axes)]
-            if len(axes) > MAX:
-                _too_many(f.__name__, axes)
-            keep = _fill(nd, axes)
-            a["axes"] = [keep.index(d) for d in axes]
-            if a.get("spacing") is not None and np.ndim(a["spacing"]) != 0:
-                a["spacing"] = [_list(a["spacing"], nd, "spacing")[d] for d in keep]
-            x, out_arg = a.pop("input"), a.pop("output")
-
-            def call(vi, vo):
-                return f(vi, output=vo, **a)
-            return _run(f, x, out_arg, keep, call)
-        return g
-    return deco
+    def plan(a, nd, name):
+        axes = a.get("axes")
+        if axes is None:
+            skip = trivial(a, nd)
+            axes = [d for d in range(nd) if d not in skip]
+            if a.get("footprint") is not None:  # its axes: all the array's; keep F's
+                fp = np.asarray(a["footprint"])
+                a["footprint"] = fp.reshape([fp.shape[d] for d in axes])
+            for p in per_axis:
+                if p in a and not (a[p] is None or isinstance(a[p], str) or np.ndim(a[p]) == 0):
+                    a[p] = [_list(a[p], nd, p)[d] for d in axes]
+        else:
+            axes = [_axis(d, nd) for d in ([axes] if np.ndim(axes) == 0 else axes)]
+        if len(axes) > MAX:
+            _too_many(name, axes)
+        keep = _fill(nd, axes)
+        a["axes"] = [keep.index(d) for d in axes]
+        if a.get("spacing") is not None and np.ndim(a["spacing"]) != 0:
+            a["spacing"] = [_list(a["spacing"], nd, "spacing")[d] for d in keep]
+        return keep
+    return lambda f: _batched(f, plan)
 
 
-def axis_style(f):
-    """Filters along one axis (the 1-D forms): the views keep it and three more."""
+def _batched(f, plan):
+    """f with arrays of more than 4 axes: plan(a, nd) (a: the call's arguments, defaults
+    included) returns the axes each view keeps, having rewritten a for the views."""
     sig = inspect.signature(f)
 
     @functools.wraps(f)
@@ -148,70 +130,61 @@ def axis_style(f):
         b = sig.bind(input, *args, **kw)
         b.apply_defaults()
         a = dict(b.arguments)
+        keep = plan(a, nd, f.__name__)
+        x, out_arg = a.pop("input"), a.pop("output")
+        return _run(x, out_arg, keep, lambda vi, vo: f(vi, output=vo, **a))
+    return g
+
+
+def _views_of(a, nd, keep, names):
+    """The per-axis values among names (one per axis of the array, or a scalar) for the views."""
+    for p in names:
+        if not (isinstance(a[p], str) or np.ndim(a[p]) == 0):
+            a[p] = [_list(a[p], nd, p)[d] for d in keep]
+
+
+def axis_style(f):
+    """Filters along one axis (the 1-D forms): the views keep it and three more."""
+    def plan(a, nd, name):
         axis = _axis(a["axis"], nd)
         keep = _fill(nd, [axis])
         a["axis"] = keep.index(axis)
-        x, out_arg = a.pop("input"), a.pop("output")
-        return _run(f, x, out_arg, keep, lambda vi, vo: f(vi, output=vo, **a))
-    return g
+        return keep
+    return _batched(f, plan)
 
 
 def kernel_style(f):
     """correlate and convolve: an N-D kernel with the array's axes; those of length 1 are
     left alone (a factor only), the others filtered."""
-    sig = inspect.signature(f)
-
-    @functools.wraps(f)
-    def g(input, *args, **kw):
-        nd = len(getattr(input, "shape", ()))
-        if nd <= MAX:
-            return f(input, *args, **kw)
-        b = sig.bind(input, *args, **kw)
-        b.apply_defaults()
-        a = dict(b.arguments)
+    def plan(a, nd, name):
         from . import _weights  # the binding's reading of weights (numpy, CuPy, DLPack...)
         w = _weights(a["weights"])
         if w.ndim != nd:
             raise ValueError(f"weights must have the input's {nd} dimensions, not shape {w.shape}")
         axes = [d for d in range(nd) if w.shape[d] > 1]
         if len(axes) > MAX:
-            _too_many(f.__name__, axes)
+            _too_many(name, axes)
         keep = _fill(nd, axes)
         a["weights"] = w.reshape([w.shape[d] for d in keep])
-        for p in ("mode", "origin"):
-            if not (isinstance(a[p], str) or np.ndim(a[p]) == 0):
-                a[p] = [_list(a[p], nd, p)[d] for d in keep]
-        x, out_arg = a.pop("input"), a.pop("output")
-        return _run(f, x, out_arg, keep, lambda vi, vo: f(vi, output=vo, **a))
-    return g
+        _views_of(a, nd, keep, ("mode", "origin"))
+        return keep
+    return _batched(f, plan)
 
 
 def weights_per_axis_style(f):
     """sepfilter: one kernel (or None) per axis; the axes with one are filtered."""
-    sig = inspect.signature(f)
-
-    @functools.wraps(f)
-    def g(input, *args, **kw):
-        nd = len(getattr(input, "shape", ()))
-        if nd <= MAX:
-            return f(input, *args, **kw)
-        b = sig.bind(input, *args, **kw)
-        b.apply_defaults()
-        a = dict(b.arguments)
+    def plan(a, nd, name):
         ws = list(a["weights"])
         if len(ws) != nd:
             raise ValueError(f"weights: one kernel (or None) per axis ({nd}), not {len(ws)}")
         axes = [d for d in range(nd) if ws[d] is not None]
         if len(axes) > MAX:
-            _too_many(f.__name__, axes)
+            _too_many(name, axes)
         keep = _fill(nd, axes)
         a["weights"] = [ws[d] for d in keep]
-        for p in ("mode", "origin"):
-            if not (isinstance(a[p], str) or np.ndim(a[p]) == 0):
-                a[p] = [_list(a[p], nd, p)[d] for d in keep]
-        x, out_arg = a.pop("input"), a.pop("output")
-        return _run(f, x, out_arg, keep, lambda vi, vo: f(vi, output=vo, **a))
-    return g
+        _views_of(a, nd, keep, ("mode", "origin"))
+        return keep
+    return _batched(f, plan)
 
 
 # ---------------------------------------------------------------- which axes a call leaves alone

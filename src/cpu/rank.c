@@ -65,6 +65,23 @@ static inline double pick(double a, double b, int sign) {
   return sign < 0 ? (b < a ? b : a) : (b > a ? b : a);
 }
 
+/* Row j of the extended line (input row j - left, the mode's row for it, or cval's) into dst,
+ * then folded with row `with` (the running extreme next to it; NULL: none). */
+static inline void ext_row(double *dst, const double *base, int64_t j, int64_t left, int64_t L,
+                           int64_t Q, int64_t qb, ndf_mode mode, double cval, const double *with,
+                           int sign) {
+  const int64_t i = ndf__map_index(j - left, L, mode);
+  if (i < 0) {
+    for (int64_t c = 0; c < qb; c++)
+      dst[c] = cval;
+  } else {
+    memcpy(dst, base + i * Q, (size_t)qb * sizeof *dst);
+  }
+  if (with)
+    for (int64_t c = 0; c < qb; c++)
+      dst[c] = pick(with[c], dst[c], sign);
+}
+
 /* One pass along an axis of length L seen as [P][L][Q], in place on x: columns q0..q0+qb of
  * plane p. buf holds 2 (L + k - 1) qb doubles. */
 static void pass_block(double *x, int64_t p, int64_t L, int64_t Q, int64_t q0, int64_t qb,
@@ -72,37 +89,12 @@ static void pass_block(double *x, int64_t p, int64_t L, int64_t Q, int64_t q0, i
   const int64_t E = L + k - 1;
   double *g = buf, *h = buf + E * qb; /* from each block's start; from its end */
   double *base = x + p * L * Q + q0;
-  for (int64_t j = 0; j < E; j++) { /* the extended line, rows of qb */
-    const int64_t i = ndf__map_index(j - left, L, mode);
-    double *gj = g + j * qb;
-    if (i < 0) {
-      for (int64_t c = 0; c < qb; c++)
-        gj[c] = cval;
-    } else {
-      memcpy(gj, base + i * Q, (size_t)qb * sizeof *gj);
-    }
-    if (j % k) {
-      const double *prev = gj - qb;
-      for (int64_t c = 0; c < qb; c++)
-        gj[c] = pick(prev[c], gj[c], sign);
-    }
-  }
+  for (int64_t j = 0; j < E; j++) /* the extended line, rows of qb */
+    ext_row(g + j * qb, base, j, left, L, Q, qb, mode, cval, j % k ? g + (j - 1) * qb : NULL, sign);
   /* h from each block's end, read from the raw line again (g no longer holds it) */
-  for (int64_t j = E - 1; j >= 0; j--) {
-    const int64_t i = ndf__map_index(j - left, L, mode);
-    double *hj = h + j * qb;
-    if (i < 0) {
-      for (int64_t c = 0; c < qb; c++)
-        hj[c] = cval;
-    } else {
-      memcpy(hj, base + i * Q, (size_t)qb * sizeof *hj);
-    }
-    if (j % k != k - 1 && j != E - 1) {
-      const double *next = hj + qb;
-      for (int64_t c = 0; c < qb; c++)
-        hj[c] = pick(next[c], hj[c], sign);
-    }
-  }
+  for (int64_t j = E - 1; j >= 0; j--)
+    ext_row(h + j * qb, base, j, left, L, Q, qb, mode, cval,
+            j % k != k - 1 && j != E - 1 ? h + (j + 1) * qb : NULL, sign);
   for (int64_t i = 0; i < L; i++) {
     const double *a = h + i * qb, *b = g + (i + k - 1) * qb;
     double *o = base + i * Q;
@@ -317,6 +309,25 @@ static ndf_array view4(const ndf_array *a) {
   return v;
 }
 
+/* The n elements of a (C order) into x as float64 (in), or x into them in a's dtype. */
+static void copy(const ndf_array *a, double *x, int64_t n, int in, int threads) {
+#pragma omp parallel num_threads(threads)
+  {
+    const int nt = omp_get_num_threads(), t = omp_get_thread_num();
+    const int64_t lo = n * t / nt, hi = n * (t + 1) / nt;
+    if (lo < hi) {
+      ndf__walker w;
+      ndf__walk_at(&w, a, lo);
+      for (int64_t i = lo; i < hi; i++, ndf__walk_next(&w, a)) {
+        if (in)
+          x[i] = ndf__load(a->dtype, a->data, w.off);
+        else
+          ndf__store(a->dtype, a->data, w.off, x[i]);
+      }
+    }
+  }
+}
+
 static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *ops,
                        ndf_array *out) {
   (void)ops;
@@ -326,33 +337,11 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *
   ndf_array out4 = view4(out);
   const int64_t n = ndf_array_size(in);
   pthread_mutex_lock(&s->lock);
-#pragma omp parallel num_threads(T)
-  {
-    const int nt = omp_get_num_threads(), t = omp_get_thread_num();
-    const int64_t lo = n * t / nt, hi = n * (t + 1) / nt;
-    if (lo < hi) {
-      ndf__walker w;
-      ndf__walk_at(&w, &in4, lo);
-      for (int64_t i = lo; i < hi; i++, ndf__walk_next(&w, &in4))
-        s->x[i] = ndf__load(in->dtype, in->data, w.off);
-    }
-  }
+  copy(&in4, s->x, n, 1, T);
   ndf_status st;
   if (s->sep) {
     st = separable_passes(p, s, in4.shape);
-    if (st == NDF_OK) {
-#pragma omp parallel num_threads(T)
-      {
-        const int nt = omp_get_num_threads(), t = omp_get_thread_num();
-        const int64_t lo = n * t / nt, hi = n * (t + 1) / nt;
-        if (lo < hi) {
-          ndf__walker w;
-          ndf__walk_at(&w, &out4, lo);
-          for (int64_t i = lo; i < hi; i++, ndf__walk_next(&w, &out4))
-            ndf__store(out->dtype, out->data, w.off, s->x[i]);
-        }
-      }
-    }
+    if (st == NDF_OK) copy(&out4, s->x, n, 0, T);
   } else {
     st = selection(p, s, in4.shape, &out4);
   }
