@@ -163,6 +163,10 @@ static const char *usage_gauss =
     "                   axis has mode nearest, order 0, sigma >= 2, no --radius; on an image\n"
     "                   holding NaN or Inf, fir all the same (default 0)\n"
     "  --iir-order N    the recursive method's order; 0: its default (below)\n"
+    "  --mask FILE      smooth within a mask (its non-zero voxels; IN's shape, or one volume's):\n"
+    "                   normalised convolution f(x m) / f(m), NaN where no masked voxel is in\n"
+    "                   reach (AFNI 3dBlurInMask, astropy's NaN interpolation)\n"
+    "  --nan omit       leave NaN voxels out the same way (default propagate: scipy's)\n"
     "  --dtype T        output dtype u8, u16, i16, f32, f64 (default: the input's)\n"
     "  --shape LIST     IN is raw samples of this shape, of type --dtype\n"
     "\n"
@@ -895,6 +899,41 @@ static int filter_slabs(ndf_context *ctx, ndf_image *in, ndf_image *out, const n
  * the whole image, or with `split` on each entry of axis 0 alone (a colour channel, or a
  * volume of a 4-D image), in and out sharing that axis, with a progress bar; nf > 1: a bank
  * of nf kernels, whose outputs make a new leading axis. Returns the exit code. */
+/* Masked or NaN-aware smoothing (gauss --mask, --nan omit): normalised convolution, f(x m) /
+ * f(m) with m the valid samples (the mask's non-zero voxels, not NaN under omit), NaN where no
+ * valid sample is in reach (f(m) under 1e-6 of its largest value), as the Python binding's
+ * mask= and nan_policy='omit'. mask: float32 0 or 1 of one call's shape, or NULL. */
+static struct {
+  int on, nan_omit;
+  const float *mask;
+} masking;
+
+/* One call's masked filtering: a (any dtype) into b (any dtype) through the float32 plan p;
+ * xm, m, num, den: float32 buffers of a's size. */
+static ndf_status masked_execute(ndf_plan *p, const ndf_array *a, ndf_array *b, float *xm, float *m,
+                                 float *num, float *den) {
+  const int64_t n = ndf_array_size(a);
+  for (int64_t i = 0; i < n; i++) {
+    const double v = ndf__load(a->dtype, a->data, i);
+    const int ok = (!masking.mask || masking.mask[i] != 0) && !(masking.nan_omit && isnan(v));
+    m[i] = (float)ok;
+    xm[i] = ok ? (float)v : 0.f;
+  }
+  ndf_array in = ndf_array_contiguous(NDF_F32, a->ndim, a->shape, xm),
+            out = ndf_array_contiguous(NDF_F32, a->ndim, a->shape, num);
+  ndf_status st = ndf_execute(p, &in, &out);
+  in.data = m;
+  out.data = den;
+  if (st == NDF_OK) st = ndf_execute(p, &in, &out); /* host arrays: back when it returns */
+  if (st != NDF_OK) return st;
+  float top = 0;
+  for (int64_t i = 0; i < n; i++)
+    top = fabsf(den[i]) > top ? fabsf(den[i]) : top;
+  for (int64_t i = 0; i < n; i++)
+    ndf__store(b->dtype, b->data, i, fabsf(den[i]) > 1e-6f * top ? num[i] / den[i] : NAN);
+  return NDF_OK;
+}
+
 static int filter_to_shape(ndf_context *ctx, ndf_image *in, int ndim, const int64_t *shape,
                            const int64_t *origin, ndf_dtype dtype, const char *out_path, int split,
                            int nf, plan_fn f, const void *args, reach_fn reach) {
@@ -917,7 +956,7 @@ static int filter_to_shape(ndf_context *ctx, ndf_image *in, int ndim, const int6
   /* Past the memory limit, a mapped input goes a slab at a time where the filter allows. */
   const double need =
       (double)ndf_array_size(&in->a) * (double)ndf_dtype_size(in->a.dtype) + 2.0 * (double)nbytes;
-  if (in->map_base && reach && nf <= 1 && !origin && need > (double)limit_bytes()) {
+  if (in->map_base && reach && nf <= 1 && !origin && !masking.on && need > (double)limit_bytes()) {
     ndf_array a = in->a, b = out.a;
     if (split) {
       a = ndf_array_contiguous(in->a.dtype, in->a.ndim - 1, in->a.shape + 1, NULL);
@@ -957,19 +996,29 @@ static int filter_to_shape(ndf_context *ctx, ndf_image *in, int ndim, const int6
   if (nf > 1) /* a bank's calls see in's shape; b holds the nf outputs */
     b = ndf_array_contiguous(b.dtype, a.ndim, a.shape, NULL);
   ndf_array *outs = NULL;
+  /* masked: a float32 plan, run twice a call (on x m and on m) over four buffers */
+  float *mbuf = NULL;
+  const int64_t na = ndf_array_size(&a);
+  ndf_array pa = a, pb = b;
+  if (masking.on) {
+    pa = ndf_array_contiguous(NDF_F32, a.ndim, a.shape, NULL);
+    pb = ndf_array_contiguous(NDF_F32, b.ndim, b.shape, NULL);
+    mbuf = malloc((size_t)(4 * na) * sizeof *mbuf);
+  }
   double t0 = now_s(), t_plan = 0;
-  if (!out.a.data || (nf > 1 && !(outs = malloc((size_t)nf * sizeof *outs)))) {
+  if (!out.a.data || (nf > 1 && !(outs = malloc((size_t)nf * sizeof *outs))) ||
+      (masking.on && !mbuf)) {
     fprintf(stderr, "ndfilt: out of memory for the %lld-byte output\n", (long long)nbytes);
     rc = NDF_EXIT_FAIL;
   } else {
     step_begin("planning", NULL);
-    st = f(&p, ctx, &a, &b, args);
+    st = f(&p, ctx, &pa, &pb, args);
     const double est = st == NDF_OK ? ndf_plan_cost(p) * (split ? (double)in->a.shape[0] : 1) : 0;
     if (st == NDF_OK && lazy_gpu && est > CUDA_WORTH_S) {
       if (!gpu_ctx && ndf_context_create(&gpu_ctx, &gpu_opts) != NDF_OK) gpu_ctx = NULL;
       ndf_plan *q = NULL;
       if (gpu_ctx && ndf_context_place(gpu_ctx).kind == NDF_PLACE_CUDA &&
-          f(&q, gpu_ctx, &a, &b, args) == NDF_OK) {
+          f(&q, gpu_ctx, &pa, &pb, args) == NDF_OK) {
         ndf_plan_destroy(p);
         p = q;
         ctx = gpu_ctx;
@@ -991,7 +1040,9 @@ static int filter_to_shape(ndf_context *ctx, ndf_image *in, int ndim, const int6
     for (int64_t k = 0; k < n && st == NDF_OK; k++) {
       a.data = (char *)in->a.data + (size_t)k * sa;
       b.data = (char *)out.a.data + (size_t)k * sb;
-      if (nf > 1) {
+      if (masking.on) {
+        st = masked_execute(p, &a, &b, mbuf, mbuf + na, mbuf + 2 * na, mbuf + 3 * na);
+      } else if (nf > 1) {
         bank_views(&a, &b, nf, outs);
         st = ndf_execute_bank(p, &a, nf, outs);
       } else {
@@ -1026,6 +1077,7 @@ static int filter_to_shape(ndf_context *ctx, ndf_image *in, int ndim, const int6
   }
   ndf_plan_destroy(p);
   free(outs);
+  free(mbuf);
   ndf_image_free(in);
   free(out.a.data);
   return rc;
@@ -1377,6 +1429,7 @@ typedef struct {
   ndf_mode mode[NDF_MAX_DIMS];
   double truncate, tolerance;
   int64_t nsigma, norder, nradius, nmode; /* 0: not given */
+  const char *mask, *nan;
 } gauss_cli;
 
 /* --sigma or --fwhm (one of them), per axis, lengths in voxels or with a unit. */
@@ -1399,6 +1452,8 @@ static const cli_opt gauss_opts[] = {
     OPT_WHAT(gauss_cli, "--truncate", take_number, truncate, "a number > 0"),
     OPT_WHAT(gauss_cli, "--tolerance", take_number, tolerance, "a number >= 0"),
     OPT_WHAT(gauss_cli, "--iir-order", take_int, iir_order, "an integer >= 0"),
+    OPT(gauss_cli, "--mask", take_str, mask),
+    OPT(gauss_cli, "--nan", take_str, nan),
 };
 
 static int cmd_gauss(ndf_context *ctx, int argc, char **argv) {
@@ -1452,13 +1507,60 @@ static int cmd_gauss(ndf_context *ctx, int argc, char **argv) {
     o.radius[d - skip] = nradius ? radius[nradius == 1 ? 0 : d] : 0;
     o.mode[d - skip] = nmode ? mode[nmode == 1 ? 0 : d] : NDF_MODE_NEAREST;
   }
+  if (a.nan && strcmp(a.nan, "omit") && strcmp(a.nan, "propagate")) {
+    ndf_image_free(&img);
+    return usage_error("bad --nan '%s': expected omit or propagate", a.nan);
+  }
+  masking.nan_omit = a.nan && !strcmp(a.nan, "omit");
+  masking.on = masking.nan_omit || a.mask;
+  if (masking.on) {
+    for (int d = 0; d < nd - skip; d++)
+      if (o.mode[d] == NDF_MODE_CONSTANT) {
+        ndf_image_free(&img);
+        return usage_error("%s", "--mask and --nan omit take the modes reflect, nearest, mirror "
+                                 "and wrap, not constant");
+      }
+  }
+  float *mask = NULL;
+  if (a.mask) { /* one call's shape: the image's, less a split-off axis */
+    ndf_image mi;
+    common_opts mo = {0};
+    rc = read_input(a.mask, &mo, &mi);
+    if (rc != NDF_EXIT_OK) {
+      ndf_image_free(&img);
+      return rc;
+    }
+    const int first = split ? 1 : 0;
+    int same = mi.a.ndim == img.a.ndim - first;
+    for (int d = 0; same && d < mi.a.ndim; d++)
+      same = mi.a.shape[d] == img.a.shape[d + first];
+    const int64_t nm = ndf_array_size(&mi.a);
+    if (same) mask = malloc((size_t)(nm > 0 ? nm : 1) * sizeof *mask);
+    for (int64_t i = 0; mask && i < nm; i++)
+      mask[i] = ndf__load(mi.a.dtype, mi.a.data, ndf__offset(&mi.a, i)) != 0;
+    ndf_image_free(&mi);
+    if (!same) {
+      ndf_image_free(&img);
+      return usage_error("--mask %s: its shape must be %s's%s", a.mask, in_path,
+                         split ? " less its first axis (one volume or channel)" : "");
+    }
+    if (!mask) {
+      ndf_image_free(&img);
+      fprintf(stderr, "ndfilt: out of memory for the mask\n");
+      return NDF_EXIT_FAIL;
+    }
+  }
+  masking.mask = mask;
   if (verbose) {
     fprintf(stderr, "ndfilt: sigma (voxels, axis order)");
     for (int d = 0; d < nd; d++)
       fprintf(stderr, " %.4g", sigma[d]);
     fprintf(stderr, "\n");
   }
-  return filter_to_file(ctx, &img, 0, co.dtype, out_path, split, plan_gauss, &o, reach_gauss);
+  rc = filter_to_file(ctx, &img, 0, co.dtype, out_path, split, plan_gauss, &o, reach_gauss);
+  free(mask);
+  masking.mask = NULL;
+  return rc;
 }
 
 /* ------------------------------------------------------------------ conv, correlate */

@@ -142,5 +142,57 @@ class TestMasked(unittest.TestCase):
                                    ndfilt.gaussian_filter(x[10:], 1.5), rtol=0, atol=1e-6)
 
 
+@unittest.skipUnless(os.environ.get("NDFILT_CLI"), "NDFILT_CLI (the ndfilt tool) not given")
+class TestMaskedCli(unittest.TestCase):
+    """ndfilt gauss --nan omit and --mask on .npy files: the float64 reference (mode nearest,
+    the CLI's default), a 4-D series one volume at a time with a 3-D mask; constant refused."""
+
+    def run_cli(self, *args):
+        import subprocess
+        p = subprocess.run([os.environ["NDFILT_CLI"], "--device", "cpu", *args],
+                           capture_output=True, text=True, timeout=120)
+        return p
+
+    def test_cli(self):
+        import tempfile
+        rng = np.random.default_rng(SEED + 3)
+        x = rng.uniform(-1, 1, (12, 20, 24)).astype(np.float32)
+        valid = rng.random(x.shape) > 0.3
+        xn = np.where(valid, x, np.nan).astype(np.float32)
+        series = rng.uniform(0, 1, (3, 12, 20, 24)).astype(np.float32)
+        with tempfile.TemporaryDirectory() as tmp:
+            pa = lambda n: os.path.join(tmp, n)  # noqa: E731
+            np.save(pa("xn.npy"), xn)
+            np.save(pa("x.npy"), x)
+            np.save(pa("m.npy"), valid.astype(np.uint8))
+            np.save(pa("s.npy"), series)
+            p = self.run_cli("gauss", pa("xn.npy"), pa("y.npy"), "--sigma", "1.5", "--nan", "omit")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            ref, ok = reference("gaussian_filter", x, valid, (1.5,), {"mode": "nearest"})
+            got = np.load(pa("y.npy"))
+            self.assertTrue(np.array_equal(np.isnan(got), ~ok))
+            self.assertLess(np.nanmax(np.abs(got - ref)), TOL)
+            p = self.run_cli("gauss", pa("x.npy"), pa("y.npy"), "--sigma", "1.5", "--mask",
+                             pa("m.npy"))
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertLess(np.nanmax(np.abs(np.load(pa("y.npy")) - ref)), TOL)
+            p = self.run_cli("gauss", pa("s.npy"), pa("y.npy"), "--sigma", "0,1,2,2", "--mask",
+                             pa("m.npy"))
+            self.assertEqual(p.returncode, 0, p.stderr)
+            got = np.load(pa("y.npy"))
+            for t in range(3):
+                r, _ = reference("gaussian_filter", series[t], valid, ((1, 2, 2),),
+                                 {"mode": "nearest"})
+                self.assertLess(np.nanmax(np.abs(got[t] - r)), TOL, f"volume {t}")
+            p = self.run_cli("gauss", pa("x.npy"), pa("y.npy"), "--sigma", "1", "--mask",
+                             pa("m.npy"), "--mode", "constant")
+            self.assertNotEqual(p.returncode, 0)
+            self.assertIn("constant", p.stderr)
+            p = self.run_cli("gauss", pa("s.npy"), pa("y.npy"), "--sigma", "1", "--mask",
+                             pa("m.npy"))  # filtered along all 4 axes: the mask must be 4-D
+            self.assertNotEqual(p.returncode, 0)
+            self.assertIn("shape", p.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()
