@@ -7,8 +7,9 @@
 # the step logs (logs.txt), and each benchmark family's results in $OUT/<family>/, laid out as
 # bench/results/<family>/ is: to make a run's results the current ones, copy $OUT/<family>/ over
 # bench/results/<family>/ and run `python3 bench/report.py`, which writes BENCHMARKS.md.
-# GPU_CHECK_PARTS (comma-separated: tests, sanitize, bench, user, auto, profile, conv, iir, ks) splits it into
-# calls under the device's 10-minute limit; the default runs tests, sanitize and bench.
+# GPU_CHECK_PARTS (comma-separated: tests, sanitize, bench, user, auto, dropin, profile, conv,
+# iir, ks) splits it into calls under the device's 10-minute limit; the default runs tests,
+# sanitize and bench.
 #   bench    the separable family (bench/peers.py) into $OUT/sep/: sep.json, sep.md,
 #            correlate1d.png, gaussian.png.
 #   conv     the non-separable convolution benchmark (issue 04, bench/conv.py, about 3 minutes)
@@ -23,6 +24,8 @@
 #   user     the user paths (bench/user_paths.py: ks with a new CuPy sigma map each call against a
 #            naive gather, numpy Gaussians through the GPU, the CPU and cupyx, the CLI as a
 #            process; about 2 minutes) into $OUT/user/: user.json, user.md.
+#   dropin   the rest of scipy.ndimage (bench/dropin.py: rank, uniform, derivative and NaN-aware
+#            filters against scipy, OpenCV and cupyx; a few minutes) into $OUT/dropin/.
 #   auto     method auto's choices (bench/auto_choices.py: each case's candidates timed by name
 #            beside auto's pick, and the picks the cost models make for other cards' figures;
 #            about a minute) into $OUT/auto/: auto.json, auto.md.
@@ -174,6 +177,16 @@ else
   row "user paths" FAIL "see user.log"; tail -20 "$LOG/user.log"
 fi
 fi # user
+
+if want dropin; then
+# The rest of scipy.ndimage against scipy, OpenCV and cupyx (bench/dropin.py).
+if NDF_COMMIT=$COMMIT NDFILT_LIBRARY="$PWD/$B/libndfilt.so" PYTHONUNBUFFERED=1 \
+     python3 bench/dropin.py --out "$OUT/dropin" >"$LOG/dropin.log" 2>&1; then
+  row "drop-in filters" ok "$(grep -c '^|' "$OUT/dropin/dropin.md") table lines"
+else
+  row "drop-in filters" FAIL "see dropin.log"; tail -20 "$LOG/dropin.log"
+fi
+fi # dropin
 
 if want auto; then
 # Method auto's choices against each candidate timed by name (bench/auto_choices.py).

@@ -8,7 +8,7 @@
  * each block's start and from its end: out[i] = op(from_end[i], from_start[i + k - 1]), three
  * comparisons an element whatever k. Other ranks and footprints gather the footprint's samples
  * for each output (by precomputed offsets inside the array, through the modes near its edges)
- * and select the rank: up to 64 samples by a selection network (Batcher's odd-even merge sort
+ * and select the rank: up to 128 samples by a selection network (Batcher's odd-even merge sort
  * pruned to what the rank's position depends on) run on 32 outputs side by side where their
  * windows lie inside the array, else by quickselect. */
 #include <stdlib.h>
@@ -22,7 +22,7 @@
 
 enum { QB = 64 }; /* columns a task in a separable pass */
 
-enum { NB = 32, NET_MAX = 64 }; /* outputs a network block; samples a network takes */
+enum { NB = 32, NET_MAX = 128 }; /* outputs a network block; samples a network takes */
 
 typedef struct {
   double *x;    /* the input in float64, C order */

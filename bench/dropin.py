@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""bench/dropin.py - the "drop-in" family: the rest of scipy.ndimage's filters (uniform, rank
+and median, derivatives, masked smoothing), ndfilt beside the peers a user would otherwise call,
+on the same arrays in one run:
+
+  python3 bench/dropin.py [--out DIR] [--quick]
+
+CPU: ndfilt on its CPU path against scipy.ndimage and, where it has the filter, OpenCV
+(cv2.medianBlur, cv2.blur, cv2.erode/dilate) with as many threads; wall clock, median of a few
+calls after a warm-up (scipy, one thread, once where it takes over a second). GPU (when CuPy
+sees one): ndfilt on CuPy arrays against cupyx.scipy.ndimage, CUDA events (a filter that
+ndfilt has no GPU solver for yet says so in the row's errors). Each row carries the largest difference from scipy's
+result. Writes DIR/dropin.json and DIR/dropin.md (bench/results/dropin/ is that layout;
+scripts/gpu-check.sh part `dropin`)."""
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+from scipy import ndimage as ndi
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
+import timing  # noqa: E402
+
+import ndfilt  # noqa: E402
+
+
+def wall(f, reps=5, budget=1.0):
+    """Median wall-clock ms of f() after a warm-up call; one call where it takes over budget s."""
+    t = time.perf_counter()
+    f()
+    first = time.perf_counter() - t
+    if first > budget:
+        return 1e3 * first
+    ts = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        f()
+        ts.append(time.perf_counter() - t)
+    return 1e3 * float(np.median(ts))
+
+
+def cases(quick):
+    """(name, array, ndfilt call, scipy call, (OpenCV name, call) or None, cupyx call)."""
+    rng = np.random.default_rng(7)
+    big2 = (1024, 1024) if quick else (4096, 4096)
+    vol = (96,) * 3 if quick else (256,) * 3
+    out = []
+    u8 = rng.integers(0, 256, big2).astype(np.uint8)
+    f3 = rng.random(vol, dtype=np.float32)
+    for k in (3, 7):
+        out.append((f"median {k}x{k}", u8, lambda x, k=k: ndfilt.median_filter(x, k),
+                    lambda x, k=k: ndi.median_filter(x, k),
+                    ("medianBlur", lambda cv, x, k=k: cv.medianBlur(x, k)),
+                    lambda m, x, k=k: m.median_filter(x, k)))
+    for k in (3, 5):
+        out.append((f"median {k}^3", f3, lambda x, k=k: ndfilt.median_filter(x, k),
+                    lambda x, k=k: ndi.median_filter(x, k), None,
+                    lambda m, x, k=k: m.median_filter(x, k)))
+    for k in (3, 31):
+        out.append((f"maximum {k}^3", f3, lambda x, k=k: ndfilt.maximum_filter(x, k),
+                    lambda x, k=k: ndi.maximum_filter(x, k), None,
+                    lambda m, x, k=k: m.maximum_filter(x, k)))
+        out.append((f"uniform {k}^3", f3, lambda x, k=k: ndfilt.uniform_filter(x, k),
+                    lambda x, k=k: ndi.uniform_filter(x, k), None,
+                    lambda m, x, k=k: m.uniform_filter(x, k)))
+    out.append(("maximum 7x7", u8, lambda x: ndfilt.maximum_filter(x, 7),
+                lambda x: ndi.maximum_filter(x, 7),
+                ("dilate", lambda cv, x: cv.dilate(x, np.ones((7, 7), np.uint8),
+                                                   borderType=cv.BORDER_REFLECT)),
+                lambda m, x: m.maximum_filter(x, 7)))
+    out.append(("gaussian_gradient_magnitude s2", f3,
+                lambda x: ndfilt.gaussian_gradient_magnitude(x, 2.0),
+                lambda x: ndi.gaussian_gradient_magnitude(x, 2.0), None,
+                lambda m, x: m.gaussian_gradient_magnitude(x, 2.0)))
+    out.append(("sobel axis 0", f3, lambda x: ndfilt.sobel(x, 0), lambda x: ndi.sobel(x, 0),
+                None, lambda m, x: m.sobel(x, 0)))
+    nanv = np.where(rng.random(vol) < 0.1, np.nan, f3).astype(np.float32)
+    out.append(("gaussian s2, nan_policy omit", nanv,
+                lambda x: ndfilt.gaussian_filter(x, 2.0, nan_policy="omit"),
+                lambda x: _scipy_nan_omit(x, 2.0), None, None))
+    return out
+
+
+def _scipy_nan_omit(x, s):
+    v = ~np.isnan(x)
+    return ndi.gaussian_filter(np.where(v, x, 0), s) / ndi.gaussian_filter(v.astype(x.dtype), s)
+
+
+def diff(a, b):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    ok = ~(np.isnan(a) | np.isnan(b))
+    return float(np.abs(a[ok] - b[ok]).max() / max(np.abs(b[ok]).max(), 1e-30)) if ok.any() else 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default="dropin-out")
+    ap.add_argument("--quick", action="store_true")
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    threads = os.cpu_count()
+    try:
+        import cv2
+        cv2.setNumThreads(threads)
+    except ImportError:
+        cv2 = None
+    try:
+        import cupy as cp
+        cp.cuda.runtime.getDeviceCount()
+        import cupyx.scipy.ndimage as cndi
+    except Exception:
+        cp = cndi = None
+    ndfilt.set_device("cpu")
+    rows = []
+    for name, x, nf, sp, cv, gpu in cases(a.quick):
+        r = {"case": name, "shape": list(x.shape), "dtype": str(x.dtype), "ms": {}, "diff": {}}
+        ref = sp(x)
+        got = nf(x)
+        r["diff"]["ndfilt cpu"] = diff(got, ref)
+        r["ms"]["ndfilt cpu"] = wall(lambda: nf(x))
+        r["ms"]["scipy"] = wall(lambda: sp(x), reps=1)
+        if cv2 is not None and cv is not None and x.ndim == 2:
+            r["ms"][f"OpenCV {cv[0]}"] = wall(lambda: cv[1](cv2, x))
+            r["diff"][f"OpenCV {cv[0]}"] = diff(cv[1](cv2, x), ref)
+        if cp is not None and gpu is not None:
+            xd = cp.asarray(x)
+            for col, fn in (("ndfilt gpu", lambda: nf(xd)), ("cupyx", lambda: gpu(cndi, xd))):
+                try:
+                    r["diff"][col] = diff(cp.asnumpy(fn()), ref)
+                    r["ms"][col] = timing.events_ms(fn, reps=10 if col == "ndfilt gpu" else 5)
+                except Exception as e:  # ndfilt: no GPU solver of this filter yet
+                    r.setdefault("errors", {})[col] = f"{type(e).__name__}: {e}"[:200]
+        print(f"{name}: " + ", ".join(f"{k} {v:.2f} ms" for k, v in r["ms"].items()), flush=True)
+        rows.append(r)
+    doc = {"meta": {"commit": timing.commit(), "gpu": timing.gpu_name(cp), "cpus": threads,
+                    "date": time.strftime("%Y-%m-%d"), "opencv": cv2.__version__ if cv2 else None,
+                    "quick": a.quick,
+                    "how": "CPU: wall clock, median of 5 after a warm-up (one call past 1 s); "
+                           "GPU: CUDA events; diff: largest |x - scipy| / max |scipy|"},
+           "rows": rows}
+    with open(os.path.join(a.out, "dropin.json"), "w") as f:
+        json.dump(timing.clean_json(doc), f, indent=1)
+    m = doc["meta"]
+    cols = sorted({k for r in rows for k in r["ms"]}, key=lambda k: (k != "ndfilt cpu", k))
+    L = [f"## The rest of scipy.ndimage (commit {m['commit']}, {m['cpus']} CPUs, GPU {m['gpu']})",
+         "", "ms per call (" + m["how"] + "); peers on the same arrays in the same run. "
+         "bench/dropin.py.", "",
+         "| case | shape | dtype | " + " | ".join(cols) + " | scipy / ndfilt cpu | max diff |",
+         "|---|---|---|" + "---|" * len(cols) + "---|---|"]
+    for r in rows:
+        ms = r["ms"]
+        L.append(f"| {r['case']} | {'x'.join(map(str, r['shape']))} | {r['dtype']} | " +
+                 " | ".join(f"{ms[c]:.2f}" if c in ms else "–" for c in cols) +
+                 f" | {ms['scipy'] / ms['ndfilt cpu']:.1f}x | "
+                 f"{max(r['diff'].values()):.1e} |")
+    if m["opencv"] is None:
+        L += ["", "OpenCV was not installed on this machine; GPU columns need CuPy and a GPU."]
+    with open(os.path.join(a.out, "dropin.md"), "w") as f:
+        f.write("\n".join(L) + "\n")
+    print("\n".join(L))
+
+
+if __name__ == "__main__":
+    main()
