@@ -1408,6 +1408,9 @@ correlate1d = _maskable(correlate1d)
 convolve1d = _maskable(convolve1d)
 uniform_filter = _maskable(uniform_filter)
 uniform_filter1d = _maskable(uniform_filter1d)
+from ._masked import maskable_ks as _maskable_ks  # noqa: E402
+if _lib.HAVE_KS:
+    ks = _maskable_ks(ks)
 # Every dtype scipy takes: others through a float64 copy, complex part by part (linear filters)
 from ._dtypes import widen as _widen  # noqa: E402
 (gaussian_filter, gaussian_filter1d, correlate, convolve, correlate1d, convolve1d, sepfilter,

@@ -118,3 +118,41 @@ def _cast(xp, res, dt):
         info = np.iinfo(dt)
         res = xp.clip(xp.rint(xp.nan_to_num(res)), info.min, info.max)
     return res.astype(dt, copy=False)
+
+
+def maskable_ks(f):
+    """ks with mask= and nan_policy=: the normalised superposition ks(x m) / ks(m), each valid
+    pixel's spread weighted by its value over the spread of the valid pixels alone; NaN where
+    none reaches (the same sigma maps, index and extent for both sums)."""
+    @functools.wraps(f)
+    def g(image, sigma, *, mask=None, nan_policy="propagate", **kw):
+        if mask is None and nan_policy == "propagate":
+            return f(image, sigma, **kw)
+        if nan_policy not in NAN_POLICIES:
+            raise ValueError(f"nan_policy must be one of {NAN_POLICIES}, not {nan_policy!r}")
+        x, torch_in = _host_or_cupy(image)
+        xp = np if isinstance(x, np.ndarray) else __import__("cupy")
+        valid = xp.ones(x.shape, bool)
+        if mask is not None:
+            m = _host_or_cupy(mask)[0]
+            if tuple(m.shape) != tuple(x.shape):
+                raise ValueError(f"mask shape {tuple(m.shape)} != image shape {tuple(x.shape)}")
+            valid = xp.asarray(m) != 0
+        if np.issubdtype(x.dtype, np.floating) and nan_policy != "propagate":
+            nan = xp.isnan(x)
+            if nan_policy == "raise" and bool(nan.any()):
+                raise ValueError("the image holds NaN (nan_policy='raise')")
+            if nan_policy == "omit":
+                valid &= ~nan
+        num = f(xp.where(valid, x.astype(xp.float32, copy=False), xp.float32(0)), sigma, **kw)
+        den = f(valid.astype(xp.float32), sigma, **kw)
+        tiny = 1e-6 * float(xp.abs(den).max()) if den.size else 0.0
+        ok = xp.abs(den) > tiny
+        res = num / xp.where(ok, den, xp.float32(1))
+        res[~ok] = np.nan
+        out = res.astype(np.float32, copy=False)
+        if torch_in:
+            import torch
+            return torch.from_numpy(out) if xp is np else torch.from_dlpack(out)
+        return out
+    return g

@@ -114,6 +114,25 @@ class TestMasked(unittest.TestCase):
                 err = np.nanmax(np.abs(a - g))
                 self.assertLess(err, 1e-5, f"astropy {boundary} sigma {sigma}: {err:.3g}")
 
+    def test_ks(self):
+        """ks(x m) / ks(m) against the definition's float64 superposition (test_binding's)."""
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from test_binding import ks_reference
+        rng = np.random.default_rng(SEED + 4)
+        for index in ("input", "output"):
+            x = rng.uniform(-1, 1, (13, 17))
+            s = rng.uniform(0.3, 1.8, x.shape)
+            valid = rng.random(x.shape) > 0.3
+            xn = np.where(valid, x, np.nan)
+            got = ndfilt.ks(xn, s, index=index, nan_policy="omit")
+            num = ks_reference(np.where(valid, x, 0), [s], index, 3.0, "same", False)
+            den = ks_reference(valid.astype(np.float64), [s], index, 3.0, "same", False)
+            ok = np.abs(den) > 1e-6 * np.abs(den).max()
+            ref = np.where(ok, num / np.where(ok, den, 1), np.nan)
+            self.check(got, ref, ok, np.abs(x).max(), f"ks {index} nan omit")
+            got = ndfilt.ks(x, s, index=index, mask=valid)
+            self.check(got, ref, ok, np.abs(x).max(), f"ks {index} mask")
+
     def test_policies_and_outputs(self):
         rng = np.random.default_rng(SEED + 2)
         x = rng.uniform(-1, 1, (30, 40)).astype(np.float32)
