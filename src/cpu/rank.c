@@ -25,11 +25,12 @@ enum { QB = 64 }; /* columns a task in a separable pass */
 enum { NB = 32, NET_MAX = 128 }; /* outputs a network block; samples a network takes */
 
 typedef struct {
-  double *x;    /* the input in float64, C order */
+  double *x;    /* the input in float64, C order (NULL where x8 holds it) */
   int64_t *off; /* the footprint's offsets in x, for outputs whose footprint lies inside */
   int64_t (*at)[NDF_MAX_DIMS]; /* the footprint's offsets per axis (from the window's start) */
   int sep;       /* a box's minimum (-1) or maximum (+1) by separable passes; 0: selection */
   int (*net)[2]; /* selection of up to NET_MAX samples: compare-exchanges, or NULL */
+  uint8_t *x8;   /* a uint8 input as it is, for the network on 32 byte lanes, else NULL */
   int nnet;
   pthread_mutex_t lock; /* x serves one call at a time */
 } state;
@@ -207,17 +208,21 @@ static int prune_network(int n, int r, int (*net)[2]) {
   return m - kept;
 }
 
-/* The network on NB lanes at once: v[j * NB + b] is sample j of output b. */
-static void run_network(double *v, const int (*net)[2], int m) {
-  for (int c = 0; c < m; c++) {
-    double *a = v + net[c][0] * NB, *b = v + net[c][1] * NB;
-    for (int l = 0; l < NB; l++) {
-      const double lo = b[l] < a[l] ? b[l] : a[l], hi = b[l] < a[l] ? a[l] : b[l];
-      a[l] = lo;
-      b[l] = hi;
-    }
+/* The network on NB lanes at once: v[j * NB + b] is sample j of output b; in float64, or in
+ * bytes for a uint8 input (one vector register a compare-exchange). */
+#define NDF__RUN_NETWORK(name, T)                                                                  \
+  static void name(T *v, const int(*net)[2], int m) {                                              \
+    for (int c = 0; c < m; c++) {                                                                  \
+      T *a = v + net[c][0] * NB, *b = v + net[c][1] * NB;                                          \
+      for (int l = 0; l < NB; l++) {                                                               \
+        const T lo = b[l] < a[l] ? b[l] : a[l], hi = b[l] < a[l] ? a[l] : b[l];                    \
+        a[l] = lo;                                                                                 \
+        b[l] = hi;                                                                                 \
+      }                                                                                            \
+    }                                                                                              \
   }
-}
+NDF__RUN_NETWORK(run_network, double)
+NDF__RUN_NETWORK(run_network_u8, uint8_t)
 
 static ndf_status selection(const ndf_plan *p, const state *s, const int64_t *shape,
                             ndf_array *out) {
@@ -232,7 +237,9 @@ static ndf_status selection(const ndf_plan *p, const state *s, const int64_t *sh
 #pragma omp parallel num_threads(T) reduction(| : fail)
   {
     double *v = malloc((size_t)n * sizeof *v), *vb = NULL;
+    uint8_t *vb8 = NULL;
     if (s->net && !(vb = malloc((size_t)n * NB * sizeof *vb))) fail = 1;
+    if (s->x8 && !(vb8 = malloc((size_t)n * NB))) fail = 1;
     if (!v) fail = 1;
     ndf__walker w;
 #pragma omp for schedule(dynamic, 16)
@@ -253,26 +260,38 @@ static ndf_status selection(const ndf_plan *p, const state *s, const int64_t *sh
           /* NB outputs whose windows lie inside: their samples side by side, one network; the
            * row's last block starts early enough to be whole and keeps its new outputs only */
           const int64_t x0 = x + NB <= xe ? x : xe - NB, skip = x - x0;
-          const double *o = s->x + (idx[0] - r->left[0]) * cstride[0] +
-                            (idx[1] - r->left[1]) * cstride[1] +
-                            (idx[2] - r->left[2]) * cstride[2] + (x0 - r->left[3]);
-          for (int64_t j = 0; j < n; j++)
-            memcpy(vb + j * NB, o + s->off[j], NB * sizeof *vb);
-          run_network(vb, (const int(*)[2])s->net, s->nnet);
-          const double *res_b = vb + r->rank * NB;
-          for (int64_t b = skip; b < NB; b++) {
-            ndf__store(out->dtype, out->data, w.off, res_b[b]);
-            if (b < NB - 1) ndf__walk_next(&w, out);
+          const int64_t start = (idx[0] - r->left[0]) * cstride[0] +
+                                (idx[1] - r->left[1]) * cstride[1] +
+                                (idx[2] - r->left[2]) * cstride[2] + (x0 - r->left[3]);
+          if (vb8) {
+            for (int64_t j = 0; j < n; j++)
+              memcpy(vb8 + j * NB, s->x8 + start + s->off[j], NB);
+            run_network_u8(vb8, (const int(*)[2])s->net, s->nnet);
+          } else {
+            for (int64_t j = 0; j < n; j++)
+              memcpy(vb + j * NB, s->x + start + s->off[j], NB * sizeof *vb);
+            run_network(vb, (const int(*)[2])s->net, s->nnet);
+          }
+          if (vb8 && out->dtype == NDF_U8 && out->strides[3] == 1) { /* bytes to bytes */
+            memcpy((uint8_t *)out->data + w.off, vb8 + r->rank * NB + skip, (size_t)(NB - skip));
+            w.idx[3] += NB - 1 - skip; /* the last of them, in this row */
+            w.off += NB - 1 - skip;
+          } else {
+            for (int64_t b = skip; b < NB; b++) {
+              const double res_b = vb8 ? vb8[r->rank * NB + b] : vb[r->rank * NB + b];
+              ndf__store(out->dtype, out->data, w.off, res_b);
+              if (b < NB - 1) ndf__walk_next(&w, out);
+            }
           }
           x = x0 + NB - 1;
           continue;
         }
         if (inner && x - r->left[3] >= 0 && x - r->left[3] + r->k[3] <= W) {
-          const double *o = s->x + (idx[0] - r->left[0]) * cstride[0] +
-                            (idx[1] - r->left[1]) * cstride[1] +
-                            (idx[2] - r->left[2]) * cstride[2] + (x - r->left[3]);
+          const int64_t start = (idx[0] - r->left[0]) * cstride[0] +
+                                (idx[1] - r->left[1]) * cstride[1] +
+                                (idx[2] - r->left[2]) * cstride[2] + (x - r->left[3]);
           for (int64_t j = 0; j < n; j++)
-            v[j] = o[s->off[j]];
+            v[j] = s->x8 ? (double)s->x8[start + s->off[j]] : s->x[start + s->off[j]];
         } else {
           for (int64_t j = 0; j < n; j++) {
             int64_t at = 0, d;
@@ -282,7 +301,7 @@ static ndf_status selection(const ndf_plan *p, const state *s, const int64_t *sh
               if (i < 0) break;
               at += i * cstride[d];
             }
-            v[j] = d < NDF_MAX_DIMS ? r->cval : s->x[at];
+            v[j] = d < NDF_MAX_DIMS ? r->cval : s->x8 ? (double)s->x8[at] : s->x[at];
           }
         }
         res = select_rank(v, n, r->rank);
@@ -291,6 +310,7 @@ static ndf_status selection(const ndf_plan *p, const state *s, const int64_t *sh
     }
     free(v);
     free(vb);
+    free(vb8);
   }
   return fail ? ndf__fail(p->ctx, NDF_ENOMEM, "cpu_rank: out of host memory") : NDF_OK;
 }
@@ -337,7 +357,21 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *
   ndf_array out4 = view4(out);
   const int64_t n = ndf_array_size(in);
   pthread_mutex_lock(&s->lock);
-  copy(&in4, s->x, n, 1, T);
+  if (s->x8) { /* a uint8 input as it is: the selection reads only these */
+#pragma omp parallel num_threads(T)
+    {
+      const int nt = omp_get_num_threads(), t = omp_get_thread_num();
+      const int64_t lo = n * t / nt, hi = n * (t + 1) / nt;
+      if (lo < hi) {
+        ndf__walker w;
+        ndf__walk_at(&w, &in4, lo);
+        for (int64_t i = lo; i < hi; i++, ndf__walk_next(&w, &in4))
+          s->x8[i] = ((const uint8_t *)in->data)[w.off];
+      }
+    }
+  } else {
+    copy(&in4, s->x, n, 1, T);
+  }
   ndf_status st;
   if (s->sep) {
     st = separable_passes(p, s, in4.shape);
@@ -356,6 +390,7 @@ static void free_state(void *v) {
   free(s->off);
   free(s->at);
   free(s->net);
+  free(s->x8);
   pthread_mutex_destroy(&s->lock);
   free(s);
 }
@@ -371,9 +406,10 @@ static ndf_status make(ndf_plan *p) {
   p->free_state = free_state;
   s->sep = separable(r);
   const int64_t n = ndf_array_size(&p->pb.in);
-  s->x = malloc((size_t)(n > 0 ? n : 1) * sizeof *s->x);
-  if (!s->x) return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_rank: out of host memory");
-  if (s->sep) return NDF_OK;
+  if (s->sep) {
+    s->x = malloc((size_t)(n > 0 ? n : 1) * sizeof *s->x);
+    return s->x ? NDF_OK : ndf__fail(p->ctx, NDF_ENOMEM, "cpu_rank: out of host memory");
+  }
   /* the footprint's samples: offsets per axis from the window's start, and in the float64
    * copy (C order over in's shape) */
   s->off = malloc((size_t)r->n * sizeof *s->off);
@@ -396,7 +432,11 @@ static ndf_status make(ndf_plan *p) {
     s->net = malloc(sizeof *s->net * NET_MAX * 64);
     if (!s->net) return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_rank: out of host memory");
     s->nnet = prune_network((int)r->n, (int)r->rank, s->net);
+    if (p->pb.in.dtype == NDF_U8 && !(s->x8 = malloc((size_t)(n > 0 ? n : 1))))
+      return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_rank: out of host memory");
   }
+  if (!s->x8 && !(s->x = malloc((size_t)(n > 0 ? n : 1) * sizeof *s->x)))
+    return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_rank: out of host memory");
   return NDF_OK;
 }
 
