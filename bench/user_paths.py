@@ -159,7 +159,7 @@ def numpy_rows(quick):
         x = rng.random(shape, dtype=np.float32)
         f = getattr(ndfilt, name)
         call = (lambda: f(x, w, **kw)) if w is not None else (lambda: f(x, **kw))
-        r = {"call": name, "shape": list(shape), "args": {k: v for k, v in kw.items()},
+        r = {"call": name, "shape": list(shape), "args": dict(kw),
              "weights": list(w.shape) if w is not None else None}
         for dev in ["auto", "cuda", "cpu"]:
             try:

@@ -7,9 +7,12 @@ refused, saying so. Arrays of up to 4 axes go straight to the filter."""
 import functools
 import inspect
 import itertools
-import numbers
 
 import numpy as np
+
+from . import _is_array, _np_dtype
+from . import _per_axis as _list
+from ._derivatives import _axis
 
 MAX = 4
 
@@ -25,26 +28,8 @@ def _kind_empty(x, shape, dtype):
         if not isinstance(dtype, torch.dtype):
             dtype = getattr(torch, np.dtype(dtype).name)
         return torch.empty(shape, dtype=dtype, device=x.device)
-    return np.empty(shape, dtype=dtype)
-
-
-def _dtype_of(x):
-    dt = x.dtype
-    try:
-        return np.dtype(dt)
-    except TypeError:
-        return dt  # a torch dtype
-
-
-def _axis(a, nd):
-    if isinstance(a, bool) or not isinstance(a, numbers.Integral) or not -nd <= a < nd:
-        raise ValueError(f"axis {a!r} is out of range for an array of {nd} axes")
-    return int(a) % nd
-
-
-def _list(v, n, name):
-    from . import _per_axis
-    return _per_axis(v, n, name)
+    from . import _host_empty  # page-locked where the current device is a GPU
+    return _host_empty(shape, dtype)
 
 
 def _too_many(name, axes):
@@ -76,13 +61,12 @@ def _fill(nd, filtered):
 
 def _run(x, out_arg, keep, call):
     """f on each view of x keeping the axes keep; call(view_in, view_out) -> f's result."""
-    if out_arg is not None and not isinstance(out_arg, (type, np.dtype, str)) and hasattr(
-            out_arg, "shape"):
+    if _is_array(out_arg):
         out = out_arg
         if tuple(out.shape) != tuple(x.shape):
             raise ValueError(f"output shape {tuple(out.shape)} != input shape {tuple(x.shape)}")
     else:
-        out = _kind_empty(x, tuple(x.shape), _dtype_of(x) if out_arg is None else out_arg)
+        out = _kind_empty(x, tuple(x.shape), _np_dtype(x.dtype) if out_arg is None else out_arg)
     for t in _views(tuple(x.shape), keep):
         call(x[t], out[t])
     return out

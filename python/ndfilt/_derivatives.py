@@ -13,16 +13,7 @@ def _nf():
     return ndfilt
 
 
-def _np_dtype(dt):
-    """A numpy dtype from a numpy or torch dtype, or a type (np.float64, float)."""
-    try:
-        return np.dtype(dt)
-    except TypeError:
-        return np.dtype(str(dt).replace("torch.", ""))
-
-
-def _is_array(x):
-    return x is not None and not isinstance(x, (type, np.dtype, str)) and hasattr(x, "shape")
+from . import _is_array, _np_dtype  # noqa: E402  (the binding's, defined before this import)
 
 
 def _producers(f):

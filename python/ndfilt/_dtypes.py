@@ -11,16 +11,14 @@ import inspect
 
 import numpy as np
 
+from . import _is_array
+from . import _np_dtype as _binding_np_dtype
+
 NATIVE = {np.dtype(t) for t in (np.uint8, np.uint16, np.int16, np.float32, np.float64)}
 
 
 def _np_dtype(dt):
-    if dt is None:
-        return None
-    try:
-        return np.dtype(dt)
-    except TypeError:  # a torch dtype
-        return np.dtype(str(dt).replace("torch.", ""))
+    return None if dt is None else _binding_np_dtype(dt)
 
 
 def _module(x):
@@ -40,10 +38,6 @@ def _astype(x, dt):
         import torch
         return x.to(getattr(torch, np.dtype(dt).name))
     return x.astype(dt)
-
-
-def _is_array(x):
-    return x is not None and not isinstance(x, (type, np.dtype, str)) and hasattr(x, "shape")
 
 
 def _store(res, dt):
@@ -71,7 +65,8 @@ def widen(linear):
             dt = getattr(input, "dtype", None)
             out = kw.get("output", args[at - 1] if at is not None and len(args) >= at else None)
             try:
-                idt, odt = _np_dtype(dt), _np_dtype(out.dtype if _is_array(out) else out)
+                idt = _np_dtype(dt)
+                odt = _np_dtype(getattr(out, "dtype", None) if _is_array(out) else out)
             except TypeError:
                 return f(input, *args, **kw)  # a dtype numpy does not know: f says what is wrong
             if (idt is None or idt in NATIVE) and (odt is None or odt in NATIVE):

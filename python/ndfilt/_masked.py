@@ -12,6 +12,8 @@ import inspect
 
 import numpy as np
 
+from . import _is_array, _kind, _np_dtype
+
 NAN_POLICIES = ("propagate", "omit", "raise")
 
 
@@ -44,33 +46,46 @@ def maskable(f):
 def _host_or_cupy(a):
     """a as a numpy or CuPy array (torch tensors by their views: numpy on the CPU, CuPy through
     DLPack on a GPU), and its torch-ness."""
-    if type(a).__module__.split(".")[0] == "torch":
-        if a.device.type == "cpu":
-            return a.numpy(), True
+    kind = _kind(a)
+    if kind == "torch-cpu":
+        return a.numpy(), True
+    if kind == "torch":
         import cupy
         return cupy.from_dlpack(a), True
-    if type(a).__module__.split(".")[0] == "cupy":
-        return a, False
-    return np.asarray(a), False
+    return (a, False) if kind == "cupy" else (np.asarray(a), False)
 
 
-def _normalized(f, args, mask, nan_policy):
-    x, torch_in = _host_or_cupy(args["input"])
-    xp = np if isinstance(x, np.ndarray) else __import__("cupy")
-    isfloat = np.issubdtype(x.dtype, np.floating)
+def _valid(x, xp, mask, nan_policy):
+    """The valid samples of x: mask's non-zero ones, less NaN under 'omit' ('raise': an error
+    if there is one); None where nothing is left out."""
     valid = None
     if mask is not None:
         m = _host_or_cupy(mask)[0]
         if tuple(m.shape) != tuple(x.shape):
             raise ValueError(f"mask shape {tuple(m.shape)} != input shape {tuple(x.shape)}")
         valid = xp.asarray(m) != 0
-    if isfloat and nan_policy != "propagate":
+    if np.issubdtype(x.dtype, np.floating) and nan_policy != "propagate":
         nan = xp.isnan(x)
         if nan_policy == "raise" and bool(nan.any()):
             raise ValueError("the input holds NaN (nan_policy='raise')")
         if nan_policy == "omit":
             valid = ~nan if valid is None else valid & ~nan
-    out_arg = args.get("output")
+    return valid
+
+
+def _ratio(xp, num, den):
+    """num / den, NaN where den is under 1e-6 of its largest value (no valid sample in reach)."""
+    tiny = 1e-6 * float(xp.abs(den).max()) if den.size else 0.0
+    ok = xp.abs(den) > tiny
+    res = num / xp.where(ok, den, xp.float32(1))
+    res[~ok] = np.nan
+    return res
+
+
+def _normalized(f, args, mask, nan_policy):
+    x, torch_in = _host_or_cupy(args["input"])
+    xp = np if isinstance(x, np.ndarray) else __import__("cupy")
+    valid = _valid(x, xp, mask, nan_policy)
     if valid is None:  # nothing left out: the filter itself
         return f(**args)
     call = dict(args)
@@ -80,31 +95,23 @@ def _normalized(f, args, mask, nan_policy):
     call["input"] = valid.astype(xp.float32)
     if "cval" in call:
         call["cval"] = 1.0  # under 'constant', beyond the edge: valid samples (cval's in num)
-    den = f(**call)
-    tiny = 1e-6 * float(xp.abs(den).max()) if den.size else 0.0
-    ok = xp.abs(den) > tiny
-    res = num / xp.where(ok, den, xp.float32(1))
-    res[~ok] = np.nan
-    return _deliver(res, out_arg, args["input"], x, torch_in, isfloat)
+    res = _ratio(xp, num, f(**call))
+    return _deliver(res, args.get("output"), x, torch_in)
 
 
-def _deliver(res, out_arg, orig, x, torch_in, isfloat):
+def _deliver(res, out_arg, x, torch_in):
     """res (float32) in output's form: written into the given array; or of the given dtype, or
     the input's (float inputs) or float32 (integer inputs: a mean is no integer); integer
     results rounded and clamped, as every ndfilt output; of the input's kind."""
     xp = np if isinstance(res, np.ndarray) else __import__("cupy")
-    if out_arg is not None and not isinstance(out_arg, (type, np.dtype, str)) and hasattr(
-            out_arg, "shape"):
+    if _is_array(out_arg):
         dst, _ = _host_or_cupy(out_arg)
         dst[...] = _cast(xp, res, dst.dtype)
         return out_arg
     if out_arg is not None:
-        try:
-            dt = np.dtype(out_arg)
-        except TypeError:  # a torch dtype
-            dt = np.dtype(str(out_arg).replace("torch.", ""))
+        dt = _np_dtype(out_arg)
     else:
-        dt = x.dtype if isfloat else np.dtype(np.float32)
+        dt = x.dtype if np.issubdtype(x.dtype, np.floating) else np.dtype(np.float32)
     out = _cast(xp, res, dt)
     if torch_in:
         import torch
@@ -132,27 +139,10 @@ def maskable_ks(f):
             raise ValueError(f"nan_policy must be one of {NAN_POLICIES}, not {nan_policy!r}")
         x, torch_in = _host_or_cupy(image)
         xp = np if isinstance(x, np.ndarray) else __import__("cupy")
-        valid = xp.ones(x.shape, bool)
-        if mask is not None:
-            m = _host_or_cupy(mask)[0]
-            if tuple(m.shape) != tuple(x.shape):
-                raise ValueError(f"mask shape {tuple(m.shape)} != image shape {tuple(x.shape)}")
-            valid = xp.asarray(m) != 0
-        if np.issubdtype(x.dtype, np.floating) and nan_policy != "propagate":
-            nan = xp.isnan(x)
-            if nan_policy == "raise" and bool(nan.any()):
-                raise ValueError("the image holds NaN (nan_policy='raise')")
-            if nan_policy == "omit":
-                valid &= ~nan
+        valid = _valid(x, xp, mask, nan_policy)
+        if valid is None:
+            return f(image, sigma, **kw)
         num = f(xp.where(valid, x.astype(xp.float32, copy=False), xp.float32(0)), sigma, **kw)
-        den = f(valid.astype(xp.float32), sigma, **kw)
-        tiny = 1e-6 * float(xp.abs(den).max()) if den.size else 0.0
-        ok = xp.abs(den) > tiny
-        res = num / xp.where(ok, den, xp.float32(1))
-        res[~ok] = np.nan
-        out = res.astype(np.float32, copy=False)
-        if torch_in:
-            import torch
-            return torch.from_numpy(out) if xp is np else torch.from_dlpack(out)
-        return out
+        res = _ratio(xp, num, f(valid.astype(xp.float32), sigma, **kw))
+        return _deliver(res, np.float32, x, torch_in)
     return g
