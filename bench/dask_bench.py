@@ -25,16 +25,6 @@ import timing  # noqa: E402
 W5 = np.random.default_rng(5).random((5, 5, 5))  # the correlation's kernel
 
 
-def wall(f, reps=3):
-    f()
-    ts = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        f()
-        ts.append(time.perf_counter() - t)
-    return 1e3 * float(np.median(ts))
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="dask-out")
@@ -66,9 +56,9 @@ def main():
         d = da.from_array(x, chunks=chunk).persist()
         distributed.wait(d)
         for label, lazy, whole in cases:
-            t_nd = wall(lambda: lazy(nd, d).compute())
-            t_di = wall(lambda: lazy(dif, d).compute())
-            t_one = wall(lambda: whole(x))
+            t_nd = timing.wall_ms(lambda: lazy(nd, d).compute(), reps=3)
+            t_di = timing.wall_ms(lambda: lazy(dif, d).compute(), reps=3)
+            t_one = timing.wall_ms(lambda: whole(x), reps=3)
             diff = float(np.abs(lazy(nd, d).compute().astype(np.float64) -
                                 lazy(dif, d).compute()).max())
             rows.append({"case": label, "shape": [n] * 3, "chunks": chunk, "ndfilt_dask_ms": t_nd,

@@ -30,21 +30,6 @@ import timing  # noqa: E402
 import ndfilt  # noqa: E402
 
 
-def wall(f, reps=5, budget=1.0):
-    """Median wall-clock ms of f() after a warm-up call; one call where it takes over budget s."""
-    t = time.perf_counter()
-    f()
-    first = time.perf_counter() - t
-    if first > budget:
-        return 1e3 * first
-    ts = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        f()
-        ts.append(time.perf_counter() - t)
-    return 1e3 * float(np.median(ts))
-
-
 def cases(quick):
     """(name, array, ndfilt call, scipy call, (OpenCV name, call) or None, cupyx call)."""
     rng = np.random.default_rng(7)
@@ -123,10 +108,10 @@ def main():
         ref = sp(x)
         got = nf(x)
         r["diff"]["ndfilt cpu"] = diff(got, ref)
-        r["ms"]["ndfilt cpu"] = wall(lambda: nf(x))
-        r["ms"]["scipy"] = wall(lambda: sp(x), reps=1)
+        r["ms"]["ndfilt cpu"] = timing.wall_ms(lambda: nf(x), budget=1.0)
+        r["ms"]["scipy"] = timing.wall_ms(lambda: sp(x), reps=1, budget=1.0)
         if cv2 is not None and cv is not None and x.ndim == 2:
-            r["ms"][f"OpenCV {cv[0]}"] = wall(lambda: cv[1](cv2, x))
+            r["ms"][f"OpenCV {cv[0]}"] = timing.wall_ms(lambda: cv[1](cv2, x), budget=1.0)
             r["diff"][f"OpenCV {cv[0]}"] = diff(cv[1](cv2, x), ref)
         if cp is not None and gpu is not None:
             xd = cp.asarray(x)

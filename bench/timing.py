@@ -22,6 +22,22 @@ def cpu_ms(fn, x, reps=5):
     return float(np.median(ts))
 
 
+def wall_ms(f, reps=5, budget=float("inf")):
+    """Median wall-clock ms of f() over reps calls after a warm-up call; the warm-up call's
+    time alone where it took over budget seconds."""
+    t = time.perf_counter()
+    f()
+    first = time.perf_counter() - t
+    if first > budget:
+        return 1e3 * first
+    ts = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        f()
+        ts.append(time.perf_counter() - t)
+    return 1e3 * float(np.median(ts))
+
+
 def events_ms(f, reps=20, batch=1, warm=3):
     """Median ms per call of f() on the current CuPy stream, CUDA events around `batch` calls
     back to back, over reps timings after `warm` calls."""
