@@ -892,30 +892,24 @@ static int filter_slabs(ndf_context *ctx, ndf_image *in, ndf_image *out, const n
   return NDF_EXIT_OK;
 }
 
-/* Filters `in` (whose data it frees) into a new host array of dtype `dtype` (0: the
- * input's) and shape `shape` (ndim axes), and writes that atomically to out_path with the
- * input's metadata, its first voxel at `origin` of the input's grid (NULL: the same grid):
- * nothing is written unless every step succeeds. The filter is planned once (f) and run on
- * the whole image, or with `split` on each entry of axis 0 alone (a colour channel, or a
- * volume of a 4-D image), in and out sharing that axis, with a progress bar; nf > 1: a bank
- * of nf kernels, whose outputs make a new leading axis. Returns the exit code. */
 /* Masked or NaN-aware smoothing (gauss --mask, --nan omit): normalised convolution, f(x m) /
  * f(m) with m the valid samples (the mask's non-zero voxels, not NaN under omit), NaN where no
  * valid sample is in reach (f(m) under 1e-6 of its largest value), as the Python binding's
  * mask= and nan_policy='omit'. mask: float32 0 or 1 of one call's shape, or NULL. */
-static struct {
-  int on, nan_omit;
+typedef struct {
+  int nan_omit;
   const float *mask;
 } masking;
 
 /* One call's masked filtering: a (any dtype) into b (any dtype) through the float32 plan p;
- * xm, m, num, den: float32 buffers of a's size. */
-static ndf_status masked_execute(ndf_plan *p, const ndf_array *a, ndf_array *b, float *xm, float *m,
-                                 float *num, float *den) {
+ * xm, m, num, den: float32 buffers of a's size. Without omit, m is the mask's, the same for
+ * every call: den is made once (*den_made). */
+static ndf_status masked_execute(ndf_plan *p, const masking *mk, const ndf_array *a, ndf_array *b,
+                                 float *xm, float *m, float *num, float *den, int *den_made) {
   const int64_t n = ndf_array_size(a);
   for (int64_t i = 0; i < n; i++) {
     const double v = ndf__load(a->dtype, a->data, i);
-    const int ok = (!masking.mask || masking.mask[i] != 0) && !(masking.nan_omit && isnan(v));
+    const int ok = (!mk->mask || mk->mask[i] != 0) && !(mk->nan_omit && isnan(v));
     m[i] = (float)ok;
     xm[i] = ok ? (float)v : 0.f;
   }
@@ -924,8 +918,10 @@ static ndf_status masked_execute(ndf_plan *p, const ndf_array *a, ndf_array *b, 
   ndf_status st = ndf_execute(p, &in, &out);
   in.data = m;
   out.data = den;
-  if (st == NDF_OK) st = ndf_execute(p, &in, &out); /* host arrays: back when it returns */
+  if (st == NDF_OK && !*den_made)
+    st = ndf_execute(p, &in, &out); /* host arrays: back when it returns */
   if (st != NDF_OK) return st;
+  *den_made = !mk->nan_omit;
   float top = 0;
   for (int64_t i = 0; i < n; i++)
     top = fabsf(den[i]) > top ? fabsf(den[i]) : top;
@@ -934,9 +930,18 @@ static ndf_status masked_execute(ndf_plan *p, const ndf_array *a, ndf_array *b, 
   return NDF_OK;
 }
 
+/* Filters `in` (whose data it frees) into a new host array of dtype `dtype` (0: the
+ * input's) and shape `shape` (ndim axes), and writes that atomically to out_path with the
+ * input's metadata, its first voxel at `origin` of the input's grid (NULL: the same grid):
+ * nothing is written unless every step succeeds. The filter is planned once (f) and run on
+ * the whole image, or with `split` on each entry of axis 0 alone (a colour channel, or a
+ * volume of a 4-D image), in and out sharing that axis, with a progress bar; nf > 1: a bank
+ * of nf kernels, whose outputs make a new leading axis; mk (NULL: none) makes it masked
+ * smoothing, in memory. Returns the exit code. */
 static int filter_to_shape(ndf_context *ctx, ndf_image *in, int ndim, const int64_t *shape,
-                           const int64_t *origin, ndf_dtype dtype, const char *out_path, int split,
-                           int nf, plan_fn f, const void *args, reach_fn reach) {
+                           const masking *mk, const int64_t *origin, ndf_dtype dtype,
+                           const char *out_path, int split, int nf, plan_fn f, const void *args,
+                           reach_fn reach) {
   char err[1024];
   ndf_image out = *in; /* the input's metadata, borrowed */
   out.meta_free = NULL;
@@ -956,7 +961,7 @@ static int filter_to_shape(ndf_context *ctx, ndf_image *in, int ndim, const int6
   /* Past the memory limit, a mapped input goes a slab at a time where the filter allows. */
   const double need =
       (double)ndf_array_size(&in->a) * (double)ndf_dtype_size(in->a.dtype) + 2.0 * (double)nbytes;
-  if (in->map_base && reach && nf <= 1 && !origin && !masking.on && need > (double)limit_bytes()) {
+  if (in->map_base && reach && nf <= 1 && !origin && !mk && need > (double)limit_bytes()) {
     ndf_array a = in->a, b = out.a;
     if (split) {
       a = ndf_array_contiguous(in->a.dtype, in->a.ndim - 1, in->a.shape + 1, NULL);
@@ -1000,14 +1005,14 @@ static int filter_to_shape(ndf_context *ctx, ndf_image *in, int ndim, const int6
   float *mbuf = NULL;
   const int64_t na = ndf_array_size(&a);
   ndf_array pa = a, pb = b;
-  if (masking.on) {
+  int den_made = 0;
+  if (mk) {
     pa = ndf_array_contiguous(NDF_F32, a.ndim, a.shape, NULL);
     pb = ndf_array_contiguous(NDF_F32, b.ndim, b.shape, NULL);
     mbuf = malloc((size_t)(4 * na) * sizeof *mbuf);
   }
   double t0 = now_s(), t_plan = 0;
-  if (!out.a.data || (nf > 1 && !(outs = malloc((size_t)nf * sizeof *outs))) ||
-      (masking.on && !mbuf)) {
+  if (!out.a.data || (nf > 1 && !(outs = malloc((size_t)nf * sizeof *outs))) || (mk && !mbuf)) {
     fprintf(stderr, "ndfilt: out of memory for the %lld-byte output\n", (long long)nbytes);
     rc = NDF_EXIT_FAIL;
   } else {
@@ -1040,8 +1045,9 @@ static int filter_to_shape(ndf_context *ctx, ndf_image *in, int ndim, const int6
     for (int64_t k = 0; k < n && st == NDF_OK; k++) {
       a.data = (char *)in->a.data + (size_t)k * sa;
       b.data = (char *)out.a.data + (size_t)k * sb;
-      if (masking.on) {
-        st = masked_execute(p, &a, &b, mbuf, mbuf + na, mbuf + 2 * na, mbuf + 3 * na);
+      if (mk) {
+        st =
+            masked_execute(p, mk, &a, &b, mbuf, mbuf + na, mbuf + 2 * na, mbuf + 3 * na, &den_made);
       } else if (nf > 1) {
         bank_views(&a, &b, nf, outs);
         st = ndf_execute_bank(p, &a, nf, outs);
@@ -1087,11 +1093,11 @@ static int filter_to_shape(ndf_context *ctx, ndf_image *in, int ndim, const int6
  * bank's outputs, the caller checked that in has fewer than NDF_MAX_DIMS axes). */
 static int filter_to_file(ndf_context *ctx, ndf_image *in, int nf, ndf_dtype dtype,
                           const char *out_path, int split, plan_fn f, const void *args,
-                          reach_fn reach) {
+                          reach_fn reach, const masking *mk) {
   int64_t shape[NDF_MAX_DIMS] = {nf};
   const int bank = nf > 1;
   memcpy(shape + bank, in->a.shape, (size_t)in->a.ndim * sizeof shape[0]);
-  return filter_to_shape(ctx, in, in->a.ndim + bank, shape, NULL, dtype, out_path, split, nf, f,
+  return filter_to_shape(ctx, in, in->a.ndim + bank, shape, mk, NULL, dtype, out_path, split, nf, f,
                          args, reach);
 }
 
@@ -1223,7 +1229,7 @@ static int cmd_corr1d(ndf_context *ctx, int argc, char **argv, int convolve) {
   rc = read_input(in_path, &co, &in);
   if (rc == NDF_EXIT_OK)
     rc = filter_to_file(ctx, &in, 0, co.dtype, out_path, lead_axes(&in), plan_corr1d, &c,
-                        reach_corr1d);
+                        reach_corr1d, NULL);
   free(w);
   return rc;
 }
@@ -1332,7 +1338,7 @@ static int cmd_sepconv(ndf_context *ctx, int argc, char **argv) {
     memmove(s.o.origin, s.o.origin + 1, (NDF_MAX_DIMS - 1) * sizeof s.o.origin[0]);
   }
   if (rc == NDF_EXIT_OK)
-    rc = filter_to_file(ctx, &img, 0, co.dtype, out_path, split, plan_sep, &s, reach_sep);
+    rc = filter_to_file(ctx, &img, 0, co.dtype, out_path, split, plan_sep, &s, reach_sep, NULL);
   else
     ndf_image_free(&img);
   free(w);
@@ -1511,9 +1517,9 @@ static int cmd_gauss(ndf_context *ctx, int argc, char **argv) {
     ndf_image_free(&img);
     return usage_error("bad --nan '%s': expected omit or propagate", a.nan);
   }
-  masking.nan_omit = a.nan && !strcmp(a.nan, "omit");
-  masking.on = masking.nan_omit || a.mask;
-  if (masking.on) {
+  masking mk = {.nan_omit = a.nan && !strcmp(a.nan, "omit")};
+  const int masked = mk.nan_omit || a.mask;
+  if (masked) {
     for (int d = 0; d < nd - skip; d++)
       if (o.mode[d] == NDF_MODE_CONSTANT) {
         ndf_image_free(&img);
@@ -1550,16 +1556,16 @@ static int cmd_gauss(ndf_context *ctx, int argc, char **argv) {
       return NDF_EXIT_FAIL;
     }
   }
-  masking.mask = mask;
+  mk.mask = mask;
   if (verbose) {
     fprintf(stderr, "ndfilt: sigma (voxels, axis order)");
     for (int d = 0; d < nd; d++)
       fprintf(stderr, " %.4g", sigma[d]);
     fprintf(stderr, "\n");
   }
-  rc = filter_to_file(ctx, &img, 0, co.dtype, out_path, split, plan_gauss, &o, reach_gauss);
+  rc = filter_to_file(ctx, &img, 0, co.dtype, out_path, split, plan_gauss, &o, reach_gauss,
+                      masked ? &mk : NULL);
   free(mask);
-  masking.mask = NULL;
   return rc;
 }
 
@@ -1694,7 +1700,7 @@ static int cmd_conv(ndf_context *ctx, int argc, char **argv, int convolve) {
       rc = usage_error("%s: a filter bank needs a gray image, not colour channels", in_path);
     } else {
       rc = filter_to_file(ctx, &img, bank ? c.k.nf : 0, bank && !co.dtype ? NDF_F32 : co.dtype,
-                          out_path, lead, plan_conv, &c, reach_conv);
+                          out_path, lead, plan_conv, &c, reach_conv, NULL);
     }
   } else {
     ndf_image_free(&img);
@@ -1808,7 +1814,7 @@ static int cmd_rank(ndf_context *ctx, int argc, char **argv, const char *cmd) {
     const double p = a.percentile < 0 ? a.percentile + 100 : a.percentile;
     r.rank = p == 100 ? n - 1 : (int64_t)((double)n * p / 100.0);
   }
-  return filter_to_file(ctx, &img, 0, a.co.dtype, out_path, lead, plan_rank, &r, reach_rank);
+  return filter_to_file(ctx, &img, 0, a.co.dtype, out_path, lead, plan_rank, &r, reach_rank, NULL);
 }
 
 /* ------------------------------------------------------------------ ks */
@@ -1898,8 +1904,8 @@ static int cmd_ks(ndf_context *ctx, int argc, char **argv) {
   k.maps = maps;
   k.nmaps = nmaps;
   if (rc == NDF_EXIT_OK)
-    rc = filter_to_shape(ctx, &img, in.ndim, shape, origin, co.dtype, out_path, 0, 1, plan_ks, &k,
-                         NULL);
+    rc = filter_to_shape(ctx, &img, in.ndim, shape, NULL, origin, co.dtype, out_path, 0, 1, plan_ks,
+                         &k, NULL);
   ndf_image_free(&img); /* empty once filter_to_shape has taken it */
   for (int m = 0; m < got; m++)
     ndf_image_free(&mimg[m]);

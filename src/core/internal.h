@@ -46,8 +46,8 @@ typedef struct ndf__problem {
 } ndf__problem;
 
 /* Parameters of a rank filter over in's axes padded in front to four (k 1, left 0 there): the
- * footprint's box k, its non-zero count n, and fp[] its bytes in C order (all non-zero when
- * box). */
+ * footprint's box k, its non-zero count n (the box's size: every sample of the box), and
+ * fp[] its bytes in C order. */
 typedef struct ndf__rank {
   int64_t rank; /* 0 <= rank < n */
   int64_t n;
@@ -55,7 +55,6 @@ typedef struct ndf__rank {
   int64_t left[NDF_MAX_DIMS]; /* k/2 + origin */
   ndf_mode mode[NDF_MAX_DIMS];
   double cval;
-  int box;
   unsigned char fp[];
 } ndf__rank;
 

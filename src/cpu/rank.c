@@ -42,7 +42,8 @@ static int applicable(const ndf__solver *self, const ndf__problem *pb, const ndf
 }
 
 static int separable(const ndf__rank *r) {
-  return r->box ? (r->rank == 0 ? -1 : r->rank == r->n - 1 ? 1 : 0) : 0;
+  const int box = r->n == r->k[0] * r->k[1] * r->k[2] * r->k[3];
+  return box ? (r->rank == 0 ? -1 : r->rank == r->n - 1 ? 1 : 0) : 0;
 }
 
 /* Separable: a read, three comparisons and a write an element and filtered axis (~4 ns a
@@ -238,8 +239,8 @@ static ndf_status selection(const ndf_plan *p, const state *s, const int64_t *sh
   {
     double *v = malloc((size_t)n * sizeof *v), *vb = NULL;
     uint8_t *vb8 = NULL;
-    if (s->net && !(vb = malloc((size_t)n * NB * sizeof *vb))) fail = 1;
-    if (s->x8 && !(vb8 = malloc((size_t)n * NB))) fail = 1;
+    if (s->net && !s->x8 && !(vb = malloc((size_t)n * NB * sizeof *vb))) fail = 1;
+    if (s->net && s->x8 && !(vb8 = malloc((size_t)n * NB))) fail = 1;
     if (!v) fail = 1;
     ndf__walker w;
 #pragma omp for schedule(dynamic, 16)
@@ -256,7 +257,7 @@ static ndf_status selection(const ndf_plan *p, const state *s, const int64_t *sh
         double res;
         /* outputs x .. xe - 1 have their windows inside the row */
         const int64_t xe = W - r->k[3] + r->left[3] + 1;
-        if (vb && inner && x >= r->left[3] && xe - r->left[3] >= NB && x < xe) {
+        if ((vb || vb8) && inner && x >= r->left[3] && xe - r->left[3] >= NB && x < xe) {
           /* NB outputs whose windows lie inside: their samples side by side, one network; the
            * row's last block starts early enough to be whole and keeps its new outputs only */
           const int64_t x0 = x + NB <= xe ? x : xe - NB, skip = x - x0;
@@ -329,8 +330,9 @@ static ndf_array view4(const ndf_array *a) {
   return v;
 }
 
-/* The n elements of a (C order) into x as float64 (in), or x into them in a's dtype. */
-static void copy(const ndf_array *a, double *x, int64_t n, int in, int threads) {
+/* The n elements of a (C order) into x as float64 (in), or x into them in a's dtype; or, with
+ * x8, a uint8 array's into x8 as they are. */
+static void copy(const ndf_array *a, double *x, uint8_t *x8, int64_t n, int in, int threads) {
 #pragma omp parallel num_threads(threads)
   {
     const int nt = omp_get_num_threads(), t = omp_get_thread_num();
@@ -339,7 +341,9 @@ static void copy(const ndf_array *a, double *x, int64_t n, int in, int threads) 
       ndf__walker w;
       ndf__walk_at(&w, a, lo);
       for (int64_t i = lo; i < hi; i++, ndf__walk_next(&w, a)) {
-        if (in)
+        if (x8)
+          x8[i] = ((const uint8_t *)a->data)[w.off];
+        else if (in)
           x[i] = ndf__load(a->dtype, a->data, w.off);
         else
           ndf__store(a->dtype, a->data, w.off, x[i]);
@@ -357,25 +361,11 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *
   ndf_array out4 = view4(out);
   const int64_t n = ndf_array_size(in);
   pthread_mutex_lock(&s->lock);
-  if (s->x8) { /* a uint8 input as it is: the selection reads only these */
-#pragma omp parallel num_threads(T)
-    {
-      const int nt = omp_get_num_threads(), t = omp_get_thread_num();
-      const int64_t lo = n * t / nt, hi = n * (t + 1) / nt;
-      if (lo < hi) {
-        ndf__walker w;
-        ndf__walk_at(&w, &in4, lo);
-        for (int64_t i = lo; i < hi; i++, ndf__walk_next(&w, &in4))
-          s->x8[i] = ((const uint8_t *)in->data)[w.off];
-      }
-    }
-  } else {
-    copy(&in4, s->x, n, 1, T);
-  }
+  copy(&in4, s->x, s->x8, n, 1, T); /* a uint8 input into x8: the selection reads only it */
   ndf_status st;
   if (s->sep) {
     st = separable_passes(p, s, in4.shape);
-    if (st == NDF_OK) copy(&out4, s->x, n, 0, T);
+    if (st == NDF_OK) copy(&out4, s->x, NULL, n, 0, T);
   } else {
     st = selection(p, s, in4.shape, &out4);
   }

@@ -264,20 +264,22 @@ static cudaError_t stage_out(struct ndf__stage *s, ndf_array *out, int nout, int
   return e;
 }
 
+/* Whether the byte at p is page-locked host memory (cudaMallocHost, cudaHostAlloc). */
+static int page_locked(const void *p) {
+  struct cudaPointerAttributes at;
+  if (cudaPointerGetAttributes(&at, p) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return at.type == cudaMemoryTypeHost;
+}
+
 /* Whether a's elements lie in page-locked host memory as one contiguous float32 block, which
  * a copy reaches directly (its first and last bytes both page-locked). */
 static int direct(const ndf_array *a) {
-  if (a->dtype != NDF_F32 || !ndf__is_contiguous(a)) return 0;
-  const char *ends[2] = {a->data, (const char *)a->data + ndf_array_size(a) * sizeof(float) - 1};
-  for (int k = 0; k < 2; k++) {
-    struct cudaPointerAttributes at;
-    if (cudaPointerGetAttributes(&at, ends[k]) != cudaSuccess) {
-      cudaGetLastError();
-      return 0;
-    }
-    if (at.type != cudaMemoryTypeHost) return 0;
-  }
-  return 1;
+  return a->dtype == NDF_F32 && ndf_array_size(a) > 0 && ndf__is_contiguous(a) &&
+         page_locked(a->data) &&
+         page_locked((const char *)a->data + ndf_array_size(a) * sizeof(float) - 1);
 }
 
 /* The device check, the stage lock held. */
@@ -409,13 +411,8 @@ static ndf_status host_alloc(ndf_context *ctx, void **p, size_t bytes) {
 }
 
 static int host_free(ndf_context *ctx, void *p) {
-  struct cudaPointerAttributes at;
   (void)ctx;
-  if (cudaPointerGetAttributes(&at, p) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  if (at.type != cudaMemoryTypeHost) return 0;
+  if (!page_locked(p)) return 0;
   cudaFreeHost(p);
   return 1;
 }

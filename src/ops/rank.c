@@ -54,7 +54,6 @@ ndf_status ndf_plan_rank(ndf_plan **plan, ndf_context *ctx, const ndf_array *in,
   r->rank = rank;
   r->n = n;
   r->cval = o.cval;
-  r->box = n == size;
   const int pad = NDF_MAX_DIMS - in->ndim; /* four axes, in's last */
   for (int d = 0; d < NDF_MAX_DIMS; d++) {
     const int a = d - pad;
