@@ -7,7 +7,7 @@
  * the binding compare with scipy itself (python/tests/test_rank.py); this one runs in the
  * sanitizer builds.
  *
- *   test_rank [cpu] [method]     (NDF_TEST_SEED, NDF_TEST_CASES) */
+ *   test_rank [cpu|cuda] [method]     (NDF_TEST_SEED, NDF_TEST_CASES) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +21,10 @@ static int cmp(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-static void one_case(ndf_context *ctx, const char *method, uint64_t *r, int c) {
+/* On a GPU (cuda) the arrays lie on the device or the host at random; float64 goes to the
+ * device, contiguous, in and out both float64 (cuda_rank filters float64 as it is there and
+ * nowhere else). */
+static void one_case(ndf_context *ctx, int cuda, const char *method, uint64_t *r, int c) {
   const int nd = (int)t_randint(r, 1, 4);
   int64_t shape[NDF_MAX_DIMS], k[NDF_MAX_DIMS];
   int64_t n = 1, size = 1;
@@ -37,9 +40,14 @@ static void one_case(ndf_context *ctx, const char *method, uint64_t *r, int c) {
     size *= k[d];
   }
   o.cval = (double)t_randint(r, -3, 3);
-  const ndf_dtype idt = (ndf_dtype)t_randint(r, NDF_U8, NDF_F64);
-  const ndf_dtype odt = t_randint(r, 0, 2) ? idt : (ndf_dtype)t_randint(r, NDF_U8, NDF_F64);
-  const int holes = (int)t_randint(r, 0, 1), inplace = idt == odt && t_randint(r, 0, 5) == 0;
+  ndf_dtype idt = (ndf_dtype)t_randint(r, NDF_U8, NDF_F64);
+  ndf_dtype odt = t_randint(r, 0, 2) ? idt : (ndf_dtype)t_randint(r, NDF_U8, NDF_F64);
+  const int f64 = cuda && (idt == NDF_F64 || odt == NDF_F64);
+  if (f64) idt = odt = NDF_F64;
+  ndf_context *din = f64 || (cuda && t_randint(r, 0, 1)) ? ctx : NULL;
+  ndf_context *dout = f64 || (cuda && t_randint(r, 0, 1)) ? ctx : NULL;
+  const int holes = (int)t_randint(r, 0, 1),
+            inplace = idt == odt && din == dout && t_randint(r, 0, 5) == 0;
   unsigned char *fp = malloc((size_t)size);
   if (!fp) abort();
   int64_t m = 0;
@@ -51,12 +59,13 @@ static void one_case(ndf_context *ctx, const char *method, uint64_t *r, int c) {
   const int64_t rk = rank < 0 ? rank + m : rank;
 
   t_arr in, out;
-  t_arr_make(&in, r, idt, nd, shape, (int)t_randint(r, 0, 1), NULL);
+  t_arr_make(&in, r, idt, nd, shape, !f64 && t_randint(r, 0, 1), din);
   t_fill_random(&in, r);
+  t_arr_upload(&in, ctx);
   if (inplace)
     out = in;
   else
-    t_arr_make(&out, r, odt, nd, shape, (int)t_randint(r, 0, 1), NULL);
+    t_arr_make(&out, r, odt, nd, shape, !f64 && t_randint(r, 0, 1), dout);
   double *x = malloc((size_t)n * sizeof *x), *want = malloc((size_t)n * sizeof *want),
          *v = malloc((size_t)m * sizeof *v);
   if (!x || !want || !v) abort();
@@ -89,10 +98,14 @@ static void one_case(ndf_context *ctx, const char *method, uint64_t *r, int c) {
     qsort(v, (size_t)cnt, sizeof *v, cmp);
     want[i] = v[rk];
   }
-  if (!inplace) t_poison(&out);
+  if (!inplace) {
+    t_poison(&out);
+    t_arr_upload(&out, ctx);
+  }
   ndf_plan *p = NULL;
   ndf_status st = ndf_plan_rank(&p, ctx, &in.view, &out.view, rank, holes ? fp : NULL, k, &o);
   if (st == NDF_OK) st = ndf_execute(p, &in.view, &out.view);
+  if (st == NDF_OK) t_arr_download(&out, ctx);
   CHECK(st == NDF_OK, "case %d: %s", c, ndf_context_message(ctx));
   for (int64_t i = 0; i < n && st == NDF_OK; i++) {
     const double got = ndf__load(odt, out.hview.data, ndf__offset(&out.hview, i));
@@ -118,8 +131,8 @@ static void one_case(ndf_context *ctx, const char *method, uint64_t *r, int c) {
   free(want);
   free(v);
   free(fp);
-  t_arr_free(&in, NULL);
-  if (!inplace) t_arr_free(&out, NULL);
+  t_arr_free(&in, ctx);
+  if (!inplace) t_arr_free(&out, ctx);
 }
 
 /* Bad calls: a rank outside the footprint, an all-zero footprint, an origin off the footprint,
@@ -150,7 +163,7 @@ int main(int argc, char **argv) {
   uint64_t r = t_seed();
   const int ncases = (int)t_env_double("NDF_TEST_CASES", 200);
   for (int c = 0; c < ncases; c++)
-    one_case(ctx, method, &r, c);
+    one_case(ctx, !strcmp(dev, "cuda"), method, &r, c);
   bad_calls(ctx);
   ndf_context_destroy(ctx);
   printf("%d cases; %d failures\n", ncases, t_failures);

@@ -255,5 +255,53 @@ class TestRankCli(unittest.TestCase):
             self.assertIn("--rank", p.stderr)
 
 
+def _cupy():
+    try:
+        import cupy
+        cupy.cuda.runtime.getDeviceCount()
+        return cupy
+    except Exception:
+        return None
+
+
+@unittest.skipUnless(_cupy(), "CuPy with a GPU not available")
+class TestRankCupy(unittest.TestCase):
+    """cuda_rank on CuPy arrays against scipy: the same random cases as TestRank (float64 and
+    int32 included: the former filtered as it is, the latter through a float64 copy), and
+    footprints past 128 samples (the bisection) with holes, in place."""
+
+    def test_against_scipy(self):
+        cp = _cupy()
+        rng = np.random.default_rng(SEED + 5)
+        gen = TestRank()
+        for c in range(CASES):
+            x, fp, kw = gen.case(rng)
+            if c % 7 == 3:
+                x = rng.integers(-2**31, 2**31 - 1, x.shape, dtype=np.int32)
+            n = int(fp.sum())
+            f = ["minimum_filter", "maximum_filter", "median_filter", "rank_filter"][
+                rng.integers(4)]
+            args = (int(rng.integers(-n, n)),) if f == "rank_filter" else ()
+            got = getattr(ndfilt, f)(cp.asarray(x), *args, **kw)
+            self.assertIsInstance(got, cp.ndarray)
+            self.assertEqual(ndfilt.last_solver(), "cuda_rank")
+            same(self, got.get(), TestRank.scipy(f, x, *args, **kw),
+                 f"{f}{args} case {c}: shape {x.shape} {x.dtype} {kw}")
+        for dt in (np.float32, np.float64, np.uint16):
+            x = random_input(rng, (40, 50, 60), dt)
+            for size in (3, 5, 9):
+                same(self, ndfilt.median_filter(cp.asarray(x), size=size).get(),
+                     ndi.median_filter(x, size=size), f"median {size}^3 {dt}")
+            fp = rng.random((9, 7, 5)) < 0.7
+            for r in (0, 3, int(fp.sum()) // 2, -1):
+                same(self, ndfilt.rank_filter(cp.asarray(x), r, footprint=fp).get(),
+                     ndi.rank_filter(x, r, footprint=fp), f"rank {r} of {fp.sum()} {dt}")
+            y = cp.asarray(x)
+            ndfilt.median_filter(y, size=(3, 5, 7), output=y)
+            same(self, y.get(), ndi.median_filter(x, size=(3, 5, 7)), f"in place {dt}")
+            same(self, ndfilt.maximum_filter(cp.asarray(x), size=31).get(),
+                 ndi.maximum_filter(x, size=31), f"maximum 31^3 {dt}")
+
+
 if __name__ == "__main__":
     unittest.main()

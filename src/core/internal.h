@@ -183,6 +183,9 @@ struct ndf_plan {
   void (*free_state)(void *state);
   struct ndf__stage *stage;
   int in_place; /* a CUDA exec that may be given in == out (else the planner copies in) */
+  /* A CUDA exec that takes its device arrays as they are, any dtype and layout: nothing is
+   * staged or converted for it (its solver applies to device arrays only). */
+  int native;
   /* The exact plan run instead where a float input holds NaN or Inf (see finite_only); it
    * has no staging of its own: a CUDA plan hands it its staged arrays. */
   struct ndf_plan *alt;

@@ -52,6 +52,14 @@ int ndf__launch_sep_cols(const float *in, float *out, int64_t P, int64_t L, int6
 int ndf__launch_corr_direct(const float *in, float *const *outs, int nf, const int64_t n[4],
                             const int64_t k[4], const int64_t left[4], const int mode[4],
                             float cval, const float *w_dev, int skip_zero, void *stream);
+/* cuda_rank: a contiguous [n0][n1][n2][n3] float32 (f64: float64) array's rank filter into out
+ * (contiguous, of the same type):
+ * count samples, each at off[j] from the window's start inside the array and at
+ * at[4j..4j+3] in the window; extreme -1 or +1: the minimum or maximum, else the value of rank
+ * `rank`. */
+int ndf__launch_rank(const void *in, void *out, int f64, const int64_t n[4], const int64_t k[4],
+                     const int64_t left[4], const int mode[4], double cval, const int64_t *off,
+                     const int *at, int count, int rank, int extreme, void *stream);
 /* 1 into *flag (a device int the caller zeroed) if the strided device array of dtype holds a
  * NaN or an infinity as float32 arithmetic sees it. */
 int ndf__launch_nonfinite(const void *src, int dtype, ndf__view4 v, int *flag, void *stream);
