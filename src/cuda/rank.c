@@ -4,15 +4,27 @@
  * of the library's integer dtypes exactly, and float64 device arrays are filtered as they are (a
  * native plan: contiguous, nothing staged), so the result is exact for every dtype. */
 #include <stdlib.h>
+#include <string.h>
 
 #include <cuda_runtime_api.h>
 
 #include "../core/elem.h"
 #include "host.h"
 
+/* A pass of the kernel: a footprint inside the box k (left: k/2 + origin), its count samples at
+ * off[] (device) from the window's start and at[] (device, four per sample) in the window. */
 typedef struct {
-  int64_t *off; /* device: the samples' offsets from the window's start */
-  int *at;      /* device: the samples' positions in the window */
+  int64_t k[4], left[4];
+  int64_t *off;
+  int *at;
+  int count;
+} pass;
+
+/* A general footprint is one pass; a box's minimum or maximum is one pass per axis it spans
+ * (a 1-D window each, as scipy's separable filter), its cost the sum of the lengths. */
+typedef struct {
+  pass ps[4];
+  int np;
   int64_t n[4];
   int extreme;
 } state;
@@ -38,7 +50,10 @@ static int applicable(const ndf__solver *self, const ndf__problem *pb, const ndf
 static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
   (void)self;
   const ndf__rank *r = pb->params;
-  const double n = (double)ndf_array_size(&pb->in), m = (double)r->n;
+  const int64_t *k = r->k;
+  const int sep = extreme_of(r) && r->n == k[0] * k[1] * k[2] * k[3];
+  const double n = (double)ndf_array_size(&pb->in),
+               m = sep ? (double)(k[0] + k[1] + k[2] + k[3]) : (double)r->n;
   const double bytes = pb->in.dtype == NDF_F64 ? 16 : 8;
   const double per = extreme_of(r) ? m * 0.05e-12
                      : m <= 128    ? m * (m <= 16 ? m / 4 : 6) * 0.1e-12
@@ -49,9 +64,31 @@ static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_co
 static void free_state(void *v) {
   state *s = v;
   if (!s) return;
-  cudaFree(s->off);
-  cudaFree(s->at);
+  for (int i = 0; i < s->np; i++) {
+    cudaFree(s->ps[i].off);
+    cudaFree(s->ps[i].at);
+  }
   free(s);
+}
+
+/* The passes from src into dst (never the same memory), through tmp between them. */
+static int run(const state *s, const ndf__rank *r, const void *src, void *dst, int f64,
+               cudaStream_t st) {
+  int mode[4];
+  for (int d = 0; d < 4; d++)
+    mode[d] = (int)r->mode[d];
+  const size_t bytes = (size_t)(s->n[0] * s->n[1] * s->n[2] * s->n[3]) * (f64 ? 8 : 4);
+  void *tmp = NULL;
+  int e = s->np > 1 ? (int)cudaMallocAsync(&tmp, bytes, st) : 0;
+  for (int i = 0; i < s->np && e == 0; i++) { /* the last pass writes dst */
+    const pass *q = &s->ps[i];
+    void *to = (s->np - 1 - i) % 2 ? tmp : dst;
+    e = ndf__launch_rank(src, to, f64, s->n, q->k, q->left, mode, r->cval, q->off, q->at, q->count,
+                         s->np > 1 ? 0 : (int)r->rank, s->extreme, st);
+    src = to;
+  }
+  if (tmp) cudaFreeAsync(tmp, st);
+  return e;
 }
 
 static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *ops,
@@ -61,9 +98,6 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *
   const state *s = p->state;
   cudaStream_t st = (cudaStream_t)p->ctx->stream;
   if (ndf_array_size(in) == 0) return NDF_OK;
-  int mode[4];
-  for (int d = 0; d < 4; d++)
-    mode[d] = (int)r->mode[d];
   int e;
   if (p->native) { /* float64, contiguous; in place through a copy of the input */
     const size_t bytes = (size_t)ndf_array_size(in) * sizeof(double);
@@ -74,19 +108,45 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *
       if (e == 0) e = (int)cudaMemcpyAsync(tmp, in->data, bytes, cudaMemcpyDeviceToDevice, st);
       src = tmp;
     }
-    if (e == 0)
-      e = ndf__launch_rank(src, out->data, 1, s->n, r->k, r->left, mode, r->cval, s->off, s->at,
-                           (int)r->n, (int)r->rank, s->extreme, st);
+    if (e == 0) e = run(s, r, src, out->data, 1, st);
     if (tmp) cudaFreeAsync(tmp, st);
   } else {
     ndf__contig g;
     e = ndf__cuda_contig_begin(&g, in, 1, out, st);
-    if (e == 0)
-      e = ndf__launch_rank(g.src, g.dst[0], 0, s->n, r->k, r->left, mode, r->cval, s->off, s->at,
-                           (int)r->n, (int)r->rank, s->extreme, st);
+    if (e == 0) e = run(s, r, g.src, g.dst[0], 0, st);
     e = ndf__cuda_contig_end(&g, e, out, st);
   }
   return e == 0 ? NDF_OK : ndf__cuda_check(p->ctx, e, "cuda_rank");
+}
+
+/* Pass q over the samples of footprint fp (box k, bytes in C order; NULL: all of the box). */
+static cudaError_t make_pass(pass *q, const unsigned char *fp, const int64_t n[4]) {
+  const int64_t size = q->k[0] * q->k[1] * q->k[2] * q->k[3];
+  int64_t *off = malloc((size_t)size * sizeof *off);
+  int *at = malloc((size_t)size * 4 * sizeof *at);
+  cudaError_t e = off && at ? cudaSuccess : cudaErrorMemoryAllocation;
+  int64_t m = 0;
+  for (int64_t j = 0; j < size && e == cudaSuccess; j++) {
+    if (fp && !fp[j]) continue;
+    int64_t rest = j, o = 0, cs = 1;
+    for (int d = 3; d >= 0; d--) {
+      at[4 * m + d] = (int)(rest % q->k[d]);
+      rest /= q->k[d];
+      o += at[4 * m + d] * cs;
+      cs *= n[d];
+    }
+    off[m++] = o;
+  }
+  q->count = (int)m;
+  if (e == cudaSuccess) e = cudaMalloc((void **)&q->off, (size_t)m * sizeof *off);
+  if (e == cudaSuccess) e = cudaMalloc((void **)&q->at, (size_t)m * 4 * sizeof *at);
+  if (e == cudaSuccess)
+    e = cudaMemcpy(q->off, off, (size_t)m * sizeof *off, cudaMemcpyHostToDevice);
+  if (e == cudaSuccess)
+    e = cudaMemcpy(q->at, at, (size_t)m * 4 * sizeof *at, cudaMemcpyHostToDevice);
+  free(off);
+  free(at);
+  return e;
 }
 
 static ndf_status make(ndf_plan *p) {
@@ -102,37 +162,26 @@ static ndf_status make(ndf_plan *p) {
   const int pad = 4 - a->ndim;
   for (int d = 0; d < 4; d++)
     s->n[d] = d < pad ? 1 : a->shape[d - pad];
-  const int64_t size = r->k[0] * r->k[1] * r->k[2] * r->k[3];
-  int64_t *off = malloc((size_t)r->n * sizeof *off);
-  int *at = malloc((size_t)r->n * 4 * sizeof *at);
-  if (!off || !at) {
-    free(off);
-    free(at);
-    return ndf__fail(p->ctx, NDF_ENOMEM, "cuda_rank: out of host memory");
-  }
-  int64_t m = 0;
-  for (int64_t j = 0; j < size; j++) {
-    if (!r->fp[j]) continue;
-    int64_t rest = j, o = 0, cs = 1;
-    for (int d = 3; d >= 0; d--) {
-      at[4 * m + d] = (int)(rest % r->k[d]);
-      rest /= r->k[d];
-      o += at[4 * m + d] * cs;
-      cs *= s->n[d];
-    }
-    off[m++] = o;
-  }
+  const int box = r->n == r->k[0] * r->k[1] * r->k[2] * r->k[3];
   cudaError_t e = cudaSetDevice(p->ctx->place.device);
-  if (e == cudaSuccess) e = cudaMalloc((void **)&s->off, (size_t)m * sizeof *off);
-  if (e == cudaSuccess) e = cudaMalloc((void **)&s->at, (size_t)m * 4 * sizeof *at);
-  if (e == cudaSuccess)
-    e = cudaMemcpy(s->off, off, (size_t)m * sizeof *off, cudaMemcpyHostToDevice);
-  if (e == cudaSuccess)
-    e = cudaMemcpy(s->at, at, (size_t)m * 4 * sizeof *at, cudaMemcpyHostToDevice);
-  free(off);
-  free(at);
+  if (s->extreme && box) {
+    for (int d = 0; d < 4 && e == cudaSuccess; d++) {
+      if (r->k[d] == 1 && !(d == 3 && s->np == 0)) continue;
+      pass *q = &s->ps[s->np++];
+      for (int i = 0; i < 4; i++) {
+        q->k[i] = i == d ? r->k[d] : 1;
+        q->left[i] = i == d ? r->left[d] : 0;
+      }
+      e = make_pass(q, NULL, s->n);
+    }
+  } else if (e == cudaSuccess) {
+    pass *q = &s->ps[s->np++];
+    memcpy(q->k, r->k, sizeof q->k);
+    memcpy(q->left, r->left, sizeof q->left);
+    e = make_pass(q, r->fp, s->n);
+  }
   if (e == cudaErrorMemoryAllocation)
-    return ndf__fail(p->ctx, NDF_ENOMEM, "cuda_rank: out of device memory for the footprint");
+    return ndf__fail(p->ctx, NDF_ENOMEM, "cuda_rank: out of memory for the footprint");
   return ndf__cuda_check(p->ctx, e, "cuda_rank plan");
 }
 
