@@ -135,6 +135,13 @@ typedef struct ndf_context_opts {
    * device". A struct_size that ends before these fields means NULL. */
   char *message;
   size_t message_size;
+  /* Most bytes a plan on host arrays may hold for its work at once: its buffers on the GPU
+   * (on a CUDA context; 0: the device's free memory), or its temporaries (on the CPU; 0:
+   * none). A filter whose arrays need more runs in slabs of the slowest axis, each with the
+   * kernel's reach of its neighbours (ndf_plan_slabs tells); one that cannot (a recursive
+   * filter, a limit below one slab) plans as before. A struct_size that ends before this
+   * field means 0. */
+  size_t memory_limit;
 } ndf_context_opts;
 
 #define NDF_MAX_THREADS 1024
@@ -149,6 +156,7 @@ NDF_API ndf_place ndf_context_place(const ndf_context *ctx);
 NDF_API const char *ndf_context_device_name(const ndf_context *ctx);
 NDF_API int ndf_context_threads(const ndf_context *ctx);
 NDF_API size_t ndf_context_workspace_limit(const ndf_context *ctx); /* 0: none */
+NDF_API size_t ndf_context_memory_limit(const ndf_context *ctx);    /* 0: the default */
 /* Text of the last failure reported through this context ("" if none), or of
  * the last fallback the planner took (method auto: a solver that ran out of
  * memory making its plan, say how much it needed, and the one used instead).
@@ -200,6 +208,9 @@ NDF_API ndf_status ndf_execute_n(const ndf_plan *plan, int nin, const ndf_array 
 NDF_API void ndf_plan_destroy(ndf_plan *plan); /* NULL is a no-op */
 /* Name of the solver chosen, e.g. "cpu_direct". */
 NDF_API const char *ndf_plan_solver(const ndf_plan *plan);
+/* Output rows of axis 0 a slab gives when the plan runs in slabs (ndf_context_opts's
+ * memory_limit), else 0. */
+NDF_API int64_t ndf_plan_slabs(const ndf_plan *plan);
 /* The planner's estimate of one execute, in seconds, host arrays' transfers included: a rough
  * model (within a factor of a few), meant for choosing between devices. NaN for NULL. */
 NDF_API double ndf_plan_cost(const ndf_plan *plan);

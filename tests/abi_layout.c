@@ -28,6 +28,7 @@ int main(void) {
   F(ndf_context_opts, workspace_limit);
   F(ndf_context_opts, message);
   F(ndf_context_opts, message_size);
+  F(ndf_context_opts, memory_limit);
   S(ndf_correlate1d_opts);
   F(ndf_correlate1d_opts, struct_size);
   F(ndf_correlate1d_opts, method);

@@ -38,8 +38,9 @@ _NP_CODE = {np.dtype(np.uint8): _lib.U8, np.dtype(np.uint16): _lib.U16,
             np.dtype(np.float64): _lib.F64}
 
 _lock = threading.RLock()
-_contexts = {}           # device string ("auto", "cpu", "cuda:N") -> context pointer
+_contexts = {}           # (device string: "auto", "cpu", "cuda:N"; memory limit) -> context
 _device = "auto"         # what numpy inputs run on
+_memory_limit = 0        # set_memory_limit's: numpy inputs' contexts'
 _plans = collections.OrderedDict()  # problem key -> plan pointer (most recent last)
 _MAX_PLANS = 32
 _streams = {}            # context pointer -> the stream last set on it
@@ -57,21 +58,21 @@ def _raise(st, ctx):
     raise RuntimeError(text)
 
 
-def _context(dev):
+def _context(dev, memory_limit=0):
     with _lock:
-        ctx = _contexts.get(dev)
+        ctx = _contexts.get((dev, memory_limit))
         if ctx is None:
             h = C.c_void_p()
             why = C.create_string_buffer(512)
             opts = _lib.ContextOpts(C.sizeof(_lib.ContextOpts),
                                     None if dev == "auto" else dev.encode(), 0, 0,
-                                    C.cast(why, C.c_char_p), len(why))
+                                    C.cast(why, C.c_char_p), len(why), memory_limit)
             st = lib.ndf_context_create(C.byref(h), C.byref(opts))
             if st != _lib.OK:
                 text = why.value.decode(errors="replace") or lib.ndf_status_str(st).decode()
                 raise (ValueError if st == _lib.EINVAL else RuntimeError)(
                     f"cannot use device {dev!r}: {text}")
-            ctx = _contexts[dev] = h.value
+            ctx = _contexts[(dev, memory_limit)] = h.value
         return ctx
 
 
@@ -82,6 +83,27 @@ def set_device(dev="auto"):
     global _device
     _context(dev)  # raises if unusable
     _device = dev
+
+
+def set_memory_limit(nbytes=0):
+    """Most bytes a call on numpy arrays may hold for its work at once: its buffers on the GPU
+    (0: the device's free memory), its temporaries on the CPU (0: no limit). A filter whose
+    arrays need more runs in slabs of the first axis, each with the kernel's reach of rows
+    on either side, so arrays larger than the GPU's memory go through it (the Gaussian, the
+    separable and N-D correlations and their banks, rank filters, ks with sigma maps and
+    r_max; not the recursive Gaussian, nor in place). slabs() tells the last call's slab rows."""
+    global _memory_limit
+    n = _int(nbytes, "nbytes", 0, 2**63 - 1)
+    _context(_device, n)  # raises if unusable
+    _memory_limit = n
+
+
+def slabs():
+    """Output rows of the first axis a slab of the last call gave (0: it ran whole)."""
+    with _lock:
+        if _last_plan is None or _last_plan not in _plans.values():
+            return 0
+        return int(lib.ndf_plan_slabs(_last_plan))
 
 
 def device():
@@ -520,7 +542,7 @@ _cuda_contexts = {}  # device number -> its context (what _context(f"cuda:{n}") 
 
 def _context_of(src):
     if src.kind == "numpy":
-        return _context(_device)
+        return _context(_device, _memory_limit)
     ctx = _cuda_contexts.get(src.dev)
     if ctx is None:
         ctx = _cuda_contexts[src.dev] = _context(f"cuda:{src.dev}")

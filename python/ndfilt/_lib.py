@@ -24,7 +24,7 @@ class Array(C.Structure):
 class ContextOpts(C.Structure):
     _fields_ = [("struct_size", C.c_size_t), ("device", C.c_char_p), ("threads", C.c_int),
                 ("workspace_limit", C.c_size_t), ("message", C.c_char_p),
-                ("message_size", C.c_size_t)]
+                ("message_size", C.c_size_t), ("memory_limit", C.c_size_t)]
 
 
 class Correlate1dOpts(C.Structure):
@@ -111,6 +111,7 @@ _sig = {
     "ndf_execute": (C.c_int, [C.c_void_p, P(Array), P(Array)]),
     "ndf_plan_destroy": (None, [C.c_void_p]),
     "ndf_plan_solver": (C.c_char_p, [C.c_void_p]),
+    "ndf_plan_slabs": (C.c_int64, [C.c_void_p]),
     "ndf_plan_last_solver": (C.c_char_p, [C.c_void_p]),
     "ndf_solver_name": (C.c_char_p, [C.c_int, P(C.c_char_p)]),
     "ndf_plan_correlate1d": (C.c_int, [P(C.c_void_p), C.c_void_p, P(Array), P(Array),

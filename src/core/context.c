@@ -153,12 +153,37 @@ ndf_status ndf_context_create(ndf_context **out, const ndf_context_opts *opts) {
   if (note[0]) ndf__fail(c, NDF_OK, "%s", note);
   if (opts && opts->struct_size >= offsetof(ndf_context_opts, workspace_limit) + sizeof(size_t))
     c->workspace_limit = opts->workspace_limit;
+  if (opts && opts->struct_size >= offsetof(ndf_context_opts, memory_limit) + sizeof(size_t))
+    c->memory_limit = opts->memory_limit;
+  *out = c;
+  return NDF_OK;
+}
+
+ndf_status ndf__context_child(ndf_context **out, const ndf_context *parent, int threads) {
+  ndf_context *c = calloc(1, sizeof *c);
+  if (!c) return ndf__fail(parent, NDF_ENOMEM, "out of host memory");
+  pthread_mutex_init(&c->msg_lock, NULL);
+  c->place = parent->place;
+  c->caps = parent->caps;
+  c->threads = threads;
+  c->workspace_limit = parent->workspace_limit;
+  c->worker = 1;
+  snprintf(c->device_name, sizeof c->device_name, "%s", parent->device_name);
+  if (c->place.kind == NDF_PLACE_CUDA) {
+    ndf_status st = ndf__device()->stream_create(c);
+    if (st != NDF_OK) {
+      ndf__fail(parent, st, "%s", c->msg);
+      ndf_context_destroy(c);
+      return st;
+    }
+  }
   *out = c;
   return NDF_OK;
 }
 
 void ndf_context_destroy(ndf_context *c) {
   if (!c) return;
+  if (c->own_stream && ndf__device()) ndf__device()->stream_destroy(c);
   pthread_mutex_destroy(&c->msg_lock);
   free(c);
 }
@@ -171,6 +196,7 @@ ndf_place ndf_context_place(const ndf_context *c) {
 const char *ndf_context_device_name(const ndf_context *c) { return c ? c->device_name : ""; }
 int ndf_context_threads(const ndf_context *c) { return c ? c->threads : 0; }
 size_t ndf_context_workspace_limit(const ndf_context *c) { return c ? c->workspace_limit : 0; }
+size_t ndf_context_memory_limit(const ndf_context *c) { return c ? c->memory_limit : 0; }
 
 ndf_status ndf__workspace_check(const ndf_context *c, const char *solver, double need) {
   if (!c->workspace_limit || need <= (double)c->workspace_limit) return NDF_OK;

@@ -183,6 +183,7 @@ struct ndf_plan {
   void (*free_state)(void *state);
   struct ndf__stage *stage;
   int in_place; /* a CUDA exec that may be given in == out (else the planner copies in) */
+  struct ndf__slabs *slabs; /* a plan run in slabs (core/slab.c): exec is the slabs' */
   /* A CUDA exec that takes its device arrays as they are, any dtype and layout: nothing is
    * staged or converted for it (its solver applies to device arrays only). */
   int native;
@@ -213,8 +214,11 @@ struct ndf_context {
   int auto_device;
   int threads;
   size_t workspace_limit; /* 0: none */
+  size_t memory_limit;    /* ndf_context_opts's */
   char device_name[160];
-  void *stream; /* cudaStream_t */
+  void *stream;   /* cudaStream_t */
+  int own_stream; /* the stream is the context's own (a slab worker's), destroyed with it */
+  int worker;     /* a slab worker's context, whose plans are not slabbed again */
   pthread_mutex_t msg_lock;
   char msg[512];
 };
@@ -240,6 +244,20 @@ ndf_status ndf__fail(const ndf_context *ctx, ndf_status s, const char *fmt, ...)
 /* NDF_ENOMEM, with a message naming the solver and the bytes, when a plan's workspace of `need`
  * bytes exceeds the context's workspace limit (ndf_context_opts.workspace_limit); else NDF_OK. */
 ndf_status ndf__workspace_check(const ndf_context *ctx, const char *solver, double need);
+/* A context like parent (device, caps, limits) with `threads` threads and, on a GPU, a stream
+ * of its own: a slab worker's (ctx->worker). */
+ndf_status ndf__context_child(ndf_context **out, const ndf_context *parent, int threads);
+
+/* Slabs (core/slab.c). ndf__slabs_try makes *out a plan of pb run in slabs of axis 0 by
+ * solver s's place (method as asked) when pb's host arrays need more memory than the context
+ * allows and the filter has a finite reach along axis 0 (*made 1; pb's params taken), else
+ * leaves pb and sets *made 0. */
+struct ndf__slabs;
+ndf_status ndf__slabs_try(ndf_plan **out, ndf_context *ctx, ndf__problem *pb, const ndf__solver *s,
+                          const char *method, int *made);
+ndf_status ndf__slabs_execute(const ndf_plan *p, const ndf_array *in, const ndf_array *ops,
+                              ndf_array *out, int same);
+void ndf__slabs_free(struct ndf__slabs *S);
 
 /* Validation. `what` names the array in messages ("in", "out"). */
 ndf_status ndf__check_desc(const ndf_context *ctx, const ndf_array *a, const char *what);
@@ -320,6 +338,10 @@ typedef struct ndf__device_ops {
   /* executes a device plan: out is p->pb.nout arrays; same: out is in itself (checked) */
   ndf_status (*execute)(const ndf_plan *p, const ndf_array *in, const ndf_array *ops,
                         ndf_array *out, int same);
+  size_t (*mem_free)(ndf_context *ctx); /* the device's free bytes (0: unknown) */
+  /* a stream of the context's own, which waits for no other (ctx->stream, own_stream) */
+  ndf_status (*stream_create)(ndf_context *ctx);
+  void (*stream_destroy)(ndf_context *ctx);
 } ndf__device_ops;
 /* The device backend's services, or NULL in a build without one (solvers.c, beside the
  * registration). */

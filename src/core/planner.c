@@ -179,6 +179,8 @@ static void destroy_parts(ndf_plan *p, int quiet) {
                      (p->alt && p->alt->solver->place == NDF_PLACE_CUDA);
   if (d && device && !quiet) d->quiesce(p->ctx);
   if (d) d->stage_destroy(p->stage);
+  ndf__slabs_free(p->slabs);
+  p->slabs = NULL;
   if (p->free_state) p->free_state(p->state);
   free_plan(p->alt, 1);
   p->stage = NULL;
@@ -227,6 +229,15 @@ ndf_status ndf__plan_make(ndf_plan **out, ndf_context *ctx, ndf__problem *pb, co
     free(pb->params);
     if (alt_pb) free(alt_pb->params);
     return st;
+  }
+  if (!as_alt) {
+    int made = 0;
+    st = ndf__slabs_try(out, ctx, pb, s, method, &made);
+    if (st != NDF_OK || made) {
+      free(pb->params);
+      if (alt_pb) free(alt_pb->params);
+      return st;
+    }
   }
   ndf_plan *p = calloc(1, sizeof *p);
   if (!p) {
@@ -388,6 +399,7 @@ static ndf_status execute(const ndf_plan *p, const ndf_array *in, int nops, cons
         return ndf__fail(p->ctx, NDF_EINVAL, "operand %d and %s overlap", k + 1, what);
   }
   if (!nops) ops = NULL;
+  if (p->slabs) return ndf__slabs_execute(p, in, ops, out, same);
   if (p->solver->place == NDF_PLACE_CUDA) return ndf__device()->execute(p, in, ops, out, same);
   const int alt = p->alt && ndf__host_nonfinite(in, p->ctx->threads);
   ndf__note_alt(p, alt);

@@ -492,6 +492,33 @@ static void quiesce(ndf_context *ctx) {
   if (cudaSetDevice(ctx->place.device) == cudaSuccess) cudaDeviceSynchronize();
 }
 
+static size_t mem_free(ndf_context *ctx) {
+  size_t fr = 0, total = 0;
+  if (cudaSetDevice(ctx->place.device) != cudaSuccess ||
+      cudaMemGetInfo(&fr, &total) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return fr;
+}
+
+static ndf_status stream_create(ndf_context *ctx) {
+  cudaStream_t s = NULL;
+  cudaError_t e = cudaSetDevice(ctx->place.device);
+  if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  if (e != cudaSuccess) return cuda_fail(ctx, e, "creating a stream", 0);
+  ctx->stream = s;
+  ctx->own_stream = 1;
+  return NDF_OK;
+}
+
+static void stream_destroy(ndf_context *ctx) {
+  if (cudaSetDevice(ctx->place.device) == cudaSuccess && ctx->stream)
+    cudaStreamDestroy((cudaStream_t)ctx->stream);
+  ctx->stream = NULL;
+  ctx->own_stream = 0;
+}
+
 static const ndf__device_ops ops = {.count = device_count,
                                     .select = select_device,
                                     .alloc = alloc,
@@ -503,6 +530,9 @@ static const ndf__device_ops ops = {.count = device_count,
                                     .stage_create = stage_create,
                                     .stage_destroy = stage_destroy,
                                     .quiesce = quiesce,
-                                    .execute = execute};
+                                    .execute = execute,
+                                    .mem_free = mem_free,
+                                    .stream_create = stream_create,
+                                    .stream_destroy = stream_destroy};
 
 const ndf__device_ops *ndf__cuda_device_ops(void) { return &ops; }

@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""bench/slabs.py - the "slabs" family: numpy arrays larger than the memory a GPU call may use
+(ndfilt.set_memory_limit), filtered in slabs of the first axis, beside the host<->device
+bandwidth measured in the same run:
+
+  python3 bench/slabs.py [--out DIR] [--n N] [--limit GB]
+
+For an N^3 float32 numpy array (default 1280: 8.4 GB in and as much out) under a limit of
+--limit GB (default 8): ndfilt's Gaussian sigma 4 (nearest) and correlate 7^3, wall clock per
+call, against the time the bus needs for the bytes (input up and output down at the pinned
+bandwidth measured here, each direction alone and both at once), the same call in memory on
+the GPU (no limit) and on the CPU. The result of a slabbed call is compared with the
+in-memory one. Writes DIR/slabs.json and DIR/slabs.md (bench/results/slabs/)."""
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
+import timing  # noqa: E402
+
+import ndfilt  # noqa: E402
+
+
+def bandwidth(cp, nbytes=1 << 30):
+    """Pinned host->device, device->host, and both at once on two streams, in GB/s."""
+    h = cp.cuda.alloc_pinned_memory(nbytes)
+    h2 = cp.cuda.alloc_pinned_memory(nbytes)
+    d = cp.cuda.alloc(nbytes)
+    d2 = cp.cuda.alloc(nbytes)
+    s1, s2 = cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)
+
+    def up(s=None):
+        d.copy_from_host_async(h.ptr, nbytes, s)
+
+    def down(s=None):
+        d2.copy_to_host_async(h2.ptr, nbytes, s)
+
+    def timed(f):
+        f()
+        cp.cuda.Device().synchronize()
+        ts = []
+        for _ in range(5):
+            t = time.perf_counter()
+            f()
+            cp.cuda.Device().synchronize()
+            ts.append(time.perf_counter() - t)
+        return float(np.median(ts))
+
+    t_up = timed(lambda: up(s1))
+    t_down = timed(lambda: down(s2))
+    t_both = timed(lambda: (up(s1), down(s2)))
+    return nbytes / t_up / 1e9, nbytes / t_down / 1e9, 2 * nbytes / t_both / 1e9
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=os.path.join(HERE, "results", "slabs"))
+    ap.add_argument("--n", type=int, default=1280)
+    ap.add_argument("--limit", type=float, default=8.0)
+    a = ap.parse_args()
+    import cupy as cp
+    up, down, both = bandwidth(cp)
+    print(f"pinned bandwidth: up {up:.1f} GB/s, down {down:.1f}, both at once {both:.1f}")
+    rng = np.random.default_rng(3)
+    n = a.n
+    x = np.empty((n, n, n), np.float32)
+    for i in range(0, n, 64):
+        x[i:i + 64] = rng.random((min(64, n - i), n, n), dtype=np.float32)
+    out = np.empty_like(x)
+    gb = x.nbytes / 1e9
+    ideal_serial = gb / up + gb / down   # one direction at a time
+    ideal_duplex = 2 * gb / both         # both directions at once
+    w = np.random.default_rng(4).random((7, 7, 7))
+    w /= w.sum()
+    cases = [("gaussian sigma 4", lambda **k: ndfilt.gaussian_filter(x, 4.0, mode="nearest",
+                                                                    output=out, **k)),
+             ("correlate 7^3", lambda **k: ndfilt.correlate(x, w, mode="nearest", output=out,
+                                                            method="direct", **k))]
+    rows = []
+    for name, f in cases:
+        r = {"case": name, "shape": [n] * 3, "gb_in": gb, "limit_gb": a.limit}
+        ndfilt.set_device("cuda")
+        ndfilt.set_memory_limit(0)
+        try:
+            r["gpu_in_memory_s"] = timing.wall_ms(f, reps=3) / 1e3
+            ref = out.copy()
+        except Exception as e:  # more than the GPU holds
+            r["gpu_in_memory_s"], ref = None, None
+            r["gpu_in_memory_error"] = str(e)[:200]
+        ndfilt.set_memory_limit(int(a.limit * 1e9))
+        r["slabs_s"] = timing.wall_ms(f, reps=3) / 1e3
+        r["slab_rows"] = ndfilt.slabs()
+        r["solver"] = ndfilt.last_solver()
+        if ref is not None:
+            r["max_diff"] = float(np.abs(out - ref).max() / max(np.abs(ref).max(), 1e-30))
+        ndfilt.set_memory_limit(0)
+        ndfilt.set_device("cpu")
+        r["cpu_s"] = timing.wall_ms(f, reps=1, budget=5) / 1e3 if name.startswith("g") else None
+        r["bus_serial_s"], r["bus_duplex_s"] = ideal_serial, ideal_duplex
+        r["of_serial_bus"] = ideal_serial / r["slabs_s"]
+        r["of_duplex_bus"] = ideal_duplex / r["slabs_s"]
+        rows.append(r)
+        print(f"{name}: slabs {r['slabs_s']:.2f} s ({r['slab_rows']} rows a slab), "
+              f"{100 * r['of_serial_bus']:.0f}% of the one-way bus time {ideal_serial:.2f} s, "
+              f"{100 * r['of_duplex_bus']:.0f}% of the duplex {ideal_duplex:.2f} s; in memory "
+              f"{r['gpu_in_memory_s']}, cpu {r['cpu_s']} s, diff {r.get('max_diff')}",
+              flush=True)
+    meta = {"commit": timing.commit(), "gpu": timing.gpu_name(cp),
+            "date": time.strftime("%Y-%m-%d"), "threads": os.cpu_count(),
+            "bandwidth_gbs": {"up": up, "down": down, "both": both}}
+    os.makedirs(a.out, exist_ok=True)
+    with open(os.path.join(a.out, "slabs.json"), "w") as fh:
+        json.dump(timing.clean_json({"meta": meta, "rows": rows}), fh, indent=1)
+    md = [f"# Slabs: numpy arrays past the GPU call's memory limit ({meta['gpu']}, "
+          f"{meta['commit']})", "",
+          f"Pinned bandwidth in the same run: up {up:.1f} GB/s, down {down:.1f} GB/s, both at "
+          f"once {both:.1f} GB/s. Bus time: the input up and the output down at those rates, "
+          "one way at a time or both at once; the slabbed call's share of it is the figure "
+          "(100% = the bus's pace).", "",
+          "| case | array | limit | slabs | bus one-way | bus duplex | slab rows | "
+          "GPU in memory | CPU | rel. diff |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        mem = f"{r['gpu_in_memory_s']:.2f} s" if r["gpu_in_memory_s"] else "does not fit"
+        md.append(f"| {r['case']} | {n}^3 f32 ({r['gb_in']:.1f} GB) | {r['limit_gb']:g} GB | "
+                  f"{r['slabs_s']:.2f} s | {100 * r['of_serial_bus']:.0f}% | "
+                  f"{100 * r['of_duplex_bus']:.0f}% | {r['slab_rows']} | {mem} | "
+                  f"{'-' if r['cpu_s'] is None else '%.2f s' % r['cpu_s']} | "
+                  f"{r.get('max_diff', float('nan')):.1e} |")
+    with open(os.path.join(a.out, "slabs.md"), "w") as fh:
+        fh.write("\n".join(md) + "\n")
+
+
+if __name__ == "__main__":
+    main()
