@@ -516,10 +516,12 @@ NDF_API ndf_status ndf_ks_full_shape(ndf_context *ctx, const ndf_array *in, cons
  * mode reflect on every axis, cval 0, origin 0, method auto. */
 typedef struct ndf_rank_opts {
   size_t struct_size;          /* sizeof(ndf_rank_opts) */
-  const char *method;          /* NULL or "auto"; or the solver's name: "cpu_rank" */
+  const char *method;          /* NULL or "auto"; or the solver's name: "cpu_rank", "cuda_rank" */
   ndf_mode mode[NDF_MAX_DIMS]; /* per axis (scipy's minimum and maximum filters take one each) */
   int origin[NDF_MAX_DIMS];    /* per axis, -(k/2) <= origin <= (k-1)/2 for a footprint of k */
-  double cval;                 /* value outside the array for NDF_MODE_CONSTANT */
+  /* value outside the array for NDF_MODE_CONSTANT, taken in the input's dtype as scipy casts
+   * it (an integer dtype's: truncated toward zero, wrapped) */
+  double cval;
 } ndf_rank_opts;
 
 /* scipy.ndimage.rank_filter: out[i] is the value of rank `rank` (0: the smallest) among the

@@ -28,6 +28,7 @@ static void one_case(ndf_context *ctx, int cuda, const char *method, uint64_t *r
   const int nd = (int)t_randint(r, 1, 4);
   int64_t shape[NDF_MAX_DIMS], k[NDF_MAX_DIMS];
   int64_t n = 1, size = 1;
+  double cv; /* cval as scipy casts it to an integer input's dtype */
   ndf_rank_opts o = {.struct_size = sizeof o, .method = method};
   for (int d = 0; d < nd; d++) {
     shape[d] = t_randint(r, 1, nd > 2 ? 9 : 30);
@@ -46,6 +47,10 @@ static void one_case(ndf_context *ctx, int cuda, const char *method, uint64_t *r
   if (f64) idt = odt = NDF_F64;
   ndf_context *din = f64 || (cuda && t_randint(r, 0, 1)) ? ctx : NULL;
   ndf_context *dout = f64 || (cuda && t_randint(r, 0, 1)) ? ctx : NULL;
+  cv = idt == NDF_U8    ? (double)(uint8_t)(int64_t)o.cval
+       : idt == NDF_U16 ? (double)(uint16_t)(int64_t)o.cval
+       : idt == NDF_I16 ? (double)(int16_t)(int64_t)o.cval
+                        : o.cval;
   const int holes = (int)t_randint(r, 0, 1),
             inplace = idt == odt && din == dout && t_randint(r, 0, 5) == 0;
   unsigned char *fp = malloc((size_t)size);
@@ -81,7 +86,7 @@ static void one_case(ndf_context *ctx, int cuda, const char *method, uint64_t *r
     for (int64_t j = 0; j < size; j++) {
       if (!fp[j]) continue;
       int64_t jr = j, at = 0, stride = 1, d;
-      double val = o.cval;
+      double val = cv;
       int inside = 1;
       for (d = nd - 1; d >= 0; d--) {
         const int64_t q = jr % k[d];

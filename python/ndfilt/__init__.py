@@ -1441,8 +1441,9 @@ from ._dtypes import widen as _widen  # noqa: E402
      gaussian_filter, gaussian_filter1d, correlate, convolve, correlate1d, convolve1d, sepfilter,
      uniform_filter, uniform_filter1d, sobel, prewitt, laplace, gaussian_laplace,
      generic_laplace)]
-(gaussian_gradient_magnitude, generic_gradient_magnitude, minimum_filter, maximum_filter,
- median_filter, rank_filter, percentile_filter, minimum_filter1d, maximum_filter1d) = [
-    _widen(False)(_f) for _f in (
-        gaussian_gradient_magnitude, generic_gradient_magnitude, minimum_filter, maximum_filter,
-        median_filter, rank_filter, percentile_filter, minimum_filter1d, maximum_filter1d)]
+(gaussian_gradient_magnitude, generic_gradient_magnitude) = [
+    _widen(False)(_f) for _f in (gaussian_gradient_magnitude, generic_gradient_magnitude)]
+(minimum_filter, maximum_filter, median_filter, rank_filter, percentile_filter, minimum_filter1d,
+ maximum_filter1d) = [_widen(False, samples=True)(_f) for _f in (
+     minimum_filter, maximum_filter, median_filter, rank_filter, percentile_filter,
+     minimum_filter1d, maximum_filter1d)]

@@ -53,8 +53,10 @@ def _store(res, dt):
     return _astype(res, dt)
 
 
-def widen(linear):
-    """f taking every dtype (see the module); linear: complex inputs filtered part by part."""
+def widen(linear, samples=False):
+    """f taking every dtype (see the module); linear: complex inputs filtered part by part;
+    samples: a rank filter, whose result is one of its samples: an integer input's cval is
+    taken in the input's dtype first (truncated, wrapped), as scipy casts it."""
     def deco(f):
         sig = inspect.signature(f)
         names = list(sig.parameters)
@@ -91,6 +93,9 @@ def widen(linear):
                 res = _astype(res, cdt) if want.kind == "c" else _store(res.real, want)
             else:
                 work = np.float32 if idt == np.float16 else np.float64
+                if samples and idt.kind in "biu" and "cval" in a:
+                    with np.errstate(all="ignore"):
+                        a["cval"] = float(np.array(float(a["cval"])).astype(idt))
                 a["input"] = _astype(input, work) if idt not in NATIVE else input
                 a["output"] = odt if odt in NATIVE else np.dtype(work)
                 res = f(**a)

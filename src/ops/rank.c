@@ -1,11 +1,25 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* rank.c - rank filters (scipy.ndimage.rank_filter, and through it minimum_filter,
  * maximum_filter, median_filter, percentile_filter): validation, the footprint, plans. */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../core/internal.h"
+
+/* cval as a sample of the input's dtype, as scipy casts it: truncated toward zero and wrapped
+ * for an integer dtype (the result of a rank filter is one of its samples). */
+static double sample_of(ndf_dtype t, double v) {
+  if (!isfinite(v) || fabs(v) >= 9.2e18) return v;
+  const int64_t i = (int64_t)v;
+  switch (t) {
+  case NDF_U8: return (double)(uint8_t)i;
+  case NDF_U16: return (double)(uint16_t)i;
+  case NDF_I16: return (double)(int16_t)i;
+  default: return v;
+  }
+}
 
 ndf_status ndf_plan_rank(ndf_plan **plan, ndf_context *ctx, const ndf_array *in,
                          const ndf_array *out, int64_t rank, const unsigned char *footprint,
@@ -53,7 +67,7 @@ ndf_status ndf_plan_rank(ndf_plan **plan, ndf_context *ctx, const ndf_array *in,
   if (!r) return ndf__fail(ctx, NDF_ENOMEM, "rank: out of host memory for the footprint");
   r->rank = rank;
   r->n = n;
-  r->cval = o.cval;
+  r->cval = sample_of(in->dtype, o.cval);
   const int pad = NDF_MAX_DIMS - in->ndim; /* four axes, in's last */
   for (int d = 0; d < NDF_MAX_DIMS; d++) {
     const int a = d - pad;
