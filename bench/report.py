@@ -36,6 +36,8 @@ FAMILIES = {
              "bench/auto_choices.py", "auto"),
     "dask": ("ndfilt.dask against dask-image on a CPU LocalCluster (not gpu-check: any machine)",
              "bench/dask_bench.py", "by hand"),
+    "slabs": ("numpy arrays past the GPU call's memory limit, in slabs, beside the bus",
+              "bench/slabs.py", "slabs"),
     "dropin": ("the rest of scipy.ndimage (rank, uniform, derivatives, NaN-aware) against scipy, "
                "OpenCV and cupyx", "bench/dropin.py", "dropin"),
 }

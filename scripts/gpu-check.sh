@@ -7,7 +7,7 @@
 # the step logs (logs.txt), and each benchmark family's results in $OUT/<family>/, laid out as
 # bench/results/<family>/ is: to make a run's results the current ones, copy $OUT/<family>/ over
 # bench/results/<family>/ and run `python3 bench/report.py`, which writes BENCHMARKS.md.
-# GPU_CHECK_PARTS (comma-separated: tests, sanitize, bench, user, auto, dropin, profile, conv,
+# GPU_CHECK_PARTS (comma-separated: tests, sanitize, bench, user, auto, dropin, slabs, profile, conv,
 # iir, ks) splits it into calls under the device's 10-minute limit; the default runs tests,
 # sanitize and bench.
 #   bench    the separable family (bench/peers.py) into $OUT/sep/: sep.json, sep.md,
@@ -26,6 +26,9 @@
 #            process; about 2 minutes) into $OUT/user/: user.json, user.md.
 #   dropin   the rest of scipy.ndimage (bench/dropin.py: rank, uniform, derivative and NaN-aware
 #            filters against scipy, OpenCV and cupyx; a few minutes) into $OUT/dropin/.
+#   slabs    numpy arrays past the call's memory limit filtered in slabs of the first axis,
+#            beside the pinned bus bandwidth of the same run (bench/slabs.py, 1280^3 float32;
+#            about 2 minutes) into $OUT/slabs/: slabs.json, slabs.md.
 #   auto     method auto's choices (bench/auto_choices.py: each case's candidates timed by name
 #            beside auto's pick, and the picks the cost models make for other cards' figures;
 #            about a minute) into $OUT/auto/: auto.json, auto.md.
@@ -135,6 +138,10 @@ if [ -n "$SAN" ]; then
         "$B/tests/test_nonfinite" cuda &&
       NDF_TEST_CASES=2 "$SAN" --tool $tool $extra --error-exitcode 99 \
         "$B/tests/test_stage" cuda &&
+      NDF_TEST_CASES=30 "$SAN" --tool $tool $extra --error-exitcode 99 \
+        "$B/tests/test_rank" cuda &&
+      NDF_TEST_CASES=20 "$SAN" --tool $tool $extra --error-exitcode 99 \
+        "$B/tests/test_slabs" cuda &&
       (for ks in $KS_SAN; do
          NDF_TEST_CASES=8 NDF_TEST_TOL=1e-3 "$SAN" --tool $tool $extra --error-exitcode 99 \
            "$B/tests/test_ks" cuda cuda_ks_$ks || exit $?
@@ -177,6 +184,16 @@ else
   row "user paths" FAIL "see user.log"; tail -20 "$LOG/user.log"
 fi
 fi # user
+
+if want slabs; then
+# numpy arrays past the call's memory limit, in slabs, beside the bus (bench/slabs.py).
+if NDF_COMMIT=$COMMIT NDFILT_LIBRARY="$PWD/$B/libndfilt.so" PYTHONUNBUFFERED=1 \
+     python3 bench/slabs.py --out "$OUT/slabs" >"$LOG/slabs.log" 2>&1; then
+  row "slabs" ok "$(grep -E '^gaussian' "$LOG/slabs.log" | cut -c1-160)"
+else
+  row "slabs" FAIL "see slabs.log"; tail -20 "$LOG/slabs.log"
+fi
+fi # slabs
 
 if want dropin; then
 # The rest of scipy.ndimage against scipy, OpenCV and cupyx (bench/dropin.py).
