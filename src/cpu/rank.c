@@ -19,6 +19,7 @@
 #include "../core/boundary.h"
 #include "../core/elem.h"
 #include "../core/internal.h"
+#include "../core/select.h"
 
 enum { QB = 64 }; /* columns a task in a separable pass */
 
@@ -141,43 +142,7 @@ static ndf_status separable_passes(const ndf_plan *p, const state *s, const int6
 
 /* ---------------------------------------------------------------- selection */
 
-/* The value of rank r among v[0..n) (reordered): insertion sort for a few values, Hoare's
- * selection for more. */
-static double select_rank(double *v, int64_t n, int64_t r) {
-  if (n <= 24) {
-    for (int64_t i = 1; i < n; i++) {
-      const double t = v[i];
-      int64_t j = i;
-      for (; j > 0 && v[j - 1] > t; j--)
-        v[j] = v[j - 1];
-      v[j] = t;
-    }
-    return v[r];
-  }
-  int64_t lo = 0, hi = n - 1;
-  while (hi > lo) {
-    const double pivot = v[lo + (hi - lo) / 2];
-    int64_t i = lo, j = hi;
-    while (i <= j) {
-      while (v[i] < pivot)
-        i++;
-      while (v[j] > pivot)
-        j--;
-      if (i <= j) {
-        const double t = v[i];
-        v[i++] = v[j];
-        v[j--] = t;
-      }
-    }
-    if (r <= j)
-      hi = j;
-    else if (r >= i)
-      lo = i;
-    else
-      return v[r];
-  }
-  return v[r];
-}
+NDF__SELECT_RANK(select_rank, double, static)
 
 /* Batcher's odd-even merge sort network for n inputs (any n), pruned to the compare-exchanges
  * that the value of rank r depends on (walking back from r: a compare-exchange stays if it

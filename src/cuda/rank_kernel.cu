@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "../core/boundary.h"
+#include "../core/select.h"
 #include "common.cuh"
 
 namespace {
@@ -36,42 +37,8 @@ __device__ __forceinline__ T sample(const rank_args<T> &a, const int64_t c[4], i
   return a.in[o];
 }
 
-/* Hoare's selection of rank r among v[0..n). */
-template <typename T> __device__ T select_rank(T *v, int n, int r) {
-  if (n <= 16) {
-    for (int i = 1; i < n; i++) {
-      const T t = v[i];
-      int j = i;
-      for (; j > 0 && v[j - 1] > t; j--)
-        v[j] = v[j - 1];
-      v[j] = t;
-    }
-    return v[r];
-  }
-  int lo = 0, hi = n - 1;
-  while (hi > lo) {
-    const T pivot = v[lo + (hi - lo) / 2];
-    int i = lo, j = hi;
-    while (i <= j) {
-      while (v[i] < pivot)
-        i++;
-      while (v[j] > pivot)
-        j--;
-      if (i <= j) {
-        const T t = v[i];
-        v[i++] = v[j];
-        v[j--] = t;
-      }
-    }
-    if (r <= j)
-      hi = j;
-    else if (r >= i)
-      lo = i;
-    else
-      return v[r];
-  }
-  return v[r];
-}
+NDF__SELECT_RANK(select_rank, float, __device__)
+NDF__SELECT_RANK(select_rank, double, __device__)
 
 /* Keys that order as the floats do (-0 before +0, NaN past the infinities by sign). */
 __device__ __forceinline__ uint32_t key_of(float x) {
