@@ -165,88 +165,72 @@ else
 fi
 fi # tests
 
+# A benchmark program of a part: python3 with args, the build's library, its output in
+# $LOG/<log>.log; the row says ok with what the command `summary` prints, or FAIL.
+bench_part() { # label log summary python-args...
+  local label=$1 log=$2 summary=$3
+  shift 3
+  if NDF_COMMIT=$COMMIT NDFILT_LIBRARY="$PWD/$B/libndfilt.so" PYTHONUNBUFFERED=1 \
+       python3 "$@" >"$LOG/$log.log" 2>&1; then
+    row "$label" ok "$($summary)"
+  else
+    row "$label" FAIL "see $log.log"; tail -20 "$LOG/$log.log"
+  fi
+}
+
 if want bench; then
 # Benchmark with peers (same process, same arrays): the separable family into $OUT/sep/.
-if NDF_COMMIT=$COMMIT NDFILT_LIBRARY="$PWD/$B/libndfilt.so" PYTHONUNBUFFERED=1 \
-     python3 bench/peers.py --out "$OUT/sep" >"$LOG/bench.log" 2>&1; then
-  row benchmark ok "sep/: sep.json, sep.md"
-else
-  row benchmark FAIL "see bench.log"; tail -20 "$LOG/bench.log"
-fi
+sum_sep() { echo "sep/: sep.json, sep.md"; }
+bench_part benchmark bench sum_sep bench/peers.py --out "$OUT/sep"
 fi # bench
 
 if want user; then
 # What users call, as they call it, beside their alternatives (bench/user_paths.py).
-if NDF_COMMIT=$COMMIT NDFILT_LIBRARY="$PWD/$B/libndfilt.so" PYTHONUNBUFFERED=1 \
-     python3 bench/user_paths.py --out "$OUT/user" --cli "$B/ndfilt" >"$LOG/user.log" 2>&1; then
-  row "user paths" ok "$(grep -E '^ks \(512, 512\) r8|^gaussian|^cli' "$LOG/user.log" | tr '\n' ' ' | cut -c1-200)"
-else
-  row "user paths" FAIL "see user.log"; tail -20 "$LOG/user.log"
-fi
+sum_user() { grep -E '^ks \(512, 512\) r8|^gaussian|^cli' "$LOG/user.log" | tr '\n' ' ' | cut -c1-200; }
+bench_part "user paths" user sum_user bench/user_paths.py --out "$OUT/user" --cli "$B/ndfilt"
 fi # user
 
 if want slabs; then
 # numpy arrays past the call's memory limit, in slabs, beside the bus (bench/slabs.py).
-if NDF_COMMIT=$COMMIT NDFILT_LIBRARY="$PWD/$B/libndfilt.so" PYTHONUNBUFFERED=1 \
-     python3 bench/slabs.py --out "$OUT/slabs" >"$LOG/slabs.log" 2>&1; then
-  row "slabs" ok "$(grep -E '^gaussian' "$LOG/slabs.log" | cut -c1-160)"
-else
-  row "slabs" FAIL "see slabs.log"; tail -20 "$LOG/slabs.log"
-fi
+sum_slabs() { grep -E '^gaussian' "$LOG/slabs.log" | cut -c1-160; }
+bench_part slabs slabs sum_slabs bench/slabs.py --out "$OUT/slabs"
 fi # slabs
 
 if want dropin; then
 # The rest of scipy.ndimage against scipy, OpenCV and cupyx (bench/dropin.py).
-if NDF_COMMIT=$COMMIT NDFILT_LIBRARY="$PWD/$B/libndfilt.so" PYTHONUNBUFFERED=1 \
-     python3 bench/dropin.py --out "$OUT/dropin" >"$LOG/dropin.log" 2>&1; then
-  row "drop-in filters" ok "$(grep -c '^|' "$OUT/dropin/dropin.md") table lines"
-else
-  row "drop-in filters" FAIL "see dropin.log"; tail -20 "$LOG/dropin.log"
-fi
+sum_dropin() { echo "$(grep -c '^|' "$OUT/dropin/dropin.md") table lines"; }
+bench_part "drop-in filters" dropin sum_dropin bench/dropin.py --out "$OUT/dropin"
 fi # dropin
 
 if want auto; then
 # Method auto's choices against each candidate timed by name (bench/auto_choices.py).
-if NDF_COMMIT=$COMMIT NDFILT_LIBRARY="$PWD/$B/libndfilt.so" PYTHONUNBUFFERED=1 \
-     python3 bench/auto_choices.py --out "$OUT/auto" >"$LOG/auto.log" 2>&1; then
-  row "auto choices" ok "$(python3 -c "import json, sys; r = json.load(open(sys.argv[1]))['rows']
-print(sum(x['auto'] != x['fastest'] for x in r), 'of', len(r), 'cases not the fastest')" "$OUT/auto/auto.json")"
-else
-  row "auto choices" FAIL "see auto.log"; tail -20 "$LOG/auto.log"
-fi
+sum_auto() {
+  python3 -c "import json, sys; r = json.load(open(sys.argv[1]))['rows']
+print(sum(x['auto'] != x['fastest'] for x in r), 'of', len(r), 'cases not the fastest')" \
+    "$OUT/auto/auto.json"
+}
+bench_part "auto choices" auto sum_auto bench/auto_choices.py --out "$OUT/auto"
 fi # auto
 
 if want conv; then
 # Non-separable convolution and FFT filtering vs cupyx / torch (bench/conv.py, standalone: it
 # takes peers.py's timers and measures the ceilings itself), into $OUT/conv/.
-if NDF_COMMIT=$COMMIT NDFILT_LIBRARY="$PWD/$B/libndfilt.so" PYTHONUNBUFFERED=1 \
-     python3 bench/conv.py --out "$OUT/conv" --require-gpu >"$LOG/conv.log" 2>&1; then
-  row "conv benchmark" ok "$(sed -n 's/^conv summary: //p' "$LOG/conv.log" | tail -1)"
-else
-  row "conv benchmark" FAIL "see conv.log"; tail -20 "$LOG/conv.log"
-fi
+sum_conv() { sed -n 's/^conv summary: //p' "$LOG/conv.log" | tail -1; }
+bench_part "conv benchmark" conv sum_conv bench/conv.py --out "$OUT/conv" --require-gpu
 fi # conv
 
 if want iir; then
 # Recursive (IIR) Gaussian vs cupyx / scipy, CPU thread scaling and accuracy (bench/iir.py,
 # standalone: it measures the copy bandwidth itself), into $OUT/iir/.
-if NDF_COMMIT=$COMMIT NDFILT_LIBRARY="$PWD/$B/libndfilt.so" PYTHONUNBUFFERED=1 \
-     python3 bench/iir.py --out "$OUT/iir" --require-gpu >"$LOG/iir.log" 2>&1; then
-  row "iir benchmark" ok "$(sed -n 's/^iir summary: //p' "$LOG/iir.log" | tail -1)"
-else
-  row "iir benchmark" FAIL "see iir.log"; tail -20 "$LOG/iir.log"
-fi
+sum_iir() { sed -n 's/^iir summary: //p' "$LOG/iir.log" | tail -1; }
+bench_part "iir benchmark" iir sum_iir bench/iir.py --out "$OUT/iir" --require-gpu
 fi # iir
 
 if want ks; then
 # Kernel superposition: every solver and tile shape against the issue's naive gather (a CuPy
 # kernel in the same run) and the CPU twin (bench/ks.py), into $OUT/ks/ with its figures.
-if NDF_COMMIT=$COMMIT NDFILT_LIBRARY="$PWD/$B/libndfilt.so" PYTHONUNBUFFERED=1 \
-     python3 bench/ks.py --out "$OUT/ks" --budget "${KS_BUDGET:-400}" >"$LOG/ks.log" 2>&1; then
-  row "ks benchmark" ok "$(tail -3 "$LOG/ks.log" | tr '\n' ' ' | cut -c1-150)"
-else
-  row "ks benchmark" FAIL "see ks.log"; tail -20 "$LOG/ks.log"
-fi
+sum_ks() { tail -3 "$LOG/ks.log" | tr '\n' ' ' | cut -c1-150; }
+bench_part "ks benchmark" ks sum_ks bench/ks.py --out "$OUT/ks" --budget "${KS_BUDGET:-400}"
 # The figures need only ks.json and matplotlib; a machine without matplotlib leaves them out.
 python3 bench/ks_plots.py "$OUT/ks" >>"$LOG/ks.log" 2>&1 || echo "ks_plots: no figures (ks.log)"
 fi # ks
