@@ -100,10 +100,7 @@ def set_memory_limit(nbytes=0):
 
 def slabs():
     """Output rows of the first axis a slab of the last call gave (0: it ran whole)."""
-    with _lock:
-        if _last_plan is None or _last_plan not in _plans.values():
-            return 0
-        return int(lib.ndf_plan_slabs(_last_plan))
+    return _of_last_plan(lambda p: int(lib.ndf_plan_slabs(p)), 0)
 
 
 def device():
@@ -552,15 +549,20 @@ def _context_of(src):
 _last_plan = None  # the plan the last call ran (last_solver)
 
 
+def _of_last_plan(f, none):
+    """f(plan) of the plan the last call ran, while it is cached; else `none`."""
+    with _lock:
+        if _last_plan is None or _last_plan not in _plans.values():
+            return none
+        return f(_last_plan)
+
+
 def last_solver():
     """The solver the last call of this module ran, e.g. 'cuda_fft' after correlate(...,
     method='auto') chose it, or 'cuda_direct' where that plan met an input holding NaN or Inf
     and ran the exact solver instead; None before any call. (With several threads: any
     thread's.)"""
-    with _lock:
-        if _last_plan is None or _last_plan not in _plans.values():
-            return None
-        return lib.ndf_plan_last_solver(_last_plan).decode()
+    return _of_last_plan(lambda p: lib.ndf_plan_last_solver(p).decode(), None)
 
 
 def _run(key, ctx, src, dst, make, bank=None, ops=None):

@@ -185,7 +185,8 @@ struct ndf_plan {
   int in_place; /* a CUDA exec that may be given in == out (else the planner copies in) */
   struct ndf__slabs *slabs; /* a plan run in slabs (core/slab.c): exec is the slabs' */
   /* A CUDA exec that takes its device arrays as they are, any dtype and layout: nothing is
-   * staged or converted for it (its solver applies to device arrays only). */
+   * staged or converted for it (its solver applies to device arrays only); in place, without
+   * in_place, it reads a copy of the input. */
   int native;
   /* The exact plan run instead where a float input holds NaN or Inf (see finite_only); it
    * has no staging of its own: a CUDA plan hands it its staged arrays. */

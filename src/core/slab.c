@@ -33,7 +33,7 @@ struct ndf__slabs {
   int64_t N;       /* rows of axis 0 */
   int64_t L;       /* rows a buffer holds */
   int64_t rows;    /* output rows a slab gives (the last may give fewer) */
-  int64_t lo, hi;  /* reach before and after an output row */
+  int64_t lo;      /* reach before an output row (the buffer's rows past `rows` the rest) */
   int wrap;        /* axis 0 wraps: every buffer reads lo rows before and hi after, cyclically */
   int nw, threads; /* workers; CPU threads each */
   int nout, nops;
@@ -44,7 +44,8 @@ struct ndf__slabs {
   ndf_array *out;
   int64_t next;
   ndf_status st;
-  pthread_mutex_t lock;
+  pthread_mutex_t lock; /* next and st */
+  pthread_mutex_t run;  /* held by an execute: the workers and buffers serve one at a time */
 };
 
 /* Rows of axis 0 an output row reads before (lo) and after (hi) itself, and whether axis 0
@@ -132,10 +133,8 @@ static void copy_rows(const ndf_array *src, int64_t s, int64_t N, const ndf_arra
 static void slab_rows(const struct ndf__slabs *S, int64_t k, int64_t *z0, int64_t *nz, int64_t *a) {
   *z0 = k * S->rows;
   *nz = S->N - *z0 < S->rows ? S->N - *z0 : S->rows;
-  if (S->wrap) {
-    *a = *z0 - S->lo;
-  } else {
-    *a = *z0 - S->lo;
+  *a = *z0 - S->lo;
+  if (!S->wrap) { /* the first and last buffers read further in */
     if (*a > S->N - S->L) *a = S->N - S->L;
     if (*a < 0) *a = 0;
   }
@@ -185,20 +184,21 @@ ndf_status ndf__slabs_execute(const ndf_plan *p, const ndf_array *in, const ndf_
                      "%s: in place on an array filtered in slabs (its rows are read after "
                      "others are written): give another output",
                      p->pb.label ? p->pb.label : ndf__op_name(p->pb.op));
-  pthread_mutex_lock(&S->lock); /* one execute of the plan at a time */
+  pthread_mutex_lock(&S->run);
   S->in = in;
   S->ops = ops;
   S->out = out;
   S->next = 0;
   S->st = NDF_OK;
-  pthread_mutex_unlock(&S->lock);
   int started = 0;
   for (int i = 1; i < S->nw; i++, started++)
     if (pthread_create(&S->w[i].thread, NULL, work, &S->w[i])) break;
   work(&S->w[0]);
   for (int i = 1; i <= started; i++)
     pthread_join(S->w[i].thread, NULL);
-  return S->st;
+  const ndf_status st = S->st;
+  pthread_mutex_unlock(&S->run);
+  return st;
 }
 
 static void free_bufs(worker *w, int nout, int nops) {
@@ -220,6 +220,7 @@ void ndf__slabs_free(struct ndf__slabs *S) {
   }
   free(S->w);
   pthread_mutex_destroy(&S->lock);
+  pthread_mutex_destroy(&S->run);
   free(S);
 }
 
@@ -266,11 +267,11 @@ ndf_status ndf__slabs_try(ndf_plan **out, ndf_context *ctx, ndf__problem *pb, co
   struct ndf__slabs *S = calloc(1, sizeof *S);
   if (!S) return ndf__fail(ctx, NDF_ENOMEM, "out of host memory for slabs");
   pthread_mutex_init(&S->lock, NULL);
+  pthread_mutex_init(&S->run, NULL);
   S->N = N;
   S->L = L;
   S->rows = L - lo - hi;
   S->lo = lo;
-  S->hi = hi;
   S->wrap = wrap;
   S->nw = nw;
   S->threads = ctx->threads / nw > 0 ? ctx->threads / nw : 1;

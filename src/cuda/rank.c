@@ -26,11 +26,15 @@ typedef struct {
   pass ps[4];
   int np;
   int64_t n[4];
-  int extreme;
 } state;
 
 static int extreme_of(const ndf__rank *r) {
   return r->rank == 0 ? -1 : r->rank == r->n - 1 ? 1 : 0;
+}
+
+/* A box's minimum or maximum: one 1-D pass per axis (scipy's separable filter). */
+static int by_axes(const ndf__rank *r) {
+  return extreme_of(r) && r->n == r->k[0] * r->k[1] * r->k[2] * r->k[3];
 }
 
 static int applicable(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
@@ -51,9 +55,8 @@ static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_co
   (void)self;
   const ndf__rank *r = pb->params;
   const int64_t *k = r->k;
-  const int sep = extreme_of(r) && r->n == k[0] * k[1] * k[2] * k[3];
   const double n = (double)ndf_array_size(&pb->in),
-               m = sep ? (double)(k[0] + k[1] + k[2] + k[3]) : (double)r->n;
+               m = by_axes(r) ? (double)(k[0] + k[1] + k[2] + k[3]) : (double)r->n;
   const double bytes = pb->in.dtype == NDF_F64 ? 16 : 8;
   const double per = extreme_of(r) ? m * 0.05e-12
                      : m <= 128    ? m * (m <= 16 ? m / 4 : 6) * 0.1e-12
@@ -84,7 +87,7 @@ static int run(const state *s, const ndf__rank *r, const void *src, void *dst, i
     const pass *q = &s->ps[i];
     void *to = (s->np - 1 - i) % 2 ? tmp : dst;
     e = ndf__launch_rank(src, to, f64, s->n, q->k, q->left, mode, r->cval, q->off, q->at, q->count,
-                         s->np > 1 ? 0 : (int)r->rank, s->extreme, st);
+                         s->np > 1 ? 0 : (int)r->rank, extreme_of(r), st);
     src = to;
   }
   if (tmp) cudaFreeAsync(tmp, st);
@@ -99,17 +102,8 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *
   cudaStream_t st = (cudaStream_t)p->ctx->stream;
   if (ndf_array_size(in) == 0) return NDF_OK;
   int e;
-  if (p->native) { /* float64, contiguous; in place through a copy of the input */
-    const size_t bytes = (size_t)ndf_array_size(in) * sizeof(double);
-    void *src = in->data, *tmp = NULL;
-    e = 0;
-    if (in->data == out->data) {
-      e = (int)cudaMallocAsync(&tmp, bytes, st);
-      if (e == 0) e = (int)cudaMemcpyAsync(tmp, in->data, bytes, cudaMemcpyDeviceToDevice, st);
-      src = tmp;
-    }
-    if (e == 0) e = run(s, r, src, out->data, 1, st);
-    if (tmp) cudaFreeAsync(tmp, st);
+  if (p->native) { /* float64, contiguous (not in place: the staging layer copies) */
+    e = run(s, r, in->data, out->data, 1, st);
   } else {
     ndf__contig g;
     e = ndf__cuda_contig_begin(&g, in, 1, out, st);
@@ -158,13 +152,11 @@ static ndf_status make(ndf_plan *p) {
   p->exec = exec;
   p->free_state = free_state;
   p->native = a->dtype == NDF_F64 || p->pb.out.dtype == NDF_F64;
-  s->extreme = extreme_of(r);
   const int pad = 4 - a->ndim;
   for (int d = 0; d < 4; d++)
     s->n[d] = d < pad ? 1 : a->shape[d - pad];
-  const int box = r->n == r->k[0] * r->k[1] * r->k[2] * r->k[3];
   cudaError_t e = cudaSetDevice(p->ctx->place.device);
-  if (s->extreme && box) {
+  if (by_axes(r)) {
     for (int d = 0; d < 4 && e == cudaSuccess; d++) {
       if (r->k[d] == 1 && !(d == 3 && s->np == 0)) continue;
       pass *q = &s->ps[s->np++];

@@ -306,6 +306,37 @@ static ndf_status device_nonfinite(const ndf_plan *p, const ndf_array *a, int *b
   return NDF_OK;
 }
 
+/* A native plan's arrays go to its exec as they are; in place, an exec that cannot read and
+ * write one array reads a stream-ordered copy of the input's memory span instead. */
+static ndf_status native_execute(const ndf_plan *p, const ndf_array *in, const ndf_array *ops,
+                                 ndf_array *out, int same) {
+  if (!same || p->in_place || ndf_array_size(in) == 0) return p->exec(p, in, ops, out);
+  cudaStream_t st = (cudaStream_t)p->ctx->stream;
+  const int64_t es = (int64_t)ndf_dtype_size(in->dtype);
+  int64_t lo = 0, hi = 0; /* the span's first and last element, from in->data */
+  for (int d = 0; d < in->ndim; d++) {
+    const int64_t ext = (in->shape[d] - 1) * in->strides[d];
+    if (ext < 0)
+      lo += ext;
+    else
+      hi += ext;
+  }
+  const size_t bytes = (size_t)((hi - lo + 1) * es);
+  char *tmp = NULL;
+  cudaError_t e = cudaMallocAsync((void **)&tmp, bytes, st);
+  if (e == cudaSuccess)
+    e = cudaMemcpyAsync(tmp, (const char *)in->data + lo * es, bytes, cudaMemcpyDeviceToDevice, st);
+  if (e != cudaSuccess) {
+    if (tmp) cudaFreeAsync(tmp, st);
+    return cuda_fail(p->ctx, e, "in-place copy", bytes);
+  }
+  ndf_array copy = *in;
+  copy.data = tmp - lo * es;
+  const ndf_status r = p->exec(p, &copy, ops, out);
+  cudaFreeAsync(tmp, st);
+  return r;
+}
+
 static ndf_status execute(const ndf_plan *p, const ndf_array *in, const ndf_array *ops,
                           ndf_array *out, int same) {
   ndf_context *ctx = p->ctx;
@@ -320,7 +351,7 @@ static ndf_status execute(const ndf_plan *p, const ndf_array *in, const ndf_arra
 
   cudaError_t e = cudaSetDevice(dev);
   if (e != cudaSuccess) return cuda_fail(ctx, e, "cudaSetDevice", 0);
-  if (p->native) return p->exec(p, in, ops, out);
+  if (p->native) return native_execute(p, in, ops, out, same);
   pthread_mutex_lock(&s->lock);
   /* A plan with an exact twin runs the twin on inputs that hold NaN or Inf: a host input is
    * checked while it is packed, a device one by a reduction before anything else. */
