@@ -3,12 +3,19 @@
 """bench/dask_bench.py - ndfilt.dask against dask-image on the same dask arrays and cluster:
 
   python3 bench/dask_bench.py [--out DIR] [--workers N] [--quick]
+  python3 bench/dask_bench.py --cuda [--out DIR] [--n N]
 
 A dask.distributed LocalCluster of N worker processes (default: one a core, one thread each)
 on the CPU; float32 volumes in chunks, each filter's graph computed to numpy (wall clock,
 median of three after a warm-up run), beside the unchunked single-process ndfilt call and the
 largest difference between the two chunked results. Writes DIR/dask.json and DIR/dask.md
-(default dask-out/). GPU clusters (dask_cuda) are not run here."""
+(default dask-out/).
+
+--cuda: dask_cuda.LocalCUDACluster on 1 and on every GPU of the machine (a worker a GPU), an
+N^3 float32 array (default 1024) of CuPy chunks of N/4 rows made and kept on the workers; each
+filter's result summed on the workers (wall clock, median of three after a warm-up), ndfilt.dask
+beside dask-image (cupyx.scipy.ndimage on each chunk) and one unchunked ndfilt call on one GPU.
+Writes DIR/dask_cuda.json and DIR/dask_cuda.md."""
 import argparse
 import json
 import os
@@ -25,12 +32,88 @@ import timing  # noqa: E402
 W5 = np.random.default_rng(5).random((5, 5, 5))  # the correlation's kernel
 
 
+def cuda_main(a):
+    import cupy as cp
+    import dask.array as da
+    import distributed
+    from dask_cuda import LocalCUDACluster
+    from dask_image import ndfilters as dif
+    import ndfilt
+    import ndfilt.dask as nd
+    n = a.n
+    ngpu = cp.cuda.runtime.getDeviceCount()
+    w7 = np.random.default_rng(4).random((7, 7, 7)).astype(np.float32)
+    w7 /= w7.sum()
+    cases = [("gaussian_filter sigma 4, nearest", lambda m, x: m.gaussian_filter(x, 4.0, mode="nearest")),
+             ("correlate 7^3, nearest",  # cupyx takes CuPy weights only
+              lambda m, x: m.correlate(x, w7 if m is nd else cp.asarray(w7), mode="nearest"))]
+    xg = cp.random.default_rng(0).random((n, n, n), dtype=cp.float32)
+    one = {}
+    for label, lazy in cases:
+        f = (lambda: ndfilt.gaussian_filter(xg, 4.0, mode="nearest")) if "gauss" in label else \
+            (lambda: ndfilt.correlate(xg, w7, mode="nearest"))
+        one[label] = timing.wall_ms(lambda: (f(), cp.cuda.Device().synchronize()), reps=3)
+    del xg
+    cp.get_default_memory_pool().free_all_blocks()
+    rows = []
+    for workers in sorted({1, ngpu}):
+        cluster = LocalCUDACluster(n_workers=workers, CUDA_VISIBLE_DEVICES=list(range(workers)),
+                                   dashboard_address=None)
+        client = distributed.Client(cluster)
+        rs = da.random.RandomState(RandomState=cp.random.RandomState)
+        x = rs.random_sample((n, n, n), chunks=(n // 4, n, n)).astype(np.float32).persist()
+        distributed.wait(x)
+        for label, lazy in cases:
+            # each chunk's result reduced to its sum on its worker: the filter runs every time
+            # (a persisted result would be reused where a graph's keys repeat) and nothing
+            # larger than a number leaves the GPUs
+            t_nd = timing.wall_ms(lambda: lazy(nd, x).sum().compute(), reps=3)
+            t_di = timing.wall_ms(lambda: lazy(dif, x).sum().compute(), reps=3)
+            diff = float(abs(lazy(nd, x) - lazy(dif, x)).max().compute())
+            rows.append({"case": label, "shape": [n] * 3, "chunks": [n // 4, n, n],
+                         "workers": workers, "ndfilt_dask_ms": t_nd, "dask_image_ms": t_di,
+                         "ndfilt_one_gpu_unchunked_ms": one[label], "max_abs_diff": diff})
+            print(rows[-1], flush=True)
+        client.close()
+        cluster.close()
+    meta = {"commit": timing.commit(), "gpu": timing.gpu_name(cp), "gpus": ngpu,
+            "machine": f"{ngpu} x {timing.gpu_name(cp)}, {os.cpu_count()} host cores",
+            "date": time.strftime("%Y-%m-%d")}
+    os.makedirs(a.out, exist_ok=True)
+    with open(os.path.join(a.out, "dask_cuda.json"), "w") as f:
+        json.dump(timing.clean_json({"meta": meta, "rows": rows}, 4), f, indent=1)
+    lines = [f"## Dask on GPUs (commit {meta['commit']}, {meta['machine']}, "
+             "dask_cuda.LocalCUDACluster, a worker a GPU)", "",
+             "The same dask array of CuPy chunks (float32, made and kept on the workers), each "
+             "result summed on the workers (the filter runs every time, only numbers leave the "
+             "GPUs); wall-clock medians of three. dask-image runs "
+             "cupyx.scipy.ndimage on each chunk, ndfilt.dask ndfilt's CUDA solvers; the last "
+             "column is one ndfilt call on the whole CuPy array on one GPU. "
+             "bench/dask_bench.py --cuda.", "",
+             "| case | shape | chunks | GPUs | ndfilt.dask (ms) | dask-image (ms) | speed-up | "
+             "ndfilt, one GPU, unchunked (ms) | max abs diff |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['case']} | {'x'.join(map(str, r['shape']))} | "
+                     f"{'x'.join(map(str, r['chunks']))} | {r['workers']} | "
+                     f"{r['ndfilt_dask_ms']:.0f} | {r['dask_image_ms']:.0f} | "
+                     f"{r['dask_image_ms'] / r['ndfilt_dask_ms']:.1f}x | "
+                     f"{r['ndfilt_one_gpu_unchunked_ms']:.0f} | {r['max_abs_diff']:.1e} |")
+    with open(os.path.join(a.out, "dask_cuda.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="dask-out")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--cuda", action="store_true")
+    ap.add_argument("--n", type=int, default=1024)
     a = ap.parse_args()
+    if a.cuda:
+        return cuda_main(a)
     import dask.array as da
     import distributed
     from dask_image import ndfilters as dif

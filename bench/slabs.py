@@ -5,13 +5,19 @@
 bandwidth measured in the same run:
 
   python3 bench/slabs.py [--out DIR] [--n N] [--limit GB]
+  python3 bench/slabs.py --gpus [--out DIR] [--shapes 1024x1024x1024,...]
 
 For an N^3 float32 numpy array (default 1280: 8.4 GB in and as much out) under a limit of
 --limit GB (default 8): ndfilt's Gaussian sigma 4 (nearest) and correlate 7^3, wall clock per
 call, against the time the bus needs for the bytes (input up and output down at the pinned
 bandwidth measured here, each direction alone and both at once), the same call in memory on
 the GPU (no limit) and on the CPU. The result of a slabbed call is compared with the
-in-memory one. Writes DIR/slabs.json and DIR/slabs.md (bench/results/slabs/)."""
+in-memory one. Writes DIR/slabs.json and DIR/slabs.md (bench/results/slabs/).
+
+--gpus: the same calls on numpy arrays of each shape on 1, 2, 4, ... of the machine's GPUs
+(set_device("cuda:0,1,...")), beside one GPU in memory and one GPU in slabs, each GPU's pinned
+bandwidth, and the largest difference from the one-GPU result. Writes DIR/gpus.json and
+DIR/gpus.md."""
 import argparse
 import json
 import os
@@ -59,12 +65,104 @@ def bandwidth(cp, nbytes=1 << 30):
     return nbytes / t_up / 1e9, nbytes / t_down / 1e9, 2 * nbytes / t_both / 1e9
 
 
+def random_array(shape, seed=3):
+    x = np.empty(shape, np.float32)
+    rng = np.random.default_rng(seed)
+    for i in range(0, shape[0], 64):
+        x[i:i + 64] = rng.random((min(64, shape[0] - i),) + tuple(shape[1:]), dtype=np.float32)
+    return x
+
+
+def gpus(a):
+    """Several GPUs against one on the same numpy arrays (see the module's text)."""
+    import cupy as cp
+    ngpu = cp.cuda.runtime.getDeviceCount()
+    counts = sorted({c for c in (1, 2, 4, 8, ngpu) if c <= ngpu})
+    bw = []
+    for g in range(ngpu):
+        with cp.cuda.Device(g):
+            bw.append(bandwidth(cp))
+        print(f"GPU {g}: pinned up {bw[-1][0]:.1f} GB/s, down {bw[-1][1]:.1f}, both "
+              f"{bw[-1][2]:.1f}", flush=True)
+    w = np.random.default_rng(4).random((7, 7, 7))
+    w /= w.sum()
+    rows = []
+    for shape in [tuple(int(v) for v in t.split("x")) for t in a.shapes.split(",")]:
+        x = random_array(shape)
+        out = np.empty_like(x)
+        ref = np.empty_like(x)
+        gb = x.nbytes / 1e9
+        cases = [("gaussian sigma 4", lambda **k: ndfilt.gaussian_filter(
+                      x, 4.0, mode="nearest", output=out, **k)),
+                 ("gaussian sigma 4, recursive", lambda **k: ndfilt.gaussian_filter(
+                      x, 4.0, mode="nearest", output=out, method="iir", **k)),
+                 ("correlate 7^3", lambda **k: ndfilt.correlate(
+                      x, w, mode="nearest", output=out, method="direct", **k))]
+        for name, f in cases:
+            r = {"case": name, "shape": list(shape), "gb_in": gb, "runs": []}
+            ndfilt.set_memory_limit(0)
+            for c in counts:
+                dev = "cuda:" + ",".join(str(g) for g in range(c))
+                ndfilt.set_device(dev)
+                t = timing.wall_ms(f, reps=3) / 1e3
+                run = {"gpus": c, "s": t, "gb_per_s": 2 * gb / t, "slab_rows": ndfilt.slabs(),
+                       "solver": ndfilt.last_solver()}
+                if c == 1:
+                    ref[...] = out
+                else:
+                    run["max_diff"] = float(np.abs(out - ref).max() / max(np.abs(ref).max(), 1e-30))
+                r["runs"].append(run)
+                print(f"{name} {'x'.join(map(str, shape))} on {c} GPU(s): {t:.3f} s "
+                      f"({2 * gb / t:.1f} GB/s in+out), slab rows {run['slab_rows']}, "
+                      f"{run['solver']}, diff {run.get('max_diff')}", flush=True)
+            # one GPU in slabs: a quarter of the work per slab pair
+            ndfilt.set_device("cuda:0")
+            ndfilt.set_memory_limit(int(x.nbytes * 5 / 4))
+            t = timing.wall_ms(f, reps=3) / 1e3
+            r["one_gpu_slabs_s"], r["one_gpu_slab_rows"] = t, ndfilt.slabs()
+            r["one_gpu_slabs_diff"] = float(np.abs(out - ref).max() / max(np.abs(ref).max(), 1e-30))
+            ndfilt.set_memory_limit(0)
+            one = r["runs"][0]["s"]
+            for run in r["runs"]:
+                run["speedup"] = one / run["s"]
+            print(f"{name}: one GPU in slabs {t:.3f} s ({r['one_gpu_slab_rows']} rows)", flush=True)
+            rows.append(r)
+        del x, out, ref
+    meta = {"commit": timing.commit(), "gpu": timing.gpu_name(cp), "gpus": ngpu,
+            "date": time.strftime("%Y-%m-%d"), "threads": os.cpu_count(),
+            "bandwidth_gbs": [{"up": u, "down": d, "both": b} for u, d, b in bw]}
+    os.makedirs(a.out, exist_ok=True)
+    with open(os.path.join(a.out, "gpus.json"), "w") as fh:
+        json.dump(timing.clean_json({"meta": meta, "rows": rows}), fh, indent=1)
+    md = [f"# Several GPUs in one process ({ngpu} x {meta['gpu']}, {os.cpu_count()} host cores, "
+          f"{meta['commit']})", "",
+          "numpy float32 arrays in and out, wall clock per call (median of three after a warm-up"
+          "), `set_device('cuda:0,1,...')`: slabs of the first axis spread over the GPUs. "
+          "Speed-up against one GPU in memory; 'one GPU, slabs': the same GPU with the slab "
+          "pipeline forced by a memory limit. Pinned bandwidth per GPU (up/down/both, GB/s): " +
+          "; ".join(f"{g}: {u:.0f}/{d:.0f}/{b:.0f}" for g, (u, d, b) in enumerate(bw)) + ".", "",
+          "| case | array | " + " | ".join(f"{c} GPU{'s' if c > 1 else ''}" for c in counts) +
+          " | one GPU, slabs | largest rel. diff |",
+          "|---|---|" + "---|" * len(counts) + "---|---|"]
+    for r in rows:
+        cells = [f"{run['s']:.3f} s ({run['speedup']:.2f}x)" for run in r["runs"]]
+        diff = max([run.get("max_diff", 0) for run in r["runs"]] + [r["one_gpu_slabs_diff"]])
+        md.append(f"| {r['case']} | {'x'.join(map(str, r['shape']))} ({r['gb_in']:.1f} GB) | " +
+                  " | ".join(cells) + f" | {r['one_gpu_slabs_s']:.3f} s | {diff:.1e} |")
+    with open(os.path.join(a.out, "gpus.md"), "w") as fh:
+        fh.write("\n".join(md) + "\n")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.join(HERE, "results", "slabs"))
     ap.add_argument("--n", type=int, default=1280)
     ap.add_argument("--limit", type=float, default=8.0)
+    ap.add_argument("--gpus", action="store_true")
+    ap.add_argument("--shapes", default="1024x1024x1024")
     a = ap.parse_args()
+    if a.gpus:
+        return gpus(a)
     import cupy as cp
     up, down, both = bandwidth(cp)
     print(f"pinned bandwidth: up {up:.1f} GB/s, down {down:.1f}, both at once {both:.1f}")

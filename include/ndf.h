@@ -104,7 +104,7 @@ NDF_API const char *ndf_mode_name(ndf_mode mode);
 
 /* ------------------------------------------------------------------ context */
 
-/* A context fixes the device (CPU, or one CUDA device) and the CPU thread
+/* A context fixes the device (CPU, or one or several CUDA devices) and the CPU thread
  * count for the plans made with it. Thread safety: a context may be used by
  * several threads at once; create and destroy it from one. Ownership: the
  * caller destroys it after every plan made with it. */
@@ -114,7 +114,10 @@ typedef struct ndf_context_opts {
   size_t struct_size; /* sizeof(ndf_context_opts) */
   /* NULL or "auto": the NDF_DEVICE environment variable if set, else the
    * first usable CUDA device, else the CPU. "cpu", "cuda" (first usable
-   * device) or "cuda:N" choose explicitly and fail if unavailable. A CUDA device
+   * device) or "cuda:N" choose explicitly and fail if unavailable. "cuda:N,M,..." or
+   * "cuda:all" (every device present) spread plans on host arrays over several devices, in
+   * slabs of the slowest axis (see memory_limit); the first device is the context's own, which
+   * device arrays must be on and which filters that cannot go by slabs run on. A CUDA device
    * that auto chose (no device asked, NDF_DEVICE unset) lets method auto run a CPU
    * solver on host arrays where the cost models, with the transfers counted, say the
    * CPU is faster (ndf_plan_solver tells); an explicit device never does. */
@@ -135,12 +138,13 @@ typedef struct ndf_context_opts {
    * device". A struct_size that ends before these fields means NULL. */
   char *message;
   size_t message_size;
-  /* Most bytes a plan on host arrays may hold for its work at once: its buffers on the GPU
-   * (on a CUDA context; 0: the device's free memory), or its temporaries (on the CPU; 0:
-   * none). A filter whose arrays need more runs in slabs of the slowest axis, each with the
-   * kernel's reach of its neighbours (ndf_plan_slabs tells); one that cannot (a recursive
-   * filter, a limit below one slab) plans as before. A struct_size that ends before this
-   * field means 0. */
+  /* Most bytes a plan on host arrays may hold for its work at once: its buffers on each GPU
+   * (on a CUDA context; 0: 80% of the device's free memory), or its temporaries (on the CPU;
+   * 0: none). A filter whose arrays need more runs in slabs of the slowest axis, each with
+   * the kernel's reach of its neighbours (ndf_plan_slabs tells); one that cannot (a recursive
+   * filter, a limit below one slab) plans as before. On a context of several GPUs, a filter
+   * on host arrays of 64 MB or more goes by slabs, spread over the devices, in any case. A
+   * struct_size that ends before this field means 0. */
   size_t memory_limit;
 } ndf_context_opts;
 
@@ -154,6 +158,9 @@ NDF_API void ndf_context_destroy(ndf_context *ctx); /* NULL is a no-op */
 NDF_API ndf_place ndf_context_place(const ndf_context *ctx);
 /* Human-readable device, e.g. "cpu" or "cuda:0 (NVIDIA H100 80GB HBM3)". */
 NDF_API const char *ndf_context_device_name(const ndf_context *ctx);
+/* The CUDA devices the context computes on (0 on the CPU, else 1, or more for "cuda:N,M,...");
+ * the first min(count, cap) go to devices (which may be NULL). */
+NDF_API int ndf_context_devices(const ndf_context *ctx, int *devices, int cap);
 NDF_API int ndf_context_threads(const ndf_context *ctx);
 NDF_API size_t ndf_context_workspace_limit(const ndf_context *ctx); /* 0: none */
 NDF_API size_t ndf_context_memory_limit(const ndf_context *ctx);    /* 0: the default */

@@ -106,6 +106,37 @@ int main(void) {
   CHECK(ndf_context_create(&c, &o) == NDF_ENODEV && strstr(why, "NDF_DEVICE=cuda:99"),
         "NDF_DEVICE=cuda:99: '%s'", why);
   unsetenv("NDF_DEVICE");
+  /* device lists: malformed ones are refused as such, a device named twice too */
+  const char *malformed[] = {"cuda:",    "cuda:0,", "cuda:,1",  "cuda:0,0",
+                             "cuda:1,x", "cuda:-1", "cuda:0;1", "cuda:all,1"};
+  for (size_t i = 0; i < sizeof malformed / sizeof *malformed; i++) {
+    o.device = malformed[i];
+    why[0] = 0;
+    c = (ndf_context *)&c;
+    st = ndf_context_create(&c, &o);
+    CHECK(st == NDF_EINVAL && !c && strstr(why, "cuda:N,M"), "device '%s' gave %s: '%s'",
+          malformed[i], ndf_status_str(st), why);
+  }
+  /* a list of devices: all usable, or which one is not; the context names every one */
+  o.device = "cuda:0,99";
+  CHECK(ndf_context_create(&c, &o) == NDF_ENODEV, "cuda:0,99 accepted");
+  o.device = "cuda:all";
+  st = ndf_context_create(&c, &o);
+  if (auto_place.kind == NDF_PLACE_HOST) {
+    CHECK(st == NDF_ENODEV, "cuda:all without a GPU gave %s", ndf_status_str(st));
+  } else {
+    int devs[64];
+    const int n = ndf_context_devices(c, devs, 64);
+    CHECK(st == NDF_OK && n >= 1 && devs[0] == ndf_context_place(c).device, "cuda:all: %d", n);
+    for (int i = 0; i < n && i < 64; i++)
+      CHECK(devs[i] == i, "cuda:all: device %d is %d", i, devs[i]);
+    printf("cuda:all: %s\n", ndf_context_device_name(c));
+    ndf_context_destroy(c);
+  }
+  o.device = "cpu";
+  CHECK(ndf_context_create(&c, &o) == NDF_OK && ndf_context_devices(c, NULL, 0) == 0,
+        "cpu: devices");
+  ndf_context_destroy(c);
   printf("context checks: %d failures\n", t_failures);
   return t_failures ? 1 : 0;
 }

@@ -5,10 +5,13 @@
  * out, strided and reversed views; separable filters, correlate (direct and FFT), banks, rank
  * filters and ks with operand maps and a bound on the radii. The same solver computes each
  * output row from the same input rows either way: equal within 1e-6 of the output's scale (a
- * box filter's running sums and an FFT's rounding depend on where a line starts). Then what
- * cannot run in slabs plans in memory (a recursive filter), and in place is refused.
+ * box filter's running sums and an FFT's rounding depend on where a line starts). In place is
+ * refused where a slab reads its neighbours' rows. Then recursive Gaussians, in two sweeps.
  *
- *   test_slabs [cpu|cuda]     (NDF_TEST_SEED, NDF_TEST_CASES) */
+ * Given several GPUs (a device list, "cuda:all"), the slabs are spread over them; the plan in
+ * memory runs on the first.
+ *
+ *   test_slabs [cpu|cuda|cuda:N,M,...|cuda:all]     (NDF_TEST_SEED, NDF_TEST_CASES) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +20,7 @@
 #include "common.h"
 
 enum { SEP, CORR, BANK, RANK, KS, NKIND };
+static const char *slab_device = "cpu"; /* the slabbed plans' device (a list spreads them) */
 static const char *kind_name[] = {"sepfilter", "correlate", "bank", "rank", "ks"};
 
 typedef struct {
@@ -160,7 +164,7 @@ static void one_case(ndf_context *ctx, int cuda, uint64_t *r, int c) {
   const int64_t L = reach + t_randint(r, 1, 8);
   const int workers = cuda ? 2 : 1;
   ndf_context_opts co = {.struct_size = sizeof co,
-                         .device = cuda ? "cuda" : "cpu",
+                         .device = slab_device,
                          .memory_limit =
                              (size_t)((double)(workers * L * row + row / 2) * per_element(&s))};
   ndf_context *small = NULL;
@@ -212,10 +216,24 @@ static void one_case(ndf_context *ctx, int cuda, uint64_t *r, int c) {
       t_failures++;
     }
   }
-  if (st == NDF_OK && s.kind != BANK) { /* in place is refused, and changes nothing */
+  if (st == NDF_OK && s.kind != BANK && s.kind != KS && slabs > 0) {
+    /* in place: refused (changing nothing) where slabs read rows beside their own, which
+     * another slab may have written; else the same result */
     ndf_status ip = ndf_execute(pa, &in.view, &in.view);
-    CHECK(s.kind == KS || slabs == 0 || ip == NDF_EINVAL, "case %d: in place in slabs gave %s", c,
-          ndf_status_str(ip));
+    CHECK(reach || idt != odt ? ip == NDF_EINVAL : ip == NDF_OK,
+          "case %d (%s): in place in slabs, reach %lld, gave %s: %s", c, kind_name[s.kind],
+          (long long)reach, ndf_status_str(ip), ndf_context_message(small));
+    double scale = 0;
+    for (int64_t i = 0; i < n; i++)
+      scale = fmax(scale, fabs(ndf__load(odt, ob[0].data, ndf__offset(&ob[0], i))));
+    for (int64_t i = 0; !reach && ip == NDF_OK && idt == odt && i < n; i++) {
+      const double a = ndf__load(idt, in.view.data, ndf__offset(&in.view, i));
+      const double b = ndf__load(odt, ob[0].data, ndf__offset(&ob[0], i));
+      if (a != b && !(fabs(a - b) <= 1e-6 * scale)) {
+        CHECK(0, "case %d: in place element %lld is %g, %g out of place", c, (long long)i, a, b);
+        break;
+      }
+    }
   }
   ndf_plan_destroy(pa);
   ndf_plan_destroy(pb);
@@ -230,38 +248,125 @@ static void one_case(ndf_context *ctx, int cuda, uint64_t *r, int c) {
   free(s.fp);
 }
 
-/* A recursive Gaussian has no finite reach: under the same limit it plans in memory. */
-static void recursive_in_memory(const char *dev) {
-  float buf[64 * 16] = {0}, out[64 * 16];
-  const int64_t shape[2] = {64, 16};
-  ndf_array a = ndf_array_contiguous(NDF_F32, 2, shape, buf);
-  ndf_array b = ndf_array_contiguous(NDF_F32, 2, shape, out);
-  ndf_context_opts co = {.struct_size = sizeof co, .device = dev, .memory_limit = 1024};
+/* A recursive Gaussian in slabs (two sweeps: the other axes in slabs of axis 0, then axis 0 in
+ * slabs of axis 1) against the same filter in memory: random shapes, sigmas (0 on some axes),
+ * dtypes in and out (an integer output needs a float32 array between the sweeps), strided
+ * views, in place. */
+static void recursive_case(ndf_context *ctx, int cuda, uint64_t *r, int c) {
+  const int nd = (int)t_randint(r, 2, 4);
+  int64_t shape[NDF_MAX_DIMS] = {0}, n = 1;
+  ndf_gaussian_opts go = {.struct_size = sizeof go, .method = "iir"};
+  int filtered = 0;
+  for (int d = 0; d < nd; d++) {
+    shape[d] = t_randint(r, d < 2 ? 4 : 1, d < 2 ? 24 : 6);
+    n *= shape[d];
+    go.mode[d] = NDF_MODE_NEAREST;
+    go.sigma[d] = t_randint(r, 0, 3) ? 3.3 + 2.5 * ndf_rand_uniform(r) : 0;
+    filtered |= go.sigma[d] > 0;
+  }
+  if (!filtered || t_randint(r, 0, 1)) go.sigma[0] = 3 + 2 * ndf_rand_uniform(r);
+  const ndf_dtype idt = (ndf_dtype)t_randint(r, NDF_U8, NDF_F64);
+  const ndf_dtype odts[] = {NDF_F32, NDF_F64, NDF_I16};
+  const ndf_dtype odt = odts[t_randint(r, 0, 2)];
+  t_arr in, oa, ob;
+  t_arr_make(&in, r, idt, nd, shape, (int)t_randint(r, 0, 1), NULL);
+  t_fill_random(&in, r);
+  t_arr_make(&oa, r, odt, nd, shape, (int)t_randint(r, 0, 1), NULL);
+  t_arr_make(&ob, r, odt, nd, shape, 0, NULL);
+  t_poison(&oa);
+  t_poison(&ob);
+  /* a limit of a fraction of the whole: both sweeps in slabs of a few rows */
+  const int64_t k = t_randint(r, 2, shape[0] < shape[1] ? shape[0] : shape[1]);
+  ndf_context_opts co = {.struct_size = sizeof co,
+                         .device = slab_device,
+                         .memory_limit = (size_t)(16.0 * (double)n * (cuda ? 2 : 1) / (double)k)};
   ndf_context *small = NULL;
   if (ndf_context_create(&small, &co) != NDF_OK) abort();
-  ndf_gaussian_opts go = {.struct_size = sizeof go, .method = "iir"};
-  for (int d = 0; d < 2; d++) {
-    go.sigma[d] = 3;
-    go.mode[d] = NDF_MODE_NEAREST;
+  ndf_plan *pa = NULL, *pb = NULL;
+  ndf_status st = ndf_plan_gaussian(&pa, small, &in.view, &oa.view, &go);
+  if (st == NDF_OK) st = ndf_plan_gaussian(&pb, ctx, &in.view, &ob.view, &go);
+  CHECK(st == NDF_OK, "recursive case %d: %s / %s", c, ndf_context_message(small),
+        ndf_context_message(ctx));
+  CHECK(st != NDF_OK || ndf_plan_slabs(pa) > 0, "recursive case %d: %dD, %lld x %lld, not in slabs",
+        c, nd, (long long)shape[0], (long long)shape[1]);
+  if (st == NDF_OK) st = ndf_execute(pa, &in.view, &oa.view);
+  if (st == NDF_OK) st = ndf_execute(pb, &in.view, &ob.view);
+  CHECK(st == NDF_OK, "recursive case %d: %s / %s", c, ndf_context_message(small),
+        ndf_context_message(ctx));
+  double scale = 0, worst = 0;
+  int64_t at = 0;
+  for (int64_t i = 0; i < n && st == NDF_OK; i++)
+    scale = fmax(scale, fabs(ndf__load(odt, ob.view.data, ndf__offset(&ob.view, i))));
+  for (int64_t i = 0; i < n && st == NDF_OK; i++) {
+    const double a = ndf__load(odt, oa.view.data, ndf__offset(&oa.view, i));
+    const double b = ndf__load(odt, ob.view.data, ndf__offset(&ob.view, i));
+    const double e = a == b ? 0 : isnan(a) || isnan(b) ? INFINITY : fabs(a - b);
+    if (e > worst) worst = e, at = i;
   }
-  ndf_plan *p = NULL;
-  ndf_status st = ndf_plan_gaussian(&p, small, &a, &b, &go);
-  CHECK(st == NDF_OK && ndf_plan_slabs(p) == 0, "recursive: %s, slabs %lld",
-        ndf_context_message(small), (long long)ndf_plan_slabs(p));
-  ndf_plan_destroy(p);
+  const double tol = odt == NDF_I16 ? 1.0 : 1e-6 * (scale + 1e-30);
+  if (worst > tol) {
+    fprintf(stderr,
+            "  recursive case %d: %dD %lld x %lld x %lld x %lld, sigmas %g %g %g %g, %s -> %s, "
+            "slabs %lld: element %lld is %g in slabs, %g in memory\n",
+            c, nd, (long long)shape[0], (long long)shape[1], (long long)shape[2],
+            (long long)shape[3], go.sigma[0], go.sigma[1], go.sigma[2], go.sigma[3],
+            ndf_dtype_name(idt), ndf_dtype_name(odt), (long long)ndf_plan_slabs(pa), (long long)at,
+            ndf__load(odt, oa.view.data, ndf__offset(&oa.view, at)),
+            ndf__load(odt, ob.view.data, ndf__offset(&ob.view, at)));
+    t_failures++;
+  }
+  if (st == NDF_OK && idt == odt) { /* in place: the same result */
+    st = ndf_execute(pa, &in.view, &in.view);
+    CHECK(st == NDF_OK, "recursive case %d in place: %s", c, ndf_context_message(small));
+    for (int64_t i = 0; st == NDF_OK && i < n; i++) {
+      const double a = ndf__load(idt, in.view.data, ndf__offset(&in.view, i));
+      const double b = ndf__load(odt, ob.view.data, ndf__offset(&ob.view, i));
+      if (a != b && !(fabs(a - b) <= tol)) {
+        CHECK(0, "recursive case %d in place: element %lld is %g, %g out of place", c, (long long)i,
+              a, b);
+        break;
+      }
+    }
+  }
+  ndf_plan_destroy(pa);
+  ndf_plan_destroy(pb);
   ndf_context_destroy(small);
+  t_arr_free(&in, NULL);
+  t_arr_free(&oa, NULL);
+  t_arr_free(&ob, NULL);
 }
 
 int main(int argc, char **argv) {
   ndf_context *ctx;
   const char *dev = argc > 1 ? argv[1] : "cpu";
-  const int rc = t_open(&ctx, dev);
+  const int cuda = !strncmp(dev, "cuda", 4);
+  const int rc = t_open(&ctx, cuda ? "cuda" : "cpu");
   if (rc) return rc;
+  slab_device = dev;
+  if (cuda) { /* the one the list puts first */
+    ndf_context *multi = NULL;
+    ndf_context_opts co = {.struct_size = sizeof co, .device = dev};
+    if (ndf_context_create(&multi, &co) != NDF_OK) {
+      printf("no usable %s: skipped\n", dev);
+      ndf_context_destroy(ctx);
+      return strcmp(dev, "cuda") ? SKIP : 1;
+    }
+    printf("slabs on %s\n", ndf_context_device_name(multi));
+    ndf_context_destroy(ctx);
+    ctx = NULL;
+    char first[16];
+    int d0 = 0;
+    ndf_context_devices(multi, &d0, 1);
+    snprintf(first, sizeof first, "cuda:%d", d0);
+    ndf_context_destroy(multi);
+    if (t_open(&ctx, first)) return 1;
+  }
   uint64_t r = t_seed();
   const int ncases = (int)t_env_double("NDF_TEST_CASES", 120);
   for (int c = 0; c < ncases; c++)
-    one_case(ctx, !strcmp(dev, "cuda"), &r, c);
-  recursive_in_memory(dev);
+    one_case(ctx, cuda, &r, c);
+  for (int c = 0; c < ncases / 3; c++)
+    recursive_case(ctx, cuda, &r, c);
   ndf_context_destroy(ctx);
   printf("%d cases; %d failures\n", ncases, t_failures);
   return t_failures ? 1 : 0;

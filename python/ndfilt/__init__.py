@@ -78,8 +78,10 @@ def _context(dev, memory_limit=0):
 
 def set_device(dev="auto"):
     """Device for numpy inputs: 'auto' (NDF_DEVICE, else the first usable
-    GPU, else the CPU), 'cpu', 'cuda' or 'cuda:N'. GPU arrays always run on
-    their own device."""
+    GPU, else the CPU), 'cpu', 'cuda' or 'cuda:N'; 'cuda:N,M,...' or 'cuda:all' spread
+    calls on numpy arrays of 64 MB or more over several GPUs, in slabs of the first axis
+    (filters that cannot go by slabs run on the first). GPU arrays always run on their own
+    device."""
     global _device
     _context(dev)  # raises if unusable
     _device = dev
@@ -91,7 +93,9 @@ def set_memory_limit(nbytes=0):
     arrays need more runs in slabs of the first axis, each with the kernel's reach of rows
     on either side, so arrays larger than the GPU's memory go through it (the Gaussian, the
     separable and N-D correlations and their banks, rank filters, ks with sigma maps and
-    r_max; not the recursive Gaussian, nor in place). slabs() tells the last call's slab rows."""
+    r_max; the recursive Gaussian in two sweeps, the other axes in slabs of the first, then
+    the first in slabs of the second). With several GPUs, the limit is each one's. In place
+    only where a slab reads no rows beside its own. slabs() tells the last call's slab rows."""
     global _memory_limit
     n = _int(nbytes, "nbytes", 0, 2**63 - 1)
     _context(_device, n)  # raises if unusable

@@ -13,27 +13,33 @@
 
 #include "internal.h"
 
-/* Parses "cpu", "cuda", "cuda:N"; *dev = -1 for "any CUDA device". */
-static int parse_device(const char *s, ndf_place_kind *kind, int *dev) {
+/* Parses "cpu", "cuda", "cuda:N", a list "cuda:N,M,..." or "cuda:all" into devs (*ndev of
+ * them; *ndev = 0 for "any CUDA device", -1 for "every one"). */
+static int parse_device(const char *s, ndf_place_kind *kind, int *devs, int *ndev) {
+  *ndev = 0;
   if (!strcmp(s, "cpu")) {
     *kind = NDF_PLACE_HOST;
-    *dev = 0;
     return 1;
   }
-  if (!strcmp(s, "cuda")) {
-    *kind = NDF_PLACE_CUDA;
-    *dev = -1;
+  *kind = NDF_PLACE_CUDA;
+  if (!strcmp(s, "cuda")) return 1;
+  if (!strcmp(s, "cuda:all")) {
+    *ndev = -1;
     return 1;
   }
-  if (!strncmp(s, "cuda:", 5) && s[5]) {
+  if (strncmp(s, "cuda:", 5) || !s[5]) return 0;
+  for (const char *c = s + 5;; c++) {
     char *end;
-    long n = strtol(s + 5, &end, 10);
-    if (*end || n < 0 || n > 1024) return 0;
-    *kind = NDF_PLACE_CUDA;
-    *dev = (int)n;
-    return 1;
+    if (*c < '0' || *c > '9') return 0;
+    long n = strtol(c, &end, 10);
+    if (n > 1024 || *ndev == NDF__MAX_DEVICES) return 0;
+    for (int i = 0; i < *ndev; i++)
+      if (devs[i] == n) return 0; /* a device named twice */
+    devs[(*ndev)++] = (int)n;
+    if (!*end) return 1;
+    if (*end != ',') return 0;
+    c = end;
   }
-  return 0;
 }
 
 static void use_cpu(ndf_context *c) {
@@ -49,13 +55,60 @@ static ndf_status pick_cuda(ndf_context *c, int dev, int required) {
     return required ? ndf__fail(c, NDF_ENODEV, "this build of ndfilt has no CUDA support")
                     : NDF_ENODEV;
   int n = d->count();
+  c->ndev = 1;
   if (dev >= 0) {
     if (dev >= n) return ndf__fail(c, NDF_ENODEV, "CUDA device %d requested, %d present", dev, n);
+    c->devs[0] = dev;
     return d->select(c, dev);
   }
   for (int i = 0; i < n; i++)
-    if (d->select(c, i) == NDF_OK) return NDF_OK;
+    if (d->select(c, i) == NDF_OK) {
+      c->devs[0] = i;
+      return NDF_OK;
+    }
   return required ? ndf__fail(c, NDF_ENODEV, "no usable CUDA device (%d present)", n) : NDF_ENODEV;
+}
+
+/* Several devices (ndev of devs; ndev < 0: every one present): the first is the context's own,
+ * the others checked usable; the name lists them all. */
+static ndf_status pick_cudas(ndf_context *c, const int *devs, int ndev) {
+  const ndf__device_ops *d = ndf__device();
+  int all[NDF__MAX_DEVICES];
+  if (d && ndev < 0) {
+    ndev = d->count() < NDF__MAX_DEVICES ? d->count() : NDF__MAX_DEVICES;
+    for (int i = 0; i < ndev; i++)
+      all[i] = i;
+    devs = all;
+    if (!ndev) return ndf__fail(c, NDF_ENODEV, "no CUDA device present");
+  }
+  ndf_status st = pick_cuda(c, d ? devs[0] : 0, 1);
+  if (st != NDF_OK || ndev == 1) return st;
+  char names[sizeof c->device_name];
+  const char *paren = strchr(c->device_name, '(');
+  int at = snprintf(names, sizeof names, "%s", paren ? paren + 1 : "");
+  if (at > 0 && names[at - 1] == ')') names[--at] = 0;
+  char ids[64];
+  int id_at = snprintf(ids, sizeof ids, "%d", devs[0]);
+  for (int i = 1; i < ndev; i++) {
+    ndf_context other = {0};
+    pthread_mutex_init(&other.msg_lock, NULL);
+    st = pick_cuda(&other, devs[i], 1);
+    if (st != NDF_OK) ndf__fail(c, st, "%s", other.msg);
+    pthread_mutex_destroy(&other.msg_lock);
+    if (st != NDF_OK) return st;
+    c->devs[i] = devs[i];
+    paren = strchr(other.device_name, '(');
+    if (at >= 0 && (size_t)at < sizeof names)
+      at += snprintf(names + at, sizeof names - (size_t)at, ", %.*s",
+                     paren ? (int)strcspn(paren + 1, ")") : 0, paren ? paren + 1 : "");
+    if (id_at >= 0 && (size_t)id_at < sizeof ids)
+      id_at += snprintf(ids + id_at, sizeof ids - (size_t)id_at, ",%d", devs[i]);
+  }
+  c->ndev = ndev;
+  /* the last select made another device current: the first is the context's */
+  d->select(c, devs[0]);
+  snprintf(c->device_name, sizeof c->device_name, "cuda:%.40s (%.110s)", ids, names);
+  return NDF_OK;
 }
 
 /* The failure's reason into the caller's buffer, if any; returns st. */
@@ -134,14 +187,16 @@ ndf_status ndf_context_create(ndf_context **out, const ndf_context_opts *opts) {
     c->auto_device = c->place.kind == NDF_PLACE_CUDA;
   } else {
     ndf_place_kind kind;
-    int n;
-    if (!parse_device(dev, &kind, &n)) {
+    int devs[NDF__MAX_DEVICES], ndev;
+    if (!parse_device(dev, &kind, devs, &ndev)) {
       st = NDF_EINVAL;
-      ndf__fail(c, st, "unknown device (cpu, cuda or cuda:N)");
+      ndf__fail(c, st, "unknown device (cpu, cuda, cuda:N, cuda:N,M,... or cuda:all)");
     } else if (kind == NDF_PLACE_HOST) {
       use_cpu(c);
+    } else if (ndev == 0) {
+      st = pick_cuda(c, -1, 1);
     } else {
-      st = pick_cuda(c, n, 1);
+      st = pick_cudas(c, devs, ndev);
     }
   }
   if (st != NDF_OK) {
@@ -159,7 +214,8 @@ ndf_status ndf_context_create(ndf_context **out, const ndf_context_opts *opts) {
   return NDF_OK;
 }
 
-ndf_status ndf__context_child(ndf_context **out, const ndf_context *parent, int threads) {
+ndf_status ndf__context_child(ndf_context **out, const ndf_context *parent, int threads,
+                              int device) {
   ndf_context *c = calloc(1, sizeof *c);
   if (!c) return ndf__fail(parent, NDF_ENOMEM, "out of host memory");
   pthread_mutex_init(&c->msg_lock, NULL);
@@ -168,9 +224,13 @@ ndf_status ndf__context_child(ndf_context **out, const ndf_context *parent, int 
   c->threads = threads;
   c->workspace_limit = parent->workspace_limit;
   c->worker = 1;
+  c->ndev = parent->ndev ? 1 : 0;
+  c->devs[0] = parent->place.device;
   snprintf(c->device_name, sizeof c->device_name, "%s", parent->device_name);
   if (c->place.kind == NDF_PLACE_CUDA) {
-    ndf_status st = ndf__device()->stream_create(c);
+    ndf_status st = device == c->place.device ? NDF_OK : ndf__device()->select(c, device);
+    c->devs[0] = c->place.device;
+    if (st == NDF_OK) st = ndf__device()->stream_create(c);
     if (st != NDF_OK) {
       ndf__fail(parent, st, "%s", c->msg);
       ndf_context_destroy(c);
@@ -194,6 +254,13 @@ ndf_place ndf_context_place(const ndf_context *c) {
 }
 
 const char *ndf_context_device_name(const ndf_context *c) { return c ? c->device_name : ""; }
+
+int ndf_context_devices(const ndf_context *c, int *devices, int cap) {
+  if (!c || c->place.kind != NDF_PLACE_CUDA) return 0;
+  for (int i = 0; devices && i < c->ndev && i < cap; i++)
+    devices[i] = c->devs[i];
+  return c->ndev;
+}
 int ndf_context_threads(const ndf_context *c) { return c ? c->threads : 0; }
 size_t ndf_context_workspace_limit(const ndf_context *c) { return c ? c->workspace_limit : 0; }
 size_t ndf_context_memory_limit(const ndf_context *c) { return c ? c->memory_limit : 0; }

@@ -207,8 +207,12 @@ typedef struct ndf__device_caps {
 #define NDF__REF_CLOCK_HZ 1.98e9
 #define NDF__REF_DRAM_BW 4.814e12
 
+#define NDF__MAX_DEVICES 64
+
 struct ndf_context {
-  ndf_place place;
+  ndf_place place; /* on a context of several GPUs, the first's */
+  int ndev;        /* CUDA devices the context spreads slabs over (devs), 0 on the CPU */
+  int devs[NDF__MAX_DEVICES];
   ndf__device_caps caps;
   /* The device came from "auto" (no device asked, NDF_DEVICE unset): method auto may run a CPU
    * solver on host arrays where that beats the GPU with the transfers counted. */
@@ -245,9 +249,10 @@ ndf_status ndf__fail(const ndf_context *ctx, ndf_status s, const char *fmt, ...)
 /* NDF_ENOMEM, with a message naming the solver and the bytes, when a plan's workspace of `need`
  * bytes exceeds the context's workspace limit (ndf_context_opts.workspace_limit); else NDF_OK. */
 ndf_status ndf__workspace_check(const ndf_context *ctx, const char *solver, double need);
-/* A context like parent (device, caps, limits) with `threads` threads and, on a GPU, a stream
- * of its own: a slab worker's (ctx->worker). */
-ndf_status ndf__context_child(ndf_context **out, const ndf_context *parent, int threads);
+/* A context like parent (limits) with `threads` threads and, on a GPU, CUDA device `device`
+ * (one of parent's) and a stream of its own: a slab worker's (ctx->worker). */
+ndf_status ndf__context_child(ndf_context **out, const ndf_context *parent, int threads,
+                              int device);
 
 /* Slabs (core/slab.c). ndf__slabs_try makes *out a plan of pb run in slabs of axis 0 by
  * solver s's place (method as asked) when pb's host arrays need more memory than the context

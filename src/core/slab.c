@@ -9,9 +9,11 @@
  * same input rows as in memory.
  *
  * Workers take the next slab from a shared counter. Each owns a context (on a GPU, with a
- * stream of its own), its plan and its buffers (page-locked on a GPU, which the plan's staging
- * copies from and to directly): on a GPU two workers alternate, one copying rows on the CPU
- * while the other's slab crosses the bus and is filtered. */
+ * stream of its own), its plan and its buffers. On a GPU the plan filters device buffers: a
+ * worker copies the slab's rows into a page-locked buffer, sends them up, filters, and brings
+ * back only the slab's own rows; two workers a device alternate, one copying rows on the CPU
+ * while the other's slab crosses the bus or is filtered. A context of several GPUs has two
+ * workers on each, and the counter spreads the slabs by each device's pace. */
 #include <omp.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -23,8 +25,12 @@
 typedef struct {
   ndf_context *ctx;
   ndf_plan *plan;
-  ndf_array ins[1 + NDF__MAX_OPS]; /* the buffers: the image's, the operands' */
-  ndf_array *out;                  /* the outputs' (a bank's nout) */
+  ndf_array ins[1 + NDF__MAX_OPS]; /* what the plan reads: the image's rows, the operands' */
+  ndf_array *out;                  /* what it writes (a bank's nout) */
+  /* on a GPU, where ins and out are device buffers: page-locked host buffers of the rows in
+   * (L) and out (a slab's own rows, nout of them) */
+  ndf_array hin[1 + NDF__MAX_OPS];
+  ndf_array *hout;
   struct ndf__slabs *S;
   pthread_t thread;
 } worker;
@@ -36,9 +42,16 @@ struct ndf__slabs {
   int64_t lo;      /* reach before an output row (the buffer's rows past `rows` the rest) */
   int wrap;        /* axis 0 wraps: every buffer reads lo rows before and hi after, cyclically */
   int nw, threads; /* workers; CPU threads each */
+  int gpu;         /* the workers' buffers ins and out are on their devices */
   int nout, nops;
   ndf_context *ctx; /* the plan's */
   worker *w;
+  /* A recursive filter along axis 0 (two_sweeps): these slabs (none where no other axis is
+   * filtered: nw 0) filter the other axes, `then` filters axis 0 in slabs of axis 1, on views
+   * with the two axes swapped; temp: the first sweep's result needs a float32 array of its own
+   * (the output's dtype would round it). */
+  struct ndf__slabs *then;
+  int temp;
   /* one execute's */
   const ndf_array *in, *ops;
   ndf_array *out;
@@ -49,8 +62,9 @@ struct ndf__slabs {
 };
 
 /* Rows of axis 0 an output row reads before (lo) and after (hi) itself, and whether axis 0
- * wraps; 0 where the filter cannot run in slabs (a recursive filter, whose reach is the line,
- * a ks without a bound on its radii or with the full output extent). */
+ * wraps; 0 where the filter cannot run in slabs so (a recursive filter along axis 0, whose
+ * reach is the line: see two_sweeps; a ks without a bound on its radii or with the full output
+ * extent). */
 static int reach(const ndf__problem *pb, int64_t *lo, int64_t *hi, int *wrap) {
   ndf_mode m = NDF_MODE_NEAREST;
   *lo = *hi = 0;
@@ -87,6 +101,9 @@ static int reach(const ndf__problem *pb, int64_t *lo, int64_t *hi, int *wrap) {
     *lo = *hi = R;
     break;
   }
+  case NDF__OP_GAUSSIAN: /* recursive: no finite reach along a filtered axis 0 */
+    if (((const ndf__iirp *)pb->params)->ax[0].K) return 0;
+    break;
   default: return 0;
   }
   /* a reach past the axis counts from the other end under every mode but wrap's */
@@ -109,22 +126,37 @@ static ndf_array rows_of(const ndf_array *a, int64_t r, int64_t n) {
 }
 
 /* n rows from src (from row s, cyclically over its N rows) into dst (from row d), converted
- * to dst's dtype, split over threads by rows. */
+ * to dst's dtype, split over threads by runs: the trailing axes along which both arrays are
+ * contiguous (copied whole where the dtypes agree), else the last axis. */
 static void copy_rows(const ndf_array *src, int64_t s, int64_t N, const ndf_array *dst, int64_t d,
                       int64_t n, int threads) {
+  const int nd = src->ndim;
+  const int64_t *sh = src->shape, *sa = src->strides, *sb = dst->strides;
+  int inner = nd > 1 ? nd - 1 : nd; /* the run spans axes inner..nd-1 */
+  int64_t run = nd > 1 ? sh[nd - 1] : 1, ta = nd > 1 ? sa[nd - 1] : 1, tb = nd > 1 ? sb[nd - 1] : 1;
+  while (inner > 1 && ta == 1 && tb == 1 && sa[inner - 1] == run && sb[inner - 1] == run)
+    run *= sh[--inner];
+  int64_t runs = 1; /* a row's runs */
+  for (int a = 1; a < inner; a++)
+    runs *= sh[a];
+  const int same = src->dtype == dst->dtype && ta == 1 && tb == 1;
+  const size_t es = ndf_dtype_size(src->dtype);
 #pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t i = 0; i < n; i++) {
-    const ndf_array a = rows_of(src, (s + i) % N, 1), b = rows_of(dst, d + i, 1);
-    const int64_t m = ndf_array_size(&a);
-    if (a.dtype == b.dtype && ndf__is_contiguous(&a) && ndf__is_contiguous(&b)) {
-      memcpy(b.data, a.data, (size_t)m * ndf_dtype_size(a.dtype));
+  for (int64_t k = 0; k < n * runs; k++) {
+    int64_t r = k % runs, oa = ((s + k / runs) % N) * sa[0], ob = (d + k / runs) * sb[0];
+    for (int a = inner - 1; a >= 1; a--) {
+      const int64_t at = r % sh[a];
+      r /= sh[a];
+      oa += at * sa[a];
+      ob += at * sb[a];
+    }
+    if (same) {
+      memcpy((char *)dst->data + ob * (int64_t)es, (const char *)src->data + oa * (int64_t)es,
+             (size_t)run * es);
       continue;
     }
-    ndf__walker wa, wb;
-    ndf__walk_at(&wa, &a, 0);
-    ndf__walk_at(&wb, &b, 0);
-    for (int64_t j = 0; j < m; j++, ndf__walk_next(&wa, &a), ndf__walk_next(&wb, &b))
-      ndf__store(b.dtype, b.data, wb.off, ndf__load(a.dtype, a.data, wa.off));
+    for (int64_t j = 0; j < run; j++)
+      ndf__store(dst->dtype, dst->data, ob + j * tb, ndf__load(src->dtype, src->data, oa + j * ta));
   }
 }
 
@@ -150,9 +182,17 @@ static void fail(struct ndf__slabs *S, ndf_status st, const ndf_context *from) {
   pthread_mutex_unlock(&S->lock);
 }
 
+/* Bytes of n rows of a (of its dtype, contiguous). */
+static size_t rows_bytes(const ndf_array *a, int64_t n) {
+  return (size_t)(n * (a->shape[0] ? ndf_array_size(a) / a->shape[0] : 0)) *
+         ndf_dtype_size(a->dtype);
+}
+
 static void *work(void *v) {
   worker *w = v;
   struct ndf__slabs *S = w->S;
+  const ndf__device_ops *dev = S->gpu ? ndf__device() : NULL;
+  ndf_array *hin = S->gpu ? w->hin : w->ins;
   const int64_t nslabs = (S->N + S->rows - 1) / S->rows;
   for (;;) {
     pthread_mutex_lock(&S->lock);
@@ -162,29 +202,31 @@ static void *work(void *v) {
     int64_t z0, nz, a;
     slab_rows(S, k, &z0, &nz, &a);
     const int64_t from = ((a % S->N) + S->N) % S->N;
-    copy_rows(S->in, from, S->N, &w->ins[0], 0, S->L, S->threads);
-    for (int j = 0; j < S->nops; j++)
-      copy_rows(&S->ops[j], from, S->N, &w->ins[1 + j], 0, S->L, S->threads);
-    ndf_status st = ndf_execute_n(w->plan, 1 + S->nops, w->ins, S->nout, w->out);
+    ndf_status st = NDF_OK;
+    for (int j = 0; j <= S->nops && st == NDF_OK; j++) {
+      copy_rows(j ? &S->ops[j - 1] : S->in, from, S->N, &hin[j], 0, S->L, S->threads);
+      if (dev) st = dev->copy(w->ctx, w->ins[j].data, hin[j].data, rows_bytes(&hin[j], S->L));
+    }
+    if (st == NDF_OK) st = ndf_execute_n(w->plan, 1 + S->nops, w->ins, S->nout, w->out);
+    for (int f = 0; f < S->nout && st == NDF_OK; f++) {
+      ndf_array mine = rows_of(&w->out[f], z0 - a, nz); /* the slab's own rows */
+      if (dev) {
+        st = dev->copy(w->ctx, w->hout[f].data, mine.data, rows_bytes(&mine, nz));
+        mine = rows_of(&w->hout[f], 0, nz);
+      }
+      if (st == NDF_OK) copy_rows(&mine, 0, nz, &S->out[f], z0, nz, S->threads);
+    }
     if (st != NDF_OK) {
       fail(S, st, w->ctx);
       break;
     }
-    for (int f = 0; f < S->nout; f++)
-      copy_rows(&w->out[f], z0 - a, S->L, &S->out[f], z0, nz, S->threads);
   }
   return NULL;
 }
 
-ndf_status ndf__slabs_execute(const ndf_plan *p, const ndf_array *in, const ndf_array *ops,
-                              ndf_array *out, int same) {
-  struct ndf__slabs *S = p->slabs;
-  if (same)
-    return ndf__fail(p->ctx, NDF_EINVAL,
-                     "%s: in place on an array filtered in slabs (its rows are read after "
-                     "others are written): give another output",
-                     p->pb.label ? p->pb.label : ndf__op_name(p->pb.op));
-  pthread_mutex_lock(&S->run);
+/* One run of the slabs S: in (and ops) to out. */
+static ndf_status run(struct ndf__slabs *S, const ndf_array *in, const ndf_array *ops,
+                      ndf_array *out) {
   S->in = in;
   S->ops = ops;
   S->out = out;
@@ -196,18 +238,68 @@ ndf_status ndf__slabs_execute(const ndf_plan *p, const ndf_array *in, const ndf_
   work(&S->w[0]);
   for (int i = 1; i <= started; i++)
     pthread_join(S->w[i].thread, NULL);
-  const ndf_status st = S->st;
+  return S->st;
+}
+
+/* a with its axes 0 and 1 swapped */
+static ndf_array swap01(const ndf_array *a) {
+  ndf_array v = *a;
+  v.shape[0] = a->shape[1];
+  v.shape[1] = a->shape[0];
+  v.strides[0] = a->strides[1];
+  v.strides[1] = a->strides[0];
+  return v;
+}
+
+/* A recursive filter along axis 0: the other axes in slabs of axis 0 (S, if any is filtered)
+ * into the output (or a float32 array), then axis 0 in slabs of axis 1 from there into the
+ * output. Neither sweep reads another slab's rows, so each may write where it reads. */
+static ndf_status two_sweeps(const ndf_plan *p, struct ndf__slabs *S, const ndf_array *in,
+                             ndf_array *out) {
+  ndf_array mid = *out;
+  ndf_status st = NDF_OK;
+  if (S->temp) {
+    mid = ndf_array_contiguous(NDF_F32, in->ndim, in->shape, NULL);
+    mid.data = malloc((size_t)ndf_array_size(&mid) * sizeof(float));
+    if (!mid.data)
+      return ndf__fail(p->ctx, NDF_ENOMEM, "%s: out of host memory for the first sweep's result",
+                       p->pb.label ? p->pb.label : ndf__op_name(p->pb.op));
+  }
+  if (S->nw) st = run(S, in, NULL, &mid);
+  if (st == NDF_OK) {
+    const ndf_array a = swap01(S->nw ? &mid : in);
+    ndf_array b = swap01(out);
+    st = run(S->then, &a, NULL, &b);
+  }
+  if (S->temp) free(mid.data);
+  return st;
+}
+
+ndf_status ndf__slabs_execute(const ndf_plan *p, const ndf_array *in, const ndf_array *ops,
+                              ndf_array *out, int same) {
+  struct ndf__slabs *S = p->slabs;
+  if (same && S->L != S->rows) /* a reach along axis 0: rows are read after others are written */
+    return ndf__fail(p->ctx, NDF_EINVAL,
+                     "%s: in place on an array filtered in slabs (its rows are read after "
+                     "others are written): give another output",
+                     p->pb.label ? p->pb.label : ndf__op_name(p->pb.op));
+  pthread_mutex_lock(&S->run);
+  const ndf_status st = S->then ? two_sweeps(p, S, in, out) : run(S, in, ops, out);
   pthread_mutex_unlock(&S->run);
   return st;
 }
 
 static void free_bufs(worker *w, int nout, int nops) {
-  ndf_array_free(w->ctx, &w->ins[0]);
-  for (int j = 0; j < nops; j++)
-    ndf_array_free(w->ctx, &w->ins[1 + j]);
-  for (int f = 0; w->out && f < nout; f++)
-    ndf_array_free(w->ctx, &w->out[f]);
+  for (int j = 0; j <= nops; j++) {
+    ndf_array_free(w->ctx, &w->ins[j]);
+    ndf_array_free(w->ctx, &w->hin[j]);
+  }
+  for (int f = 0; f < nout; f++) {
+    if (w->out) ndf_array_free(w->ctx, &w->out[f]);
+    if (w->hout) ndf_array_free(w->ctx, &w->hout[f]);
+  }
   free(w->out);
+  free(w->hout);
 }
 
 void ndf__slabs_free(struct ndf__slabs *S) {
@@ -219,17 +311,68 @@ void ndf__slabs_free(struct ndf__slabs *S) {
     ndf_context_destroy(w->ctx);
   }
   free(S->w);
+  ndf__slabs_free(S->then);
   pthread_mutex_destroy(&S->lock);
   pthread_mutex_destroy(&S->run);
   free(S);
 }
 
-/* A buffer of n rows like a, of dtype t, in the worker's memory (page-locked on a GPU). */
-static ndf_status buffer(worker *w, ndf_array *b, const ndf_array *a, ndf_dtype t, int64_t n) {
+/* A buffer of n rows like a, of dtype t, in the worker's host memory (page-locked on a GPU)
+ * or (dev) on its device. */
+static ndf_status buffer(worker *w, ndf_array *b, const ndf_array *a, ndf_dtype t, int64_t n,
+                         int dev) {
   int64_t shape[NDF_MAX_DIMS];
   memcpy(shape, a->shape, sizeof shape);
   shape[0] = n;
-  return ndf_array_alloc_host(w->ctx, b, t, a->ndim, shape);
+  return (dev ? ndf_array_alloc : ndf_array_alloc_host)(w->ctx, b, t, a->ndim, shape);
+}
+
+/* A worker on device `device` (the CPU's: any): its context, buffers of L rows and the plan of
+ * their shape (q: pb's problem, its params a copy for the plan to take). */
+static ndf_status make_worker(worker *w, ndf_context *ctx, const ndf__problem *pb,
+                              const ndf__solver *s, const char *method, int device) {
+  struct ndf__slabs *S = w->S;
+  const int64_t L = S->L;
+  const ndf_array *a = &pb->in;
+  ndf_status st = ndf__context_child(&w->ctx, ctx, S->threads, device);
+  if (st != NDF_OK) return st;
+  w->out = calloc((size_t)pb->nout, sizeof *w->out);
+  w->hout = S->gpu ? calloc((size_t)pb->nout, sizeof *w->hout) : NULL;
+  ndf__problem q = *pb;
+  q.params = malloc(pb->params_size);
+  if (!w->out || (S->gpu && !w->hout) || !q.params) {
+    free(q.params);
+    return ndf__fail(ctx, NDF_ENOMEM, "out of host memory for slabs");
+  }
+  for (int j = 0; j <= pb->nops && st == NDF_OK; j++) {
+    const ndf_array *o = j ? &pb->ops[j - 1] : a;
+    const ndf_dtype t = j ? o->dtype : work_dtype(a->dtype);
+    st = buffer(w, &w->ins[j], o, t, L, S->gpu);
+    if (st == NDF_OK && S->gpu) st = buffer(w, &w->hin[j], o, t, L, 0);
+  }
+  for (int f = 0; f < pb->nout && st == NDF_OK; f++) {
+    st = buffer(w, &w->out[f], &pb->out, work_dtype(pb->out.dtype), L, S->gpu);
+    if (st == NDF_OK && S->gpu)
+      st = buffer(w, &w->hout[f], &pb->out, work_dtype(pb->out.dtype), S->rows, 0);
+  }
+  if (st != NDF_OK) {
+    free(q.params);
+    return ndf__fail(ctx, st, "slabs of %lld rows on %s: %s", (long long)L, w->ctx->device_name,
+                     ndf_context_message(w->ctx));
+  }
+  memcpy(q.params, pb->params, pb->params_size);
+  q.in = w->ins[0];
+  q.out = w->out[0];
+  for (int j = 0; j < pb->nops; j++)
+    q.ops[j] = w->ins[1 + j];
+  q.in.data = q.out.data = NULL;
+  if (pb->op == NDF__OP_KS) ((ndf__ksp *)q.params)->n = ndf_array_size(&q.in);
+  q.pin = 1 + (int)s->place;
+  st = ndf__plan_create(&w->plan, w->ctx, &q, method);
+  if (st != NDF_OK)
+    ndf__fail(ctx, st, "a slab of %lld rows on %s: %s", (long long)L, w->ctx->device_name,
+              ndf_context_message(w->ctx));
+  return st;
 }
 
 /* The bytes a plan's work holds per element of the image, as the CLI's slabs count them: the
@@ -239,84 +382,141 @@ static double bytes_per_element(const ndf__problem *pb) {
   return 4.0 * (1 + pb->nout + 2) + 8.0 * pb->nops;
 }
 
+/* The rows a slab buffer of pb holds when its host arrays go by slabs (reach lo, hi along
+ * axis 0), its workers in *nw; 0 where they do not: the work fits the memory the context may use
+ * and one device is to do it, or no slab fits the limit. */
+static int64_t slab_length(const ndf_context *ctx, const ndf__problem *pb, int64_t lo, int64_t hi,
+                           int *nw) {
+  const ndf_array *a = &pb->in;
+  const int gpu = ctx->place.kind == NDF_PLACE_CUDA;
+  const int ndev = gpu && ctx->ndev > 1 ? ctx->ndev : 1, per_dev = gpu ? 2 : 1;
+  *nw = ndev * per_dev;
+  const int64_t N = a->shape[0], row = N ? ndf_array_size(a) / N : 0;
+  const double per_row = (double)row * bytes_per_element(pb), work = per_row * (double)N;
+  /* several GPUs share a filter on host arrays past the cost of setting their workers up */
+  const int spread = ndev > 1 && (double)ndf_array_size(a) * ndf_dtype_size(a->dtype) >= 64e6;
+  double cap = (double)ctx->memory_limit;        /* each device's */
+  if (cap == 0 && gpu && (spread || work > 1e9)) /* asked only where it may matter */
+    for (int i = 0; i < ndev; i++) {
+      ndf_context on = *ctx;
+      on.place.device = ndev > 1 ? ctx->devs[i] : ctx->place.device;
+      const double fr = 0.8 * (double)ndf__device()->mem_free(&on);
+      if (i == 0 || fr < cap) cap = fr;
+    }
+  if (N < 2 || row == 0 || (!spread && (cap <= 0 || work <= cap))) return 0;
+  int64_t L = cap > 0 ? (int64_t)(cap / (per_dev * per_row)) : N;
+  if (spread) { /* two slabs a worker at least, or the reach's rows */
+    int64_t rows = (N + 2 * *nw - 1) / (2 * *nw);
+    if (rows < lo + hi) rows = lo + hi;
+    if (L > rows + lo + hi) L = rows + lo + hi;
+  }
+  return L - lo - hi < 1 || L >= N ? 0 : L; /* no slab fits, or no need */
+}
+
+static struct ndf__slabs *slabs_new(ndf_context *ctx) {
+  struct ndf__slabs *S = calloc(1, sizeof *S);
+  if (!S) {
+    ndf__fail(ctx, NDF_ENOMEM, "out of host memory for slabs");
+    return NULL;
+  }
+  pthread_mutex_init(&S->lock, NULL);
+  pthread_mutex_init(&S->run, NULL);
+  S->ctx = ctx;
+  return S;
+}
+
+/* Slabs of pb's host arrays, L rows a buffer, by nw workers (spread over the context's
+ * devices) with plans of solver s's place. */
+static ndf_status make_slabs(struct ndf__slabs **out, ndf_context *ctx, const ndf__problem *pb,
+                             const ndf__solver *s, const char *method, int64_t L, int nw,
+                             int64_t lo, int64_t hi, int wrap) {
+  const int gpu = ctx->place.kind == NDF_PLACE_CUDA, ndev = gpu && ctx->ndev > 1 ? ctx->ndev : 1;
+  struct ndf__slabs *S = *out = slabs_new(ctx);
+  if (!S) return NDF_ENOMEM;
+  S->N = pb->in.shape[0];
+  S->L = L;
+  S->rows = L - lo - hi;
+  S->lo = lo;
+  S->wrap = wrap;
+  S->gpu = gpu;
+  S->threads = gpu ? (ctx->threads / nw > 0 ? ctx->threads / nw : 1) : ctx->threads;
+  S->nout = pb->nout;
+  S->nops = pb->nops;
+  S->w = calloc((size_t)nw, sizeof *S->w);
+  if (!S->w) return ndf__fail(ctx, NDF_ENOMEM, "out of host memory for slabs");
+  ndf_status st = NDF_OK;
+  for (int i = 0; i < nw && st == NDF_OK; i++, S->nw++) {
+    S->w[i].S = S;
+    st = make_worker(&S->w[i], ctx, pb, s, method,
+                     ndev > 1 ? ctx->devs[i % ndev] : ctx->place.device);
+  }
+  return st;
+}
+
+/* A recursive filter along axis 0 (see two_sweeps): the first sweep's problem (the other axes,
+ * into the output or a float32 array) and the second's (axis 0 alone, on views with axes 0 and
+ * 1 swapped), each in slabs, where both may go by slabs. */
+static ndf_status two_sweeps_try(struct ndf__slabs **out, ndf_context *ctx, const ndf__problem *pb,
+                                 const ndf__solver *s, const char *method) {
+  const ndf__iirp *q = pb->params;
+  const ndf_array *a = &pb->in;
+  if (a->ndim < 2) return NDF_OK;
+  const int temp = pb->out.dtype != NDF_F32 && pb->out.dtype != NDF_F64;
+  ndf__iirp qa = *q, qb = {0};
+  qa.ax[0] = (ndf__iir){0};
+  qb.ax[1] = q->ax[0];
+  int others = 0;
+  for (int d = 1; d < a->ndim; d++)
+    others |= q->ax[d].K != 0;
+  ndf__problem pa = *pb, pq = *pb;
+  pa.params = &qa;
+  if (temp) pa.out = ndf_array_contiguous(NDF_F32, a->ndim, a->shape, NULL);
+  pq.params = &qb;
+  pq.in = swap01(others ? &pa.out : a);
+  pq.out = swap01(&pb->out);
+  int nwa = 0, nwb = 0;
+  const int64_t La = others ? slab_length(ctx, &pa, 0, 0, &nwa) : 0;
+  const int64_t Lb = slab_length(ctx, &pq, 0, 0, &nwb);
+  if ((others && !La) || !Lb) return NDF_OK;
+  ndf_status st = NDF_OK;
+  if (others)
+    st = make_slabs(out, ctx, &pa, s, method, La, nwa, 0, 0, 0);
+  else if (!(*out = slabs_new(ctx)))
+    return NDF_ENOMEM;
+  if (st == NDF_OK) {
+    (*out)->temp = temp && others;
+    st = make_slabs(&(*out)->then, ctx, &pq, s, method, Lb, nwb, 0, 0, 0);
+  }
+  return st;
+}
+
 ndf_status ndf__slabs_try(ndf_plan **out, ndf_context *ctx, ndf__problem *pb, const ndf__solver *s,
                           const char *method, int *made) {
   *made = 0;
   int64_t lo, hi;
-  int wrap;
+  int wrap = 0;
   const ndf_array *a = &pb->in;
   if (ctx->worker || a->ndim < 1 || a->place.kind != NDF_PLACE_HOST ||
-      pb->out.place.kind != NDF_PLACE_HOST || s->place != ctx->place.kind ||
-      !reach(pb, &lo, &hi, &wrap))
+      pb->out.place.kind != NDF_PLACE_HOST || s->place != ctx->place.kind)
     return NDF_OK;
   for (int j = 0; j < pb->nops; j++)
     if (pb->ops[j].place.kind != NDF_PLACE_HOST || pb->ops[j].ndim != a->ndim ||
         pb->ops[j].shape[0] != a->shape[0])
       return NDF_OK;
-  const int gpu = ctx->place.kind == NDF_PLACE_CUDA;
-  const int64_t N = a->shape[0], row = N ? ndf_array_size(a) / N : 0;
-  const double per_row = (double)row * bytes_per_element(pb);
-  double cap = (double)ctx->memory_limit;
-  if (cap == 0 && gpu && per_row * (double)N > 1e9) /* asked only where it may matter */
-    cap = 0.8 * (double)ndf__device()->mem_free(ctx);
-  if (cap <= 0 || N < 2 || row == 0 || per_row * (double)N <= cap) return NDF_OK;
-  const int nw = gpu ? 2 : 1;
-  int64_t L = (int64_t)(cap / (nw * per_row));
-  if (L - lo - hi < 1 || L >= N) return NDF_OK; /* no slab fits, or no need */
-
-  struct ndf__slabs *S = calloc(1, sizeof *S);
-  if (!S) return ndf__fail(ctx, NDF_ENOMEM, "out of host memory for slabs");
-  pthread_mutex_init(&S->lock, NULL);
-  pthread_mutex_init(&S->run, NULL);
-  S->N = N;
-  S->L = L;
-  S->rows = L - lo - hi;
-  S->lo = lo;
-  S->wrap = wrap;
-  S->nw = nw;
-  S->threads = ctx->threads / nw > 0 ? ctx->threads / nw : 1;
-  S->nout = pb->nout;
-  S->nops = pb->nops;
-  S->ctx = ctx;
-  S->w = calloc((size_t)nw, sizeof *S->w);
-  ndf_status st = S->w ? NDF_OK : ndf__fail(ctx, NDF_ENOMEM, "out of host memory for slabs");
-  for (int i = 0; i < nw && st == NDF_OK; i++) {
-    worker *w = &S->w[i];
-    w->S = S;
-    st = ndf__context_child(&w->ctx, ctx, gpu ? S->threads : ctx->threads);
-    if (st != NDF_OK) break;
-    w->out = calloc((size_t)pb->nout, sizeof *w->out);
-    if (!w->out) st = ndf__fail(ctx, NDF_ENOMEM, "out of host memory for slabs");
-    /* the buffers, and the problem of their shape */
-    ndf__problem q = *pb;
-    q.params = malloc(pb->params_size);
-    if (!q.params) st = ndf__fail(ctx, NDF_ENOMEM, "out of host memory for slabs");
-    if (st == NDF_OK) st = buffer(w, &w->ins[0], a, work_dtype(a->dtype), L);
-    for (int j = 0; j < pb->nops && st == NDF_OK; j++)
-      st = buffer(w, &w->ins[1 + j], &pb->ops[j], pb->ops[j].dtype, L);
-    for (int f = 0; f < pb->nout && st == NDF_OK; f++)
-      st = buffer(w, &w->out[f], &pb->out, work_dtype(pb->out.dtype), L);
-    if (st != NDF_OK) {
-      free(q.params);
-      ndf__fail(ctx, st, "slabs of %lld rows: %s", (long long)L, ndf_context_message(w->ctx));
-      break;
-    }
-    memcpy(q.params, pb->params, pb->params_size);
-    q.in = w->ins[0];
-    q.out = w->out[0];
-    for (int j = 0; j < pb->nops; j++)
-      q.ops[j] = w->ins[1 + j];
-    q.in.data = q.out.data = NULL;
-    if (pb->op == NDF__OP_KS) ((ndf__ksp *)q.params)->n = ndf_array_size(&q.in);
-    q.pin = 1 + (int)s->place;
-    st = ndf__plan_create(&w->plan, w->ctx, &q, method);
-    if (st != NDF_OK)
-      ndf__fail(ctx, st, "a slab of %lld rows: %s", (long long)L, ndf_context_message(w->ctx));
+  struct ndf__slabs *S = NULL;
+  ndf_status st = NDF_OK;
+  if (reach(pb, &lo, &hi, &wrap)) {
+    int nw = 0;
+    const int64_t L = slab_length(ctx, pb, lo, hi, &nw);
+    if (L) st = make_slabs(&S, ctx, pb, s, method, L, nw, lo, hi, wrap);
+  } else if (pb->op == NDF__OP_GAUSSIAN) {
+    st = two_sweeps_try(&S, ctx, pb, s, method);
   }
   if (st != NDF_OK) {
     ndf__slabs_free(S);
     return st;
   }
+  if (!S) return NDF_OK;
   ndf_plan *p = calloc(1, sizeof *p);
   if (!p) {
     ndf__slabs_free(S);
@@ -325,11 +525,14 @@ ndf_status ndf__slabs_try(ndf_plan **out, ndf_context *ctx, ndf__problem *pb, co
   p->ctx = ctx;
   p->pb = *pb;
   pb->params = NULL;
-  p->solver = S->w[0].plan->solver;
+  p->solver = (S->nw ? S : S->then)->w[0].plan->solver;
   p->slabs = S;
   *out = p;
   *made = 1;
   return NDF_OK;
 }
 
-int64_t ndf_plan_slabs(const ndf_plan *p) { return p && p->slabs ? p->slabs->rows : 0; }
+int64_t ndf_plan_slabs(const ndf_plan *p) {
+  if (!p || !p->slabs) return 0;
+  return p->slabs->nw ? p->slabs->rows : p->slabs->then->rows;
+}

@@ -452,8 +452,9 @@ static int host_free(ndf_context *ctx, void *p) {
 
 static ndf_status copy(ndf_context *ctx, void *dst, const void *src, size_t bytes) {
   cudaError_t e = cudaSetDevice(ctx->place.device);
+  if (e == cudaSuccess)
+    e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, (cudaStream_t)ctx->stream);
   if (e == cudaSuccess) e = cudaStreamSynchronize((cudaStream_t)ctx->stream);
-  if (e == cudaSuccess) e = cudaMemcpy(dst, src, bytes, cudaMemcpyDefault);
   return e == cudaSuccess ? NDF_OK : cuda_fail(ctx, e, "ndf_array_copy", bytes);
 }
 
