@@ -141,9 +141,12 @@ typedef struct ndf_context_opts {
   /* Most bytes a plan on host arrays may hold for its work at once: its buffers on each GPU
    * (on a CUDA context; 0: 80% of the device's free memory), or its temporaries (on the CPU;
    * 0: none). A filter whose arrays need more runs in slabs of the slowest axis, each with
-   * the kernel's reach of its neighbours (ndf_plan_slabs tells); one that cannot (a recursive
-   * filter, a limit below one slab) plans as before. On a context of several GPUs, a filter
-   * on host arrays of 64 MB or more goes by slabs, spread over the devices, in any case. A
+   * the kernel's reach of its neighbours (ndf_plan_slabs tells); a recursive Gaussian in two
+   * sweeps, the other axes in slabs of the slowest, then that axis in slabs of the next; one
+   * that cannot (a limit below one slab) plans as before. On a context of several GPUs, a
+   * filter with a finite reach on host arrays of 64 MB or more goes by slabs spread over the
+   * devices in any case. Page-locked, C-contiguous float32 (float64) arrays are copied to and
+   * from the devices directly, the rest through the slabs' page-locked buffers. A
    * struct_size that ends before this field means 0. */
   size_t memory_limit;
 } ndf_context_opts;

@@ -279,7 +279,7 @@ static void recursive_case(ndf_context *ctx, int cuda, uint64_t *r, int c) {
   const int64_t k = t_randint(r, 2, shape[0] < shape[1] ? shape[0] : shape[1]);
   ndf_context_opts co = {.struct_size = sizeof co,
                          .device = slab_device,
-                         .memory_limit = (size_t)(16.0 * (double)n * (cuda ? 2 : 1) / (double)k)};
+                         .memory_limit = (size_t)(16.16 * (double)n * (cuda ? 2 : 1) / (double)k)};
   ndf_context *small = NULL;
   if (ndf_context_create(&small, &co) != NDF_OK) abort();
   ndf_plan *pa = NULL, *pb = NULL;
@@ -336,6 +336,53 @@ static void recursive_case(ndf_context *ctx, int cuda, uint64_t *r, int c) {
   t_arr_free(&ob, NULL);
 }
 
+/* Page-locked arrays (ndf_array_alloc_host), which the slabs copy to and from the devices
+ * directly (but for rows that wrap around): a Gaussian against the same in memory. */
+static void page_locked_case(ndf_context *ctx, uint64_t *r, int c) {
+  const int64_t shape[3] = {t_randint(r, 20, 60), t_randint(r, 3, 30), t_randint(r, 1, 20)};
+  const int64_t n = shape[0] * shape[1] * shape[2];
+  const int per_device = strncmp(slab_device, "cuda", 4) ? 1 : 2; /* workers */
+  ndf_context_opts co = {.struct_size = sizeof co,
+                         .device = slab_device,
+                         .memory_limit = (size_t)(per_device * 16 * 16 * shape[1] * shape[2])};
+  ndf_context *small = NULL;
+  if (ndf_context_create(&small, &co) != NDF_OK) abort();
+  ndf_array in, out, ref;
+  if (ndf_array_alloc_host(small, &in, NDF_F32, 3, shape) != NDF_OK ||
+      ndf_array_alloc_host(small, &out, NDF_F32, 3, shape) != NDF_OK ||
+      ndf_array_alloc_host(small, &ref, NDF_F32, 3, shape) != NDF_OK)
+    abort();
+  for (int64_t i = 0; i < n; i++) {
+    ((float *)in.data)[i] = (float)ndf_rand_uniform(r);
+    ((float *)out.data)[i] = ((float *)ref.data)[i] = NAN;
+  }
+  ndf_gaussian_opts go = {.struct_size = sizeof go, .sigma = {1, 1.5, 0.7}}; /* reach 4 + 4 */
+  go.mode[0] = t_randint(r, 0, 1) ? NDF_MODE_WRAP : NDF_MODE_REFLECT;
+  ndf_plan *pa = NULL, *pb = NULL;
+  ndf_status st = ndf_plan_gaussian(&pa, small, &in, &out, &go);
+  if (st == NDF_OK) st = ndf_plan_gaussian(&pb, ctx, &in, &ref, &go);
+  CHECK(st == NDF_OK && ndf_plan_slabs(pa) > 0, "page-locked case %d: %s, slabs %lld", c,
+        ndf_context_message(small), (long long)ndf_plan_slabs(pa));
+  if (st == NDF_OK) st = ndf_execute(pa, &in, &out);
+  if (st == NDF_OK) st = ndf_execute(pb, &in, &ref);
+  CHECK(st == NDF_OK, "page-locked case %d: %s / %s", c, ndf_context_message(small),
+        ndf_context_message(ctx));
+  for (int64_t i = 0; st == NDF_OK && i < n; i++) {
+    const float a = ((float *)out.data)[i], b = ((float *)ref.data)[i];
+    if (!(fabsf(a - b) <= 1e-6f)) {
+      CHECK(0, "page-locked case %d (%s): element %lld is %g in slabs, %g in memory", c,
+            ndf_mode_name(go.mode[0]), (long long)i, a, b);
+      break;
+    }
+  }
+  ndf_plan_destroy(pa);
+  ndf_plan_destroy(pb);
+  ndf_array_free(small, &in);
+  ndf_array_free(small, &out);
+  ndf_array_free(small, &ref);
+  ndf_context_destroy(small);
+}
+
 int main(int argc, char **argv) {
   ndf_context *ctx;
   const char *dev = argc > 1 ? argv[1] : "cpu";
@@ -367,6 +414,8 @@ int main(int argc, char **argv) {
     one_case(ctx, cuda, &r, c);
   for (int c = 0; c < ncases / 3; c++)
     recursive_case(ctx, cuda, &r, c);
+  for (int c = 0; c < ncases / 10; c++)
+    page_locked_case(ctx, &r, c);
   ndf_context_destroy(ctx);
   printf("%d cases; %d failures\n", ncases, t_failures);
   return t_failures ? 1 : 0;

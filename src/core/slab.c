@@ -43,6 +43,9 @@ struct ndf__slabs {
   int wrap;        /* axis 0 wraps: every buffer reads lo rows before and hi after, cyclically */
   int nw, threads; /* workers; CPU threads each */
   int gpu;         /* the workers' buffers ins and out are on their devices */
+  /* this execute's arrays the devices copy rows from (ins: the image, the operands) and to
+   * (outs) directly: page-locked, C-contiguous, of the buffers' dtype */
+  char direct_in[1 + NDF__MAX_OPS], *direct_out;
   int nout, nops;
   ndf_context *ctx; /* the plan's */
   worker *w;
@@ -204,12 +207,21 @@ static void *work(void *v) {
     const int64_t from = ((a % S->N) + S->N) % S->N;
     ndf_status st = NDF_OK;
     for (int j = 0; j <= S->nops && st == NDF_OK; j++) {
-      copy_rows(j ? &S->ops[j - 1] : S->in, from, S->N, &hin[j], 0, S->L, S->threads);
-      if (dev) st = dev->copy(w->ctx, w->ins[j].data, hin[j].data, rows_bytes(&hin[j], S->L));
+      const ndf_array *src = j ? &S->ops[j - 1] : S->in;
+      const void *rows = hin[j].data;
+      if (dev && S->direct_in[j] && from + S->L <= S->N)
+        rows = rows_of(src, from, 1).data;
+      else
+        copy_rows(src, from, S->N, &hin[j], 0, S->L, S->threads);
+      if (dev) st = dev->copy(w->ctx, w->ins[j].data, rows, rows_bytes(&hin[j], S->L));
     }
     if (st == NDF_OK) st = ndf_execute_n(w->plan, 1 + S->nops, w->ins, S->nout, w->out);
     for (int f = 0; f < S->nout && st == NDF_OK; f++) {
       ndf_array mine = rows_of(&w->out[f], z0 - a, nz); /* the slab's own rows */
+      if (dev && S->direct_out[f]) {
+        st = dev->copy(w->ctx, rows_of(&S->out[f], z0, 1).data, mine.data, rows_bytes(&mine, nz));
+        continue;
+      }
       if (dev) {
         st = dev->copy(w->ctx, w->hout[f].data, mine.data, rows_bytes(&mine, nz));
         mine = rows_of(&w->hout[f], 0, nz);
@@ -224,9 +236,19 @@ static void *work(void *v) {
   return NULL;
 }
 
+/* a's rows go to and from a device without a copy on the CPU: page-locked, C-contiguous, of
+ * dtype t */
+static int direct(const ndf_array *a, ndf_dtype t) {
+  return a->dtype == t && ndf__is_contiguous(a) && ndf__device()->page_locked(a->data);
+}
+
 /* One run of the slabs S: in (and ops) to out. */
 static ndf_status run(struct ndf__slabs *S, const ndf_array *in, const ndf_array *ops,
                       ndf_array *out) {
+  for (int j = 0; S->gpu && j <= S->nops; j++)
+    S->direct_in[j] = direct(j ? &ops[j - 1] : in, S->w[0].ins[j].dtype);
+  for (int f = 0; S->gpu && f < S->nout; f++)
+    S->direct_out[f] = direct(&out[f], S->w[0].out[f].dtype);
   S->in = in;
   S->ops = ops;
   S->out = out;
@@ -311,6 +333,7 @@ void ndf__slabs_free(struct ndf__slabs *S) {
     ndf_context_destroy(w->ctx);
   }
   free(S->w);
+  free(S->direct_out);
   ndf__slabs_free(S->then);
   pthread_mutex_destroy(&S->lock);
   pthread_mutex_destroy(&S->run);
@@ -384,9 +407,10 @@ static double bytes_per_element(const ndf__problem *pb) {
 
 /* The rows a slab buffer of pb holds when its host arrays go by slabs (reach lo, hi along
  * axis 0), its workers in *nw; 0 where they do not: the work fits the memory the context may use
- * and one device is to do it, or no slab fits the limit. */
+ * and one device is to do it (no several devices, or not may_spread), or no slab fits the
+ * limit. */
 static int64_t slab_length(const ndf_context *ctx, const ndf__problem *pb, int64_t lo, int64_t hi,
-                           int *nw) {
+                           int may_spread, int *nw) {
   const ndf_array *a = &pb->in;
   const int gpu = ctx->place.kind == NDF_PLACE_CUDA;
   const int ndev = gpu && ctx->ndev > 1 ? ctx->ndev : 1, per_dev = gpu ? 2 : 1;
@@ -394,7 +418,8 @@ static int64_t slab_length(const ndf_context *ctx, const ndf__problem *pb, int64
   const int64_t N = a->shape[0], row = N ? ndf_array_size(a) / N : 0;
   const double per_row = (double)row * bytes_per_element(pb), work = per_row * (double)N;
   /* several GPUs share a filter on host arrays past the cost of setting their workers up */
-  const int spread = ndev > 1 && (double)ndf_array_size(a) * ndf_dtype_size(a->dtype) >= 64e6;
+  const int spread =
+      may_spread && ndev > 1 && (double)ndf_array_size(a) * ndf_dtype_size(a->dtype) >= 64e6;
   double cap = (double)ctx->memory_limit;        /* each device's */
   if (cap == 0 && gpu && (spread || work > 1e9)) /* asked only where it may matter */
     for (int i = 0; i < ndev; i++) {
@@ -443,7 +468,8 @@ static ndf_status make_slabs(struct ndf__slabs **out, ndf_context *ctx, const nd
   S->nout = pb->nout;
   S->nops = pb->nops;
   S->w = calloc((size_t)nw, sizeof *S->w);
-  if (!S->w) return ndf__fail(ctx, NDF_ENOMEM, "out of host memory for slabs");
+  S->direct_out = calloc((size_t)pb->nout, 1);
+  if (!S->w || !S->direct_out) return ndf__fail(ctx, NDF_ENOMEM, "out of host memory for slabs");
   ndf_status st = NDF_OK;
   for (int i = 0; i < nw && st == NDF_OK; i++, S->nw++) {
     S->w[i].S = S;
@@ -475,8 +501,9 @@ static ndf_status two_sweeps_try(struct ndf__slabs **out, ndf_context *ctx, cons
   pq.in = swap01(others ? &pa.out : a);
   pq.out = swap01(&pb->out);
   int nwa = 0, nwb = 0;
-  const int64_t La = others ? slab_length(ctx, &pa, 0, 0, &nwa) : 0;
-  const int64_t Lb = slab_length(ctx, &pq, 0, 0, &nwb);
+  /* two sweeps move the data twice: only where the filter does not fit, not to share it */
+  const int64_t La = others ? slab_length(ctx, &pa, 0, 0, 0, &nwa) : 0;
+  const int64_t Lb = slab_length(ctx, &pq, 0, 0, 0, &nwb);
   if ((others && !La) || !Lb) return NDF_OK;
   ndf_status st = NDF_OK;
   if (others)
@@ -507,7 +534,7 @@ ndf_status ndf__slabs_try(ndf_plan **out, ndf_context *ctx, ndf__problem *pb, co
   ndf_status st = NDF_OK;
   if (reach(pb, &lo, &hi, &wrap)) {
     int nw = 0;
-    const int64_t L = slab_length(ctx, pb, lo, hi, &nw);
+    const int64_t L = slab_length(ctx, pb, lo, hi, 1, &nw);
     if (L) st = make_slabs(&S, ctx, pb, s, method, L, nw, lo, hi, wrap);
   } else if (pb->op == NDF__OP_GAUSSIAN) {
     st = two_sweeps_try(&S, ctx, pb, s, method);
