@@ -275,8 +275,9 @@ static void recursive_case(ndf_context *ctx, int cuda, uint64_t *r, int c) {
   t_arr_make(&ob, r, odt, nd, shape, 0, NULL);
   t_poison(&oa);
   t_poison(&ob);
-  /* a limit of a fraction of the whole: both sweeps in slabs of a few rows */
-  const int64_t k = t_randint(r, 2, shape[0] < shape[1] ? shape[0] : shape[1]);
+  /* a limit of a fraction of the whole (the whole passing it: two workers share a GPU's):
+   * both sweeps in slabs of a few rows */
+  const int64_t k = t_randint(r, cuda ? 3 : 2, shape[0] < shape[1] ? shape[0] : shape[1]);
   ndf_context_opts co = {.struct_size = sizeof co,
                          .device = slab_device,
                          .memory_limit = (size_t)(16.16 * (double)n * (cuda ? 2 : 1) / (double)k)};
@@ -339,7 +340,7 @@ static void recursive_case(ndf_context *ctx, int cuda, uint64_t *r, int c) {
 /* Page-locked arrays (ndf_array_alloc_host), which the slabs copy to and from the devices
  * directly (but for rows that wrap around): a Gaussian against the same in memory. */
 static void page_locked_case(ndf_context *ctx, uint64_t *r, int c) {
-  const int64_t shape[3] = {t_randint(r, 20, 60), t_randint(r, 3, 30), t_randint(r, 1, 20)};
+  const int64_t shape[3] = {t_randint(r, 40, 80), t_randint(r, 3, 30), t_randint(r, 1, 20)};
   const int64_t n = shape[0] * shape[1] * shape[2];
   const int per_device = strncmp(slab_device, "cuda", 4) ? 1 : 2; /* workers */
   ndf_context_opts co = {.struct_size = sizeof co,
