@@ -203,16 +203,34 @@ static void one_case(ndf_context *ctx, int cuda, uint64_t *r, int c) {
         at = i;
       }
     }
-    const double tol = odt == NDF_F32 || odt == NDF_F64 ? 1e-6 * (scale + 1e-30) : 1.0;
+    /* float32 arithmetic: its rounding is relative to the terms' magnitude (the input's
+     * largest times the weights' absolute sum), which cancellation can put above the output's */
+    double mag = 0, wsum = 1;
+    for (int64_t i = 0; i < n; i++)
+      mag = fmax(mag, fabs(ndf__load(idt, in.view.data, ndf__offset(&in.view, i))));
+    if (s.kind == SEP) {
+      for (int d = 0, off = 0; d < s.nd; off += (int)s.k[d], d++) {
+        double a = 0;
+        for (int j = 0; j < s.k[d]; j++)
+          a += fabs(s.w[off + j]);
+        wsum *= a;
+      }
+    } else if (s.kind == CORR || s.kind == BANK) {
+      wsum = 0;
+      for (int64_t j = 0; j < nw; j++)
+        wsum += fabs(s.w[f * nw + j]);
+    }
+    mag *= wsum;
+    const double tol = odt == NDF_F32 || odt == NDF_F64 ? 1e-6 * (fmax(scale, mag) + 1e-30) : 1.0;
     if (worst > tol) {
       fprintf(stderr,
               "  case %d: %s by %s, %dD %lld rows (%lld a slab, reach %lld), %s -> %s, modes "
-              "%d %d %d %d: output %d element %lld is %g in slabs, %g in memory\n",
+              "%d %d %d %d: output %d element %lld is %.9g in slabs, %.9g in memory (scale %g)\n",
               c, kind_name[s.kind], ndf_plan_solver(pa), s.nd, (long long)s.shape[0],
               (long long)slabs, (long long)reach, ndf_dtype_name(idt), ndf_dtype_name(odt),
               s.mode[0], s.mode[1], s.mode[2], s.mode[3], f, (long long)at,
               ndf__load(odt, oa[f].data, ndf__offset(&oa[f], at)),
-              ndf__load(odt, ob[f].data, ndf__offset(&ob[f], at)));
+              ndf__load(odt, ob[f].data, ndf__offset(&ob[f], at)), scale);
       t_failures++;
     }
   }
