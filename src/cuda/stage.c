@@ -16,12 +16,12 @@
  * by chunk (the cores in parallel) while the chunks before it are already on their way to the
  * device, and the output comes back chunk by chunk, each unpacked while the next ones are still
  * in flight (NEV chunks at a time, an event each). */
-#define CHUNK ((int64_t)1 << 22) /* 16 MiB of float32 */
+#define CHUNK ((int64_t)1 << 20) /* 4 MiB of float32 */
 #define NEV 8
-/* Threads that pack or unpack a chunk: a host copy saturates the memory's bandwidth at about 16
- * (49 GB/s with 8 threads, 58 with 16, 50 with 32 on a 32-core H200 host); more add only their
- * share of a barrier per chunk, which on a 64-core host with every core busy cost seconds. */
-#define COPY_THREADS 16
+/* Threads that pack or unpack a chunk, at most: a plain copy's bandwidth saturates by 16-32
+ * (49 GB/s with 8 threads, 58 with 16, 50 with 32 on a 32-core H200 host; packing that checks
+ * for NaN gains up to 32), while every thread takes its part in a barrier per chunk. */
+#define COPY_THREADS 32
 
 /* Buffers a CUDA plan needs to turn the caller's arrays into device float32
  * arrays and back; which exist depends on the plan's places and dtypes. */
