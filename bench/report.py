@@ -5,7 +5,9 @@
   python3 bench/report.py [--results DIR] [--out FILE]
 
 reads DIR/<family>/ (default bench/results/): <family>.json (its "meta" gives the GPU, date and
-commit of the run), <family>.md (the family's tables) and its PNG plots, and writes FILE
+commit of the run), <family>.md (the family's tables) and its PNG plots, and any other part of
+the family run apart (<part>.json and <part>.md beside them: slabs/gpus, dask/dask_cuda), and
+writes FILE
 (default BENCHMARKS.md beside bench/): a header with each family's run, then each family's
 Markdown with its headings one level down and its plots. scripts/gpu-check.sh writes the same
 layout under $OUT/<family>/: copy that folder over bench/results/<family>/ and run this again.
@@ -34,10 +36,10 @@ FAMILIES = {
              "bench/user_paths.py", "user"),
     "auto": ("method auto's choices: measured on this card, modelled for others",
              "bench/auto_choices.py", "auto"),
-    "dask": ("ndfilt.dask against dask-image on a CPU LocalCluster (not gpu-check: any machine)",
-             "bench/dask_bench.py", "by hand"),
-    "slabs": ("numpy arrays past the GPU call's memory limit, in slabs, beside the bus",
-              "bench/slabs.py", "slabs"),
+    "dask": ("ndfilt.dask against dask-image: a CPU LocalCluster (by hand, any machine) and "
+             "dask_cuda on several GPUs (gpu-check part daskgpu)", "bench/dask_bench.py", ""),
+    "slabs": ("numpy arrays past the GPU call's memory limit, in slabs, beside the bus; several "
+              "GPUs in one process (gpu-check part gpus)", "bench/slabs.py", "slabs"),
     "dropin": ("the rest of scipy.ndimage (rank, uniform, derivatives, NaN-aware) against scipy, "
                "OpenCV and cupyx", "bench/dropin.py", "dropin"),
 }
@@ -69,12 +71,20 @@ def run_of(folder, fam):
     with open(path, encoding="utf-8") as f:
         meta = json.load(f).get("meta") or {}
     gpu = str(meta.get("gpu") or "?")
+    if isinstance(meta.get("gpus"), int) and meta["gpus"] > 1:
+        gpu = f"{meta['gpus']} x {gpu}"
     if meta.get("driver") and meta["driver"] != "?":
         gpu += f" (driver {meta['driver']})"
     return (gpu, str(meta.get("date") or "?"), str(meta.get("commit") or "?"))
 
 
-def section(folder, fam, rel):
+def parts(folder, fam):
+    """The family's runs: its own (<fam>.md), then any other <part>.md beside it, by name."""
+    stems = sorted(n[:-3] for n in os.listdir(folder) if n.endswith(".md"))
+    return ([fam] if fam in stems or not stems else []) + [p for p in stems if p != fam]
+
+
+def section(folder, fam, rel, plots=True):
     """The family's Markdown, headings one level down, relative image paths made relative to the
     repository root (rel: the folder's path from there), and the plots it does not show."""
     path = _pick(folder, fam, "md")
@@ -97,7 +107,7 @@ def section(folder, fam, rel):
             shown.add(os.path.basename(target))
             return f"![{alt}]({rel}/{target})"
         out.append(IMAGE.sub(repath, ln))
-    extra = sorted(n for n in os.listdir(folder) if n.endswith(".png") and n not in shown)
+    extra = sorted(n for n in os.listdir(folder) if plots and n.endswith(".png") and n not in shown)
     for n in extra:
         out += ["", f"![{n[:-4]}]({rel}/{n})"]
     return out
@@ -119,18 +129,22 @@ def report(results, rel_results):
          "|---|---|---|---|---|---|"]
     for fam in fams:
         what, prog, part = FAMILIES.get(fam, ("", "", ""))
-        gpu, date, commit = run_of(os.path.join(results, fam), fam)
-        L.append(f"| {fam} | {what} | {prog}{f' ({part})' if part else ''} | {gpu} | {date} | "
-                 f"{commit} |")
+        for stem in parts(os.path.join(results, fam), fam):
+            gpu, date, commit = run_of(os.path.join(results, fam), stem)
+            name = fam if stem == fam else f"{fam}/{stem}"
+            L.append(f"| {name} | {what if stem == fam else ''} | "
+                     f"{prog}{f' ({part})' if part else ''} | {gpu} | {date} | {commit} |")
     L.append("")
     for fam in fams:
         folder = os.path.join(results, fam)
         rel = fam if rel_results == "." else f"{rel_results}/{fam}"
-        gpu, date, commit = run_of(folder, fam)
-        body = section(folder, fam, rel)
-        if not body[0].startswith("## "):  # a family's Markdown opens with its title
-            body = [f"## {fam}", ""] + body
-        L += [body[0], "", f"*{rel}/: {gpu}, {date}, commit {commit}.*"] + body[1:] + [""]
+        for i, stem in enumerate(parts(folder, fam)):
+            gpu, date, commit = run_of(folder, stem)
+            body = section(folder, stem, rel, plots=i == 0)
+            if not body[0].startswith("## "):  # a family's Markdown opens with its title
+                body = [f"## {fam if stem == fam else f'{fam}: {stem}'}", ""] + body
+            L += [body[0], "", f"*{rel}/{'' if stem == fam else stem + '.json'}: {gpu}, {date}, "
+                  f"commit {commit}.*"] + body[1:] + [""]
     return "\n".join(L).rstrip("\n") + "\n"
 
 

@@ -7,8 +7,8 @@
 # the step logs (logs.txt), and each benchmark family's results in $OUT/<family>/, laid out as
 # bench/results/<family>/ is: to make a run's results the current ones, copy $OUT/<family>/ over
 # bench/results/<family>/ and run `python3 bench/report.py`, which writes BENCHMARKS.md.
-# GPU_CHECK_PARTS (comma-separated: tests, sanitize, bench, user, auto, dropin, slabs, profile, conv,
-# iir, ks) splits it into calls under the device's 10-minute limit; the default runs tests,
+# GPU_CHECK_PARTS (comma-separated: tests, sanitize, bench, user, auto, dropin, slabs, gpus,
+# daskgpu, profile, conv, iir, ks) splits it into calls under the device's 10-minute limit; the default runs tests,
 # sanitize and bench.
 #   bench    the separable family (bench/peers.py) into $OUT/sep/: sep.json, sep.md,
 #            correlate1d.png, gaussian.png.
@@ -29,6 +29,13 @@
 #   slabs    numpy arrays past the call's memory limit filtered in slabs of the first axis,
 #            beside the pinned bus bandwidth of the same run (bench/slabs.py, 1280^3 float32;
 #            about 2 minutes) into $OUT/slabs/: slabs.json, slabs.md.
+#   gpus     on a machine of several GPUs: numpy arrays (pageable and page-locked) filtered on
+#            1, 2, 4, ... of them in one process (bench/slabs.py --gpus, GPU_CHECK_SHAPES, default
+#            1024x1024x1024; about 2 minutes a shape) into $OUT/slabs/: gpus.json, gpus.md.
+#   daskgpu  ndfilt.dask against dask-image on CuPy chunks under dask_cuda.LocalCUDACluster, a
+#            worker a GPU (bench/dask_bench.py --cuda; dask, distributed, dask-cuda and
+#            dask-image must import: carry their wheels, see the device's README) into
+#            $OUT/dask/: dask_cuda.json, dask_cuda.md.
 #   auto     method auto's choices (bench/auto_choices.py: each case's candidates timed by name
 #            beside auto's pick, and the picks the cost models make for other cards' figures;
 #            about a minute) into $OUT/auto/: auto.json, auto.md.
@@ -141,7 +148,7 @@ if [ -n "$SAN" ]; then
       NDF_TEST_CASES=30 "$SAN" --tool $tool $extra --error-exitcode 99 \
         "$B/tests/test_rank" cuda &&
       NDF_TEST_CASES=20 "$SAN" --tool $tool $extra --error-exitcode 99 \
-        "$B/tests/test_slabs" cuda &&
+        "$B/tests/test_slabs" cuda:all &&
       (for ks in $KS_SAN; do
          NDF_TEST_CASES=8 NDF_TEST_TOL=1e-3 "$SAN" --tool $tool $extra --error-exitcode 99 \
            "$B/tests/test_ks" cuda cuda_ks_$ks || exit $?
@@ -195,6 +202,19 @@ if want slabs; then
 sum_slabs() { grep -E '^gaussian' "$LOG/slabs.log" | cut -c1-160; }
 bench_part slabs slabs sum_slabs bench/slabs.py --out "$OUT/slabs"
 fi # slabs
+
+if want gpus; then
+# Several GPUs in one process against one, on the same numpy arrays (bench/slabs.py --gpus).
+sum_gpus() { grep -E 'on [0-9]+ GPU' "$LOG/gpus.log" | grep -c . | sed 's/$/ timings/'; }
+bench_part "several GPUs" gpus sum_gpus bench/slabs.py --gpus --out "$OUT/slabs" \
+  --shapes "${GPU_CHECK_SHAPES:-1024x1024x1024}"
+fi # gpus
+
+if want daskgpu; then
+# ndfilt.dask beside dask-image on CuPy chunks, a dask_cuda worker a GPU (bench/dask_bench.py).
+sum_daskgpu() { grep -c "^{'case'" "$LOG/daskgpu.log" | sed 's/$/ rows/'; }
+bench_part "dask on GPUs" daskgpu sum_daskgpu bench/dask_bench.py --cuda --out "$OUT/dask"
+fi # daskgpu
 
 if want dropin; then
 # The rest of scipy.ndimage against scipy, OpenCV and cupyx (bench/dropin.py).
