@@ -86,6 +86,36 @@ def gpus(a):
               f"{bw[-1][2]:.1f}", flush=True)
     w = np.random.default_rng(4).random((7, 7, 7))
     w /= w.sum()
+    def write():  # after each shape: a call that runs out of time keeps what it measured
+        meta = {"commit": timing.commit(), "gpu": timing.gpu_name(cp), "gpus": ngpu,
+                "date": time.strftime("%Y-%m-%d"), "threads": os.cpu_count(),
+                "bandwidth_gbs": [{"up": u, "down": d, "both": b} for u, d, b in bw]}
+        os.makedirs(a.out, exist_ok=True)
+        with open(os.path.join(a.out, "gpus.json"), "w") as fh:
+            json.dump(timing.clean_json({"meta": meta, "rows": rows}), fh, indent=1)
+        md = [f"# Several GPUs in one process ({ngpu} x {meta['gpu']}, {os.cpu_count()} host cores, "
+              f"{meta['commit']})", "",
+              "float32 numpy arrays in and out (pageable: numpy's own memory; page-locked: "
+              "`cupyx.empty_pinned`), wall clock per call (median of three after a warm-up), "
+              "`set_device('cuda:0,1,...')`: slabs of the first axis spread over the GPUs (the "
+              "recursive Gaussian, which fits one GPU, stays on the first). Speed-up against one "
+              "GPU on the same arrays. Pinned bandwidth per GPU (up/down/both, GB/s): " +
+              "; ".join(f"{g}: {u:.0f}/{d:.0f}/{b:.0f}" for g, (u, d, b) in enumerate(bw)) + ".", "",
+              "| case | array | memory | " +
+              " | ".join(f"{c} GPU{'s' if c > 1 else ''}" for c in counts) +
+              " | largest rel. diff |", "|---|---|---|" + "---|" * len(counts) + "---|"]
+        for r in rows:
+            cells = [f"{run['s']:.3f} s ({run['speedup']:.2f}x)" for run in r["runs"]]
+            diff = max(run.get("max_diff", 0) for run in r["runs"])
+            md.append(f"| {r['case']} | {'x'.join(map(str, r['shape']))} ({r['gb_in']:.1f} GB) | "
+                      f"{r['memory']} | " + " | ".join(cells) + f" | {diff:.1e} |")
+            if "two_sweeps" in r:
+                md.append(f"| {r['case']}, two sweeps forced | | {r['memory']} | " +
+                          " | ".join(f"{v['s']:.3f} s ({v['speedup']:.2f}x)" for v in r["two_sweeps"])
+                          + " | |")
+        with open(os.path.join(a.out, "gpus.md"), "w") as fh:
+            fh.write("\n".join(md) + "\n")
+
     rows = []
     import cupyx
     for shape in [tuple(int(v) for v in t.split("x")) for t in a.shapes.split(",")]:
@@ -135,35 +165,7 @@ def gpus(a):
                     ndfilt.set_memory_limit(0)
                 rows.append(r)
         del arrays, xp, op, x, out, refs
-    meta = {"commit": timing.commit(), "gpu": timing.gpu_name(cp), "gpus": ngpu,
-            "date": time.strftime("%Y-%m-%d"), "threads": os.cpu_count(),
-            "bandwidth_gbs": [{"up": u, "down": d, "both": b} for u, d, b in bw]}
-    os.makedirs(a.out, exist_ok=True)
-    with open(os.path.join(a.out, "gpus.json"), "w") as fh:
-        json.dump(timing.clean_json({"meta": meta, "rows": rows}), fh, indent=1)
-    md = [f"# Several GPUs in one process ({ngpu} x {meta['gpu']}, {os.cpu_count()} host cores, "
-          f"{meta['commit']})", "",
-          "float32 numpy arrays in and out (pageable: numpy's own memory; page-locked: "
-          "`cupyx.empty_pinned`), wall clock per call (median of three after a warm-up), "
-          "`set_device('cuda:0,1,...')`: slabs of the first axis spread over the GPUs (the "
-          "recursive Gaussian, which fits one GPU, stays on the first). Speed-up against one "
-          "GPU on the same arrays. Pinned bandwidth per GPU (up/down/both, GB/s): " +
-          "; ".join(f"{g}: {u:.0f}/{d:.0f}/{b:.0f}" for g, (u, d, b) in enumerate(bw)) + ".", "",
-          "| case | array | memory | " +
-          " | ".join(f"{c} GPU{'s' if c > 1 else ''}" for c in counts) +
-          " | largest rel. diff |", "|---|---|---|" + "---|" * len(counts) + "---|"]
-    for r in rows:
-        cells = [f"{run['s']:.3f} s ({run['speedup']:.2f}x)" for run in r["runs"]]
-        diff = max(run.get("max_diff", 0) for run in r["runs"])
-        md.append(f"| {r['case']} | {'x'.join(map(str, r['shape']))} ({r['gb_in']:.1f} GB) | "
-                  f"{r['memory']} | " + " | ".join(cells) + f" | {diff:.1e} |")
-        if "two_sweeps" in r:
-            md.append(f"| {r['case']}, two sweeps forced | | {r['memory']} | " +
-                      " | ".join(f"{v['s']:.3f} s ({v['speedup']:.2f}x)" for v in r["two_sweeps"])
-                      + " | |")
-    with open(os.path.join(a.out, "gpus.md"), "w") as fh:
-        fh.write("\n".join(md) + "\n")
-
+        write()
 
 def main():
     ap = argparse.ArgumentParser()
