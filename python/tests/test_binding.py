@@ -137,6 +137,28 @@ class TestAgainstScipy(unittest.TestCase):
         self.assertTrue(ndfilt.device())
         self.assertTrue(ndfilt.__version__.count(".") == 2)
 
+    def test_device_lists(self):
+        """Malformed device lists are refused as such, whatever the machine; a list of GPUs
+        works where there are GPUs and fails cleanly where there are none."""
+        saved, before = ndfilt._device, ndfilt.device()
+        for bad in ("cuda:0,0", "cuda:", "cuda:0,", "cuda:x", "cuda:all,1"):
+            with self.assertRaises(ValueError, msg=bad):
+                ndfilt.set_device(bad)
+        self.assertEqual(ndfilt.device(), before)  # a refused device changes nothing
+        try:
+            ndfilt.set_device("cuda:all")
+        except RuntimeError as e:
+            self.assertIn("cuda:all", str(e))
+        else:
+            self.assertTrue(ndfilt.device().startswith("cuda:0"))
+            x = np.random.default_rng(1).random((80, 256, 512), dtype=np.float32)  # 42 MB
+            y = ndfilt.gaussian_filter(x, 2.0, mode="wrap")
+            ndfilt.set_device("cuda:0")
+            np.testing.assert_allclose(y, ndfilt.gaussian_filter(x, 2.0, mode="wrap"),
+                                       rtol=0, atol=1e-6)
+        finally:
+            ndfilt.set_device(saved)
+
 
 def random_array(rng, shape, dt):
     """A random input of dtype dt: contiguous, transposed or strided with reversed axes."""
