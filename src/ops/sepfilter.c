@@ -9,6 +9,25 @@
 
 #include "../core/internal.h"
 
+/* A kernel longer than its wrap axis (len samples) folded modulo the period, in float64: tap j
+ * reads the sample j - left away, which is the sample m - left' away for m = j - left + left'
+ * modulo len, so len taps with left' = left mod len give the same output. The sums of weights
+ * that land on one sample, often of opposite signs (a wide derivative), are then made once in
+ * float64 rather than by the filter's float32 arithmetic, and there are fewer taps. */
+static void fold_wrap(ndf__sepaxis *e, double *w, int64_t len) {
+  if (e->mode != NDF_MODE_WRAP || len < 1 || e->n <= len) return;
+  double folded[512], *f = len <= 512 ? folded : calloc((size_t)len, sizeof *f);
+  if (!f) return; /* unfolded: the same result, rounded as the filter rounds it */
+  memset(f, 0, (size_t)len * sizeof *f);
+  const int64_t left = e->left % len;
+  for (int64_t j = 0; j < e->n; j++)
+    f[((j - e->left + left) % len + len) % len] += w[j];
+  memcpy(w, f, (size_t)len * sizeof *f);
+  if (f != folded) free(f);
+  e->n = len;
+  e->left = left;
+}
+
 ndf_status ndf__build_sep(ndf__problem *pb, ndf_context *ctx, const ndf_array *in,
                           const ndf_array *out, const ndf__axis_in *ax, double cval, int convolve,
                           const char *what, const char *aliases) {
@@ -55,7 +74,8 @@ ndf_status ndf__build_sep(ndf__problem *pb, ndf_context *ctx, const ndf_array *i
       memcpy(s->w + off, a->w, (size_t)a->n * sizeof(double));
     }
     e->left = a->n / 2 + origin;
-    off += a->n;
+    fold_wrap(e, s->w + off, in->shape[d]);
+    off += e->n;
   }
   *pb = ndf__problem_make(NDF__OP_SEPFILTER, what, aliases, in, out, s, sz);
   return NDF_OK;
