@@ -16,11 +16,15 @@
  * float64 rather than by the filter's float32 arithmetic, and there are fewer taps. */
 static void fold_wrap(ndf__sepaxis *e, double *w, int64_t len) {
   if (e->mode != NDF_MODE_WRAP || len < 1 || e->n <= len) return;
+  int64_t j = 1; /* a box (equal weights) has nothing to cancel, and keeps its running sums */
+  while (j < e->n && w[j] == w[0])
+    j++;
+  if (j == e->n) return;
   double folded[512], *f = len <= 512 ? folded : calloc((size_t)len, sizeof *f);
   if (!f) return; /* unfolded: the same result, rounded as the filter rounds it */
   memset(f, 0, (size_t)len * sizeof *f);
   const int64_t left = e->left % len;
-  for (int64_t j = 0; j < e->n; j++)
+  for (j = 0; j < e->n; j++)
     f[((j - e->left + left) % len + len) % len] += w[j];
   memcpy(w, f, (size_t)len * sizeof *f);
   if (f != folded) free(f);
