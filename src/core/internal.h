@@ -85,6 +85,12 @@ typedef struct ndf__axis_in {
 } ndf__axis_in;
 /* Validates per-axis kernels and builds a separable filter's problem (ops/sepfilter.c); `what`
  * names the operation in messages, `aliases` the method names it takes besides solvers'. */
+/* A separable problem whose kernels are longer than their wrap axes, folded modulo the axis
+ * (ops/sepfilter.c): pb's params replaced by the folded ones, the original kept in *keep (NULL:
+ * freed); returns 1, or 0 with pb unchanged where no kernel folds. The fold sums in float64
+ * what the filter would sum in float32, but where the input holds NaN or Inf it gives Inf where
+ * scipy gives Inf - Inf = NaN: a float input's plan keeps the original as its exact twin. */
+int ndf__sep_fold(ndf__problem *pb, ndf__problem *keep);
 ndf_status ndf__build_sep(ndf__problem *pb, ndf_context *ctx, const ndf_array *in,
                           const ndf_array *out, const ndf__axis_in *ax, double cval, int convolve,
                           const char *what, const char *aliases);
@@ -166,6 +172,9 @@ typedef struct ndf__solver {
    * path that multiplies the zero weights scipy skips): auto then pairs the plan with an
    * exact one (ndf_plan.alt), run instead on inputs that hold them. */
   int (*finite_only)(const ndf__problem *pb);
+  /* 1: a float64 input is computed in float64 (else in float32); auto prefers such solvers for
+   * float64 inputs */
+  int f64;
   const void *arg; /* the family member's parameters, or NULL */
   /* NULL, or a name the solver had before names were unique across operations, which method
    * still takes (as a name or, "<place>_<kind>", through its kind) */

@@ -56,8 +56,9 @@ double ndf__staging_cost(const ndf__problem *pb) {
 }
 
 /* auto's rule: the cheapest solver of pb (NULL if none applies; skip[i]: solver i is out, NULL:
- * none is) in *pick, and its cost, the staging of host arrays counted. On a context whose device
- * auto chose, CPU solvers compete for host arrays; a pinned problem takes its place's only. */
+ * none is) in *pick, and its cost, the staging of host arrays counted; for a float64 input, the
+ * cheapest of those that compute in float64, if any applies. On a context whose device auto
+ * chose, CPU solvers compete for host arrays; a pinned problem takes its place's only. */
 static double cheapest(const ndf__solver **pick, const ndf_context *ctx, const ndf__problem *pb,
                        const char *skip) {
   int nsolvers;
@@ -65,20 +66,23 @@ static double cheapest(const ndf__solver **pick, const ndf_context *ctx, const n
   double best = INFINITY;
   *pick = NULL;
   const int host = ctx->auto_device && all_host(pb);
-  for (int i = 0; i < nsolvers; i++) {
-    const ndf__solver *s = solvers[i];
-    const int here = pb->pin ? (int)s->place == pb->pin - 1
-                             : s->place == ctx->place.kind || (host && s->place == NDF_PLACE_HOST);
-    if (s->op != pb->op || !here || (skip && skip[i]) || !s->applicable(s, pb, ctx) ||
-        (pb->exact && s->finite_only && s->finite_only(pb)))
-      continue;
-    double c = s->cost(s, pb, ctx);
-    if (host && s->place == NDF_PLACE_CUDA) c += ndf__staging_cost(pb);
-    if (!*pick || c < best) {
-      *pick = s;
-      best = c;
+  /* a float64 input goes to a solver that computes in float64 where one applies */
+  for (int f64 = pb->in.dtype == NDF_F64; f64 >= 0 && !*pick; f64--)
+    for (int i = 0; i < nsolvers; i++) {
+      const ndf__solver *s = solvers[i];
+      const int here = pb->pin
+                           ? (int)s->place == pb->pin - 1
+                           : s->place == ctx->place.kind || (host && s->place == NDF_PLACE_HOST);
+      if (s->op != pb->op || !here || (f64 && !s->f64) || (skip && skip[i]) ||
+          !s->applicable(s, pb, ctx) || (pb->exact && s->finite_only && s->finite_only(pb)))
+        continue;
+      double c = s->cost(s, pb, ctx);
+      if (host && s->place == NDF_PLACE_CUDA) c += ndf__staging_cost(pb);
+      if (!*pick || c < best) {
+        *pick = s;
+        best = c;
+      }
     }
-  }
   return best;
 }
 
@@ -195,16 +199,11 @@ static void destroy_parts(ndf_plan *p, int quiet) {
  * message unchanged). */
 static ndf_status make_alt(ndf_plan *p, ndf__problem *alt_pb, int named) {
   ndf_context *ctx = p->ctx;
-  ndf__problem a;
-  if (alt_pb) {
-    a = *alt_pb;
-    alt_pb->params = NULL;
-  } else {
-    a = p->pb;
-    a.params = malloc(p->pb.params_size);
-    if (!a.params) return ndf__fail(ctx, NDF_ENOMEM, "out of host memory for a plan");
-    memcpy(a.params, p->pb.params, p->pb.params_size);
-  }
+  const ndf__problem *from = alt_pb ? alt_pb : &p->pb; /* copied: a retry makes it again */
+  ndf__problem a = *from;
+  a.params = malloc(from->params_size);
+  if (!a.params) return ndf__fail(ctx, NDF_ENOMEM, "out of host memory for a plan");
+  memcpy(a.params, from->params, from->params_size);
   a.exact = 1;
   a.pin = 1 + (int)p->solver->place;
   char keep[sizeof ctx->msg];
@@ -248,10 +247,21 @@ ndf_status ndf__plan_make(ndf_plan **out, ndf_context *ctx, ndf__problem *pb, co
   p->ctx = ctx;
   p->pb = *pb;
   pb->params = NULL;
+  /* kernels longer than their wrap axes fold (exact for finite inputs: the original is the
+   * exact twin of a float input's plan) */
+  ndf__problem unfolded;
+  int folded = 0;
+  if (!p->pb.exact && !alt_pb && p->pb.op == NDF__OP_SEPFILTER &&
+      ndf__sep_fold(&p->pb, is_float(p->pb.in.dtype) ? &unfolded : NULL) &&
+      is_float(p->pb.in.dtype)) {
+    folded = 1;
+    alt_pb = &unfolded;
+  }
   for (;;) {
     p->solver = s;
     st = s->make(p);
-    if (st == NDF_OK && needs_alt(s, &p->pb, method)) st = make_alt(p, alt_pb, !is_auto(method));
+    if (st == NDF_OK && (folded || needs_alt(s, &p->pb, method)))
+      st = make_alt(p, alt_pb, !is_auto(method));
     if (st == NDF_OK && s->place == NDF_PLACE_CUDA && !as_alt) st = ndf__device()->stage_create(p);
     if (st != NDF_ENOMEM || !is_auto(method)) break;
     /* Out of memory (an FFT's buffers, say): auto tries the next cheapest solver, and the
@@ -271,7 +281,7 @@ ndf_status ndf__plan_make(ndf_plan **out, ndf_context *ctx, ndf__problem *pb, co
     }
     ndf__fail(ctx, NDF_OK, "%.300s; planned %s instead of %s", why, s->name, failed->name);
   }
-  if (alt_pb) free(alt_pb->params); /* not taken: the solver needed no twin */
+  if (alt_pb) free(alt_pb->params); /* the twin's problem (copied by make_alt) */
   if (st != NDF_OK) {
     ndf_plan_destroy(p);
     return st;

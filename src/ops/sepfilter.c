@@ -9,27 +9,53 @@
 
 #include "../core/internal.h"
 
-/* A kernel longer than its wrap axis (len samples) folded modulo the period, in float64: tap j
- * reads the sample j - left away, which is the sample m - left' away for m = j - left + left'
- * modulo len, so len taps with left' = left mod len give the same output. The sums of weights
- * that land on one sample, often of opposite signs (a wide derivative), are then made once in
- * float64 rather than by the filter's float32 arithmetic, and there are fewer taps. */
-static void fold_wrap(ndf__sepaxis *e, double *w, int64_t len) {
-  if (e->mode != NDF_MODE_WRAP || len < 1 || e->n <= len) return;
-  int64_t j = 1; /* a box (equal weights) has nothing to cancel, and keeps its running sums */
-  while (j < e->n && w[j] == w[0])
-    j++;
-  if (j == e->n) return;
-  double folded[512], *f = len <= 512 ? folded : calloc((size_t)len, sizeof *f);
-  if (!f) return; /* unfolded: the same result, rounded as the filter rounds it */
-  memset(f, 0, (size_t)len * sizeof *f);
-  const int64_t left = e->left % len;
-  for (j = 0; j < e->n; j++)
-    f[((j - e->left + left) % len + len) % len] += w[j];
-  memcpy(w, f, (size_t)len * sizeof *f);
-  if (f != folded) free(f);
-  e->n = len;
-  e->left = left;
+/* A kernel longer than its wrap axis (len samples) folded modulo the period, in float64, from w
+ * into f: tap j reads the sample j - left away, which is the sample m - left' away for
+ * m = j - left + left' modulo len, so len taps with left' = left mod len give the same output.
+ * The sums of weights that land on one sample, often of opposite signs (a wide derivative), are
+ * then made once in float64 rather than by the filter's float32 arithmetic, and there are
+ * fewer taps. A box (equal weights) has nothing to cancel and keeps its running sums. */
+static int foldable(const ndf__sepaxis *e, const double *w, int64_t len) {
+  if (e->mode != NDF_MODE_WRAP || len < 1 || e->n <= len) return 0;
+  for (int64_t j = 1; j < e->n; j++)
+    if (w[j] != w[0]) return 1;
+  return 0;
+}
+
+int ndf__sep_fold(ndf__problem *pb, ndf__problem *keep) {
+  const ndf__sep *c = pb->params;
+  int any = 0;
+  for (int k = 0; k < c->naxes; k++)
+    any |= foldable(&c->ax[k], c->w + c->ax[k].off, pb->in.shape[c->ax[k].axis]);
+  if (!any) return 0;
+  ndf__sep *f = calloc(1, pb->params_size);
+  if (!f) return 0; /* unfolded: the same result, rounded as the filter rounds it */
+  f->cval = c->cval;
+  f->naxes = c->naxes;
+  int64_t off = 0;
+  for (int k = 0; k < c->naxes; k++) {
+    const ndf__sepaxis *e = &c->ax[k];
+    const int64_t len = pb->in.shape[e->axis];
+    ndf__sepaxis *g = &f->ax[k];
+    *g = *e;
+    g->off = off;
+    if (foldable(e, c->w + e->off, len)) {
+      g->n = len;
+      g->left = e->left % len;
+      for (int64_t j = 0; j < e->n; j++)
+        f->w[off + ((j - e->left + g->left) % len + len) % len] += c->w[e->off + j];
+    } else {
+      memcpy(f->w + off, c->w + e->off, (size_t)e->n * sizeof(double));
+    }
+    off += g->n;
+  }
+  if (keep) {
+    *keep = *pb;
+  } else {
+    free(pb->params);
+  }
+  pb->params = f;
+  return 1;
 }
 
 ndf_status ndf__build_sep(ndf__problem *pb, ndf_context *ctx, const ndf_array *in,
@@ -78,8 +104,7 @@ ndf_status ndf__build_sep(ndf__problem *pb, ndf_context *ctx, const ndf_array *i
       memcpy(s->w + off, a->w, (size_t)a->n * sizeof(double));
     }
     e->left = a->n / 2 + origin;
-    fold_wrap(e, s->w + off, in->shape[d]);
-    off += e->n;
+    off += a->n;
   }
   *pb = ndf__problem_make(NDF__OP_SEPFILTER, what, aliases, in, out, s, sz);
   return NDF_OK;
