@@ -236,8 +236,9 @@ def device_solvers():
 
 class TestGaussian(unittest.TestCase):
     def test_float64_arithmetic(self):
-        """float64 inputs through the separable filters are computed in float64, as scipy
-        computes them: within 1e-13 of scipy on every mode (where a CPU solver ran them)."""
+        """float64 inputs through the separable filters and small N-D correlations are computed in
+        float64, as scipy computes them: within 1e-13 of scipy on every mode (where a CPU solver
+        ran them)."""
         rng = np.random.default_rng(SEED + 12)
         for k in range(12):
             shape = tuple(int(v) for v in rng.integers(1, 24, size=int(rng.integers(1, 4))))
@@ -245,6 +246,7 @@ class TestGaussian(unittest.TestCase):
             nd = len(shape)
             ax = int(rng.integers(nd))
             w = rng.standard_normal(int(rng.integers(1, 9)))
+            wn = rng.standard_normal(tuple(int(v) for v in rng.integers(1, 5, size=nd)))
             for mode in ("reflect", "mirror", "nearest", "wrap", "constant"):
                 cases = [("gaussian_filter", (x, float(rng.uniform(0.5, 4))),
                           dict(order=int(rng.integers(3)))),
@@ -256,7 +258,8 @@ class TestGaussian(unittest.TestCase):
                          ("gaussian_gradient_magnitude", (x, 1.2), {}),
                          ("correlate1d", (x, w, ax), dict(origin=int(rng.integers(-(len(w) // 2),
                                                                                (len(w) - 1) // 2 + 1)))),
-                         ("convolve1d", (x, w, ax), {})]
+                         ("convolve1d", (x, w, ax), {}),
+                         ("correlate", (x, wn), {}), ("convolve", (x, wn), {})]
                 for name, args, kw in cases:
                     got = getattr(ndfilt, name)(*args, mode=mode, cval=0.7, **kw)
                     if ndfilt.last_solver() and ndfilt.last_solver().startswith("cuda"):

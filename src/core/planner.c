@@ -57,8 +57,9 @@ double ndf__staging_cost(const ndf__problem *pb) {
 
 /* auto's rule: the cheapest solver of pb (NULL if none applies; skip[i]: solver i is out, NULL:
  * none is) in *pick, and its cost, the staging of host arrays counted; for a float64 input, the
- * cheapest of those that compute in float64, if any applies. On a context whose device auto
- * chose, CPU solvers compete for host arrays; a pinned problem takes its place's only. */
+ * cheapest of those that compute in float64, unless another is ten times cheaper. On a context
+ * whose device auto chose, CPU solvers compete for host arrays; a pinned problem takes its
+ * place's only. */
 static double cheapest(const ndf__solver **pick, const ndf_context *ctx, const ndf__problem *pb,
                        const char *skip) {
   int nsolvers;
@@ -66,23 +67,32 @@ static double cheapest(const ndf__solver **pick, const ndf_context *ctx, const n
   double best = INFINITY;
   *pick = NULL;
   const int host = ctx->auto_device && all_host(pb);
-  /* a float64 input goes to a solver that computes in float64 where one applies */
-  for (int f64 = pb->in.dtype == NDF_F64; f64 >= 0 && !*pick; f64--)
-    for (int i = 0; i < nsolvers; i++) {
-      const ndf__solver *s = solvers[i];
-      const int here = pb->pin
-                           ? (int)s->place == pb->pin - 1
-                           : s->place == ctx->place.kind || (host && s->place == NDF_PLACE_HOST);
-      if (s->op != pb->op || !here || (f64 && !s->f64) || (skip && skip[i]) ||
-          !s->applicable(s, pb, ctx) || (pb->exact && s->finite_only && s->finite_only(pb)))
-        continue;
-      double c = s->cost(s, pb, ctx);
-      if (host && s->place == NDF_PLACE_CUDA) c += ndf__staging_cost(pb);
-      if (!*pick || c < best) {
-        *pick = s;
-        best = c;
-      }
+  /* a float64 input goes to a solver that computes in float64, unless a float32 one is more
+   * than ten times cheaper (an FFT against a direct float64 sum of a large kernel) */
+  const ndf__solver *pick64 = NULL;
+  double best64 = INFINITY;
+  for (int i = 0; i < nsolvers; i++) {
+    const ndf__solver *s = solvers[i];
+    const int here = pb->pin ? (int)s->place == pb->pin - 1
+                             : s->place == ctx->place.kind || (host && s->place == NDF_PLACE_HOST);
+    if (s->op != pb->op || !here || (skip && skip[i]) || !s->applicable(s, pb, ctx) ||
+        (pb->exact && s->finite_only && s->finite_only(pb)))
+      continue;
+    double c = s->cost(s, pb, ctx);
+    if (host && s->place == NDF_PLACE_CUDA) c += ndf__staging_cost(pb);
+    if (!*pick || c < best) {
+      *pick = s;
+      best = c;
     }
+    if (s->f64 && (!pick64 || c < best64)) {
+      pick64 = s;
+      best64 = c;
+    }
+  }
+  if (pb->in.dtype == NDF_F64 && pick64 && best64 <= 10 * best) {
+    *pick = pick64;
+    best = best64;
+  }
   return best;
 }
 
