@@ -83,10 +83,15 @@ static ndf_status run(ndf_plan *p, const spec *s, const ndf_array *in, ndf_array
   return ndf_execute(p, in, outs);
 }
 
-/* The bytes per element the slabs count (core/slab.c): the image and outputs in float32, two
- * float32 temporaries, operands in float64. */
-static double per_element(const spec *s) {
-  return 4.0 * (1 + (s->kind == BANK ? s->nf : 1) + 2) + (s->kind == KS ? 8.0 : 0);
+/* The bytes per element the slabs count (core/slab.c): the image and outputs in their work
+ * dtype (float32, float64 kept), two float32 temporaries, operands in float64; on a GPU float32
+ * copies of float64 arrays too. */
+static double per_element(const spec *s, ndf_dtype idt, ndf_dtype odt, int cuda) {
+  const double ein = idt == NDF_F64 ? 8 : 4, eout = odt == NDF_F64 ? 8 : 4;
+  const int nout = s->kind == BANK ? s->nf : 1;
+  double b = ein + nout * eout + 8 + (s->kind == KS ? 8.0 : 0);
+  if (cuda) b += (ein > 4 ? 4 : 0) + (eout > 4 ? 4.0 * nout : 0);
+  return b;
 }
 
 static void one_case(ndf_context *ctx, int cuda, uint64_t *r, int c) {
@@ -165,8 +170,8 @@ static void one_case(ndf_context *ctx, int cuda, uint64_t *r, int c) {
   const int workers = cuda ? 2 : 1;
   ndf_context_opts co = {.struct_size = sizeof co,
                          .device = slab_device,
-                         .memory_limit =
-                             (size_t)((double)(workers * L * row + row / 2) * per_element(&s))};
+                         .memory_limit = (size_t)((double)(workers * L * row + row / 2) *
+                                                  per_element(&s, idt, odt, cuda))};
   ndf_context *small = NULL;
   if (ndf_context_create(&small, &co) != NDF_OK) abort();
 
@@ -177,7 +182,8 @@ static void one_case(ndf_context *ctx, int cuda, uint64_t *r, int c) {
         ndf_context_message(ctx));
   const int64_t slabs = ndf_plan_slabs(pa);
   /* in slabs where the whole would pass the limit (a worker's buffer of L rows fits) */
-  const int whole = (double)(s.shape[0] * row) * per_element(&s) <= (double)co.memory_limit;
+  const int whole =
+      (double)(s.shape[0] * row) * per_element(&s, idt, odt, cuda) <= (double)co.memory_limit;
   CHECK(st != NDF_OK || whole || slabs > 0,
         "case %d (%s): %lld rows, %lld per buffer, not in slabs", c, kind_name[s.kind],
         (long long)s.shape[0], (long long)L);
@@ -276,7 +282,7 @@ static void recursive_case(ndf_context *ctx, int cuda, uint64_t *r, int c) {
   ndf_gaussian_opts go = {.struct_size = sizeof go, .method = "iir"};
   int filtered = 0;
   for (int d = 0; d < nd; d++) {
-    shape[d] = t_randint(r, d < 2 ? 4 : 1, d < 2 ? 24 : 6);
+    shape[d] = t_randint(r, d < 2 ? 6 : 1, d < 2 ? 24 : 6);
     n *= shape[d];
     go.mode[d] = NDF_MODE_NEAREST;
     go.sigma[d] = t_randint(r, 0, 3) ? 3.3 + 2.5 * ndf_rand_uniform(r) : 0;
@@ -293,12 +299,23 @@ static void recursive_case(ndf_context *ctx, int cuda, uint64_t *r, int c) {
   t_arr_make(&ob, r, odt, nd, shape, 0, NULL);
   t_poison(&oa);
   t_poison(&ob);
-  /* a limit of a fraction of the whole (the whole passing it: two workers share a GPU's):
-   * both sweeps in slabs of a few rows */
-  const int64_t k = t_randint(r, cuda ? 3 : 2, shape[0] < shape[1] ? shape[0] : shape[1]);
+  /* a limit of a fraction k of the lighter sweep's work (bytes an element as core/slab.c counts
+   * them; two workers share a GPU's limit): both sweeps in slabs of a few rows */
+  const int64_t k = t_randint(r, cuda ? 3 : 2, (shape[0] < shape[1] ? shape[0] : shape[1]) / 2);
+  int others = 0;
+  for (int d = 1; d < nd; d++)
+    others |= go.sigma[d] > 0;
+  const double ein = idt == NDF_F64 ? 8 : 4, eout = odt == NDF_F64 ? 8 : 4;
+  const double emid = odt == NDF_F64 ? 8 : 4; /* the output, or a float32 array */
+  const double g = cuda ? 1 : 0;
+  const double pa_ = ein + emid + 8 + g * ((ein > 4 ? 4 : 0) + (emid > 4 ? 4 : 0));
+  const double pb_ = (others ? emid : ein) + eout + 8 +
+                     g * (((others ? emid : ein) > 4 ? 4 : 0) + (eout > 4 ? 4 : 0));
+  const double least = others && pa_ < pb_ ? pa_ : pb_;
   ndf_context_opts co = {.struct_size = sizeof co,
                          .device = slab_device,
-                         .memory_limit = (size_t)(16.16 * (double)n * (cuda ? 2 : 1) / (double)k)};
+                         .memory_limit =
+                             (size_t)(1.01 * least * (double)n * (cuda ? 2 : 1) / (double)k)};
   ndf_context *small = NULL;
   if (ndf_context_create(&small, &co) != NDF_OK) abort();
   ndf_plan *pa = NULL, *pb = NULL;

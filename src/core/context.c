@@ -55,14 +55,18 @@ static ndf_status pick_cuda(ndf_context *c, int dev, int required) {
     return required ? ndf__fail(c, NDF_ENODEV, "this build of ndfilt has no CUDA support")
                     : NDF_ENODEV;
   int n = d->count();
-  c->ndev = 1;
   if (dev >= 0) {
     if (dev >= n) return ndf__fail(c, NDF_ENODEV, "CUDA device %d requested, %d present", dev, n);
-    c->devs[0] = dev;
-    return d->select(c, dev);
+    const ndf_status st = d->select(c, dev);
+    if (st == NDF_OK) {
+      c->ndev = 1;
+      c->devs[0] = dev;
+    }
+    return st;
   }
   for (int i = 0; i < n; i++)
     if (d->select(c, i) == NDF_OK) {
+      c->ndev = 1;
       c->devs[0] = i;
       return NDF_OK;
     }

@@ -358,6 +358,10 @@ typedef struct ndf__device_ops {
   /* a stream of the context's own, which waits for no other (ctx->stream, own_stream) */
   ndf_status (*stream_create)(ndf_context *ctx);
   void (*stream_destroy)(ndf_context *ctx);
+  /* the calling thread's current device, and setting it back (planning on several devices
+   * leaves the caller's as it found it) */
+  int (*current)(void);
+  void (*set_current)(int device);
 } ndf__device_ops;
 /* The device backend's services, or NULL in a build without one (solvers.c, beside the
  * registration). */

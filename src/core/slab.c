@@ -164,12 +164,13 @@ static void copy_rows(const ndf_array *src, int64_t s, int64_t N, const ndf_arra
 }
 
 /* Slab k's first output row z0 and count, and the first row its buffer reads (a, possibly
- * negative under wrap, taken modulo N). */
+ * negative under wrap, taken modulo N). A filter without reach along axis 0 reads only the
+ * slab's own rows (never rows another slab may be writing in place). */
 static void slab_rows(const struct ndf__slabs *S, int64_t k, int64_t *z0, int64_t *nz, int64_t *a) {
   *z0 = k * S->rows;
   *nz = S->N - *z0 < S->rows ? S->N - *z0 : S->rows;
   *a = *z0 - S->lo;
-  if (!S->wrap) { /* the first and last buffers read further in */
+  if (!S->wrap && S->L != S->rows) { /* the first and last buffers read further in */
     if (*a > S->N - S->L) *a = S->N - S->L;
     if (*a < 0) *a = 0;
   }
@@ -206,13 +207,18 @@ static void *work(void *v) {
     slab_rows(S, k, &z0, &nz, &a);
     const int64_t from = ((a % S->N) + S->N) % S->N;
     ndf_status st = NDF_OK;
+    /* the rows read: L, or a short last slab's own rows (no reach), the rest of the buffer
+     * zeros, whose outputs are not kept */
+    const int64_t nin = S->L == S->rows ? nz : S->L;
     for (int j = 0; j <= S->nops && st == NDF_OK; j++) {
       const ndf_array *src = j ? &S->ops[j - 1] : S->in;
       const void *rows = hin[j].data;
-      if (dev && S->direct_in[j] && from + S->L <= S->N)
+      if (dev && S->direct_in[j] && from + nin <= S->N && nin == S->L) {
         rows = rows_of(src, from, 1).data;
-      else
-        copy_rows(src, from, S->N, &hin[j], 0, S->L, S->threads);
+      } else {
+        copy_rows(src, from, S->N, &hin[j], 0, nin, S->threads);
+        if (nin < S->L) memset(rows_of(&hin[j], nin, 1).data, 0, rows_bytes(&hin[j], S->L - nin));
+      }
       if (dev) st = dev->copy(w->ctx, w->ins[j].data, rows, rows_bytes(&hin[j], S->L));
     }
     if (st == NDF_OK) st = ndf_execute_n(w->plan, 1 + S->nops, w->ins, S->nout, w->out);
@@ -236,10 +242,13 @@ static void *work(void *v) {
   return NULL;
 }
 
-/* a's rows go to and from a device without a copy on the CPU: page-locked, C-contiguous, of
- * dtype t */
+/* a's rows go to and from a device without a copy on the CPU: page-locked (its first and last
+ * bytes), C-contiguous, of dtype t */
 static int direct(const ndf_array *a, ndf_dtype t) {
-  return a->dtype == t && ndf__is_contiguous(a) && ndf__device()->page_locked(a->data);
+  const int64_t bytes = ndf_array_size(a) * (int64_t)ndf_dtype_size(a->dtype);
+  return a->dtype == t && bytes > 0 && ndf__is_contiguous(a) &&
+         ndf__device()->page_locked(a->data) &&
+         ndf__device()->page_locked((const char *)a->data + bytes - 1);
 }
 
 /* One run of the slabs S: in (and ops) to out. */
@@ -399,10 +408,17 @@ static ndf_status make_worker(worker *w, ndf_context *ctx, const ndf__problem *p
 }
 
 /* The bytes a plan's work holds per element of the image, as the CLI's slabs count them: the
- * image and outputs as float32 (staged, or the buffers), operands, and two float32
- * temporaries of the solver. */
-static double bytes_per_element(const ndf__problem *pb) {
-  return 4.0 * (1 + pb->nout + 2) + 8.0 * pb->nops;
+ * image and outputs in their work dtype (float32, or float64 kept), the operands in theirs,
+ * two float32 temporaries of the solver; on a GPU, whose solvers compute in float32, float32
+ * copies of a float64 image and outputs too. */
+static double bytes_per_element(const ndf__problem *pb, int gpu) {
+  const double ein = (double)ndf_dtype_size(work_dtype(pb->in.dtype));
+  const double eout = (double)ndf_dtype_size(work_dtype(pb->out.dtype));
+  double b = ein + pb->nout * eout + 8.0;
+  for (int j = 0; j < pb->nops; j++)
+    b += (double)ndf_dtype_size(pb->ops[j].dtype);
+  if (gpu) b += (ein > 4 ? 4.0 : 0) + (eout > 4 ? 4.0 * pb->nout : 0);
+  return b;
 }
 
 /* The rows a slab buffer of pb holds when its host arrays go by slabs (reach lo, hi along
@@ -416,7 +432,7 @@ static int64_t slab_length(const ndf_context *ctx, const ndf__problem *pb, int64
   const int ndev = gpu && ctx->ndev > 1 ? ctx->ndev : 1, per_dev = gpu ? 2 : 1;
   *nw = ndev * per_dev;
   const int64_t N = a->shape[0], row = N ? ndf_array_size(a) / N : 0;
-  const double per_row = (double)row * bytes_per_element(pb), work = per_row * (double)N;
+  const double per_row = (double)row * bytes_per_element(pb, gpu), work = per_row * (double)N;
   /* several GPUs share a filter on host arrays past the cost of setting their workers up */
   const int spread =
       may_spread && ndev > 1 && (double)ndf_array_size(a) * ndf_dtype_size(a->dtype) >= 64e6;
@@ -532,6 +548,8 @@ ndf_status ndf__slabs_try(ndf_plan **out, ndf_context *ctx, ndf__problem *pb, co
       return NDF_OK;
   struct ndf__slabs *S = NULL;
   ndf_status st = NDF_OK;
+  /* asking devices their memory and making workers on them changes the current device */
+  const int current = ctx->place.kind == NDF_PLACE_CUDA ? ndf__device()->current() : -1;
   if (reach(pb, &lo, &hi, &wrap)) {
     int nw = 0;
     const int64_t L = slab_length(ctx, pb, lo, hi, 1, &nw);
@@ -539,6 +557,7 @@ ndf_status ndf__slabs_try(ndf_plan **out, ndf_context *ctx, ndf__problem *pb, co
   } else if (pb->op == NDF__OP_GAUSSIAN) {
     st = two_sweeps_try(&S, ctx, pb, s, method);
   }
+  if (current >= 0) ndf__device()->set_current(current);
   if (st != NDF_OK) {
     ndf__slabs_free(S);
     return st;

@@ -555,6 +555,19 @@ static void stream_destroy(ndf_context *ctx) {
   ctx->own_stream = 0;
 }
 
+static int current(void) {
+  int d = 0;
+  if (cudaGetDevice(&d) != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  return d;
+}
+
+static void set_current(int device) {
+  if (device >= 0 && cudaSetDevice(device) != cudaSuccess) cudaGetLastError();
+}
+
 static const ndf__device_ops ops = {.count = device_count,
                                     .select = select_device,
                                     .alloc = alloc,
@@ -570,6 +583,8 @@ static const ndf__device_ops ops = {.count = device_count,
                                     .execute = execute,
                                     .mem_free = mem_free,
                                     .stream_create = stream_create,
-                                    .stream_destroy = stream_destroy};
+                                    .stream_destroy = stream_destroy,
+                                    .current = current,
+                                    .set_current = set_current};
 
 const ndf__device_ops *ndf__cuda_device_ops(void) { return &ops; }
