@@ -79,20 +79,8 @@ static inline void two_add(double *sum, double *err, double x) {
   *sum = t;
 }
 
-#define R float
-#define RT NDF_F32
-#define X(name) name##_f32
-#include "box_pass.h"
-#undef R
-#undef RT
-#undef X
-#define R double
-#define RT NDF_F64
-#define X(name) name##_f64
-#include "box_pass.h"
-#undef R
-#undef RT
-#undef X
+#define NDF__PRECISION_BODY "box_pass.h"
+#include "precisions.h"
 
 static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *ops,
                        ndf_array *out) {

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* box_pass.h - cpu_box's passes over the precision R (float or double) of the arrays between
- * them, included once for each by box.c with R, RT (its dtype) and X(name) (the name with the
- * precision's suffix) defined; the running sums are float64 either way. */
+ * them, included for each by box.c through precisions.h; the running sums are float64 either
+ * way. */
+
 /* Extended row r of a block (input row r - left, or the mode's row for it): its qb values at
  * in + row * Q, or crow (the block's cval row) where the mode gives cval. */
 static inline const R *X(row_of)(const R *in, const R *crow, int64_t r, int64_t L, int64_t Q,

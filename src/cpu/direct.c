@@ -58,16 +58,8 @@ static void free_state(void *p) {
   free(s);
 }
 
-#define R float
-#define X(name) name##_f32
-#include "direct_exec.h"
-#undef R
-#undef X
-#define R double
-#define X(name) name##_f64
-#include "direct_exec.h"
-#undef R
-#undef X
+#define NDF__PRECISION_BODY "direct_exec.h"
+#include "precisions.h"
 
 static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *ops,
                        ndf_array *out) {

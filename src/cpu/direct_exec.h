@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* direct_exec.h - cpu_direct's execution over its precision R (float or double), included once
- * for each by direct.c with R and X(name) (the name with the precision's suffix) defined: the
- * extended copy, the row accumulators and the sums are of R. */
+/* direct_exec.h - cpu_direct's execution over its precision R (float or double), included for
+ * each by direct.c through precisions.h: the extended copy, the row accumulators and the sums
+ * are of R. */
+
 static ndf_status X(exec)(const ndf_plan *p, const ndf_array *in, ndf_array *out) {
   const ndf__corr *c = p->pb.params;
   const state *s = p->state;

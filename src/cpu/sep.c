@@ -58,20 +58,8 @@ typedef struct {
 #pragma GCC diagnostic ignored "-Wpsabi" /* the vectors never cross a public ABI */
 #endif
 
-#define R float
-#define RT NDF_F32
-#define X(name) name##_f32
-#include "sep_lines.h"
-#undef R
-#undef RT
-#undef X
-#define R double
-#define RT NDF_F64
-#define X(name) name##_f64
-#include "sep_lines.h"
-#undef R
-#undef RT
-#undef X
+#define NDF__PRECISION_BODY "sep_lines.h"
+#include "precisions.h"
 
 /* ------------------------------------------------------------------ solver */
 

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* sep_lines.h - cpu_sep's loops over its precision R (float or double), included once for each
- * by sep.c with R, RT (its dtype) and X(name) (the name with the precision's suffix) defined: one
- * text for the float32 filter and the float64 one, as FFTW writes its precisions. VL: values of R
- * in a 32-byte vector; a register block holds 4 vectors (VB values), a column pair 2 vectors. */
+/* sep_lines.h - cpu_sep's loops over its precision R (float or double), included for each by
+ * sep.c through precisions.h: one text for the float32 filter and the float64 one. VL: values of
+ * R in a 32-byte vector; a register block holds 4 vectors (VB values), a column pair 2. */
 #define VL ((int)(32 / sizeof(R)))
 #define VB (4 * VL)
 
