@@ -228,11 +228,10 @@ ndf_status ndf__context_child(ndf_context **out, const ndf_context *parent, int 
   c->threads = threads;
   c->workspace_limit = parent->workspace_limit;
   c->worker = 1;
-  c->ndev = parent->ndev ? 1 : 0;
-  c->devs[0] = parent->place.device;
   snprintf(c->device_name, sizeof c->device_name, "%s", parent->device_name);
   if (c->place.kind == NDF_PLACE_CUDA) {
     ndf_status st = device == c->place.device ? NDF_OK : ndf__device()->select(c, device);
+    c->ndev = 1;
     c->devs[0] = c->place.device;
     if (st == NDF_OK) st = ndf__device()->stream_create(c);
     if (st != NDF_OK) {

@@ -342,7 +342,9 @@ typedef struct ndf__device_ops {
   /* page-locked host memory; host_free frees p and returns 1 if it is such memory, else 0 */
   ndf_status (*host_alloc)(ndf_context *ctx, void **p, size_t bytes);
   int (*host_free)(ndf_context *ctx, void *p);
-  int (*page_locked)(const void *p); /* p is host memory the devices copy from and to directly */
+  /* a is host memory the devices copy from and to directly, as one block of dtype t: page-locked
+   * from its first byte to its last, C-contiguous, not empty */
+  int (*direct)(const ndf_array *a, ndf_dtype t);
   /* bytes between host memory and the context's device, or within it; synchronous */
   ndf_status (*copy)(ndf_context *ctx, void *dst, const void *src, size_t bytes);
   ndf_status (*sync)(ndf_context *ctx); /* waits for the context's stream */

@@ -42,7 +42,6 @@ struct ndf__slabs {
   int64_t lo;      /* reach before an output row (the buffer's rows past `rows` the rest) */
   int wrap;        /* axis 0 wraps: every buffer reads lo rows before and hi after, cyclically */
   int nw, threads; /* workers; CPU threads each */
-  int gpu;         /* the workers' buffers ins and out are on their devices */
   /* this execute's arrays the devices copy rows from (ins: the image, the operands) and to
    * (outs) directly: page-locked, C-contiguous, of the buffers' dtype */
   char direct_in[1 + NDF__MAX_OPS], *direct_out;
@@ -63,6 +62,9 @@ struct ndf__slabs {
   pthread_mutex_t lock; /* next and st */
   pthread_mutex_t run;  /* held by an execute: the workers and buffers serve one at a time */
 };
+
+/* The workers' buffers ins and out are on their devices. */
+static int on_gpu(const struct ndf__slabs *S) { return S->ctx->place.kind == NDF_PLACE_CUDA; }
 
 /* Rows of axis 0 an output row reads before (lo) and after (hi) itself, and whether axis 0
  * wraps; 0 where the filter cannot run in slabs so (a recursive filter along axis 0, whose
@@ -195,8 +197,8 @@ static size_t rows_bytes(const ndf_array *a, int64_t n) {
 static void *work(void *v) {
   worker *w = v;
   struct ndf__slabs *S = w->S;
-  const ndf__device_ops *dev = S->gpu ? ndf__device() : NULL;
-  ndf_array *hin = S->gpu ? w->hin : w->ins;
+  const ndf__device_ops *dev = on_gpu(S) ? ndf__device() : NULL;
+  ndf_array *hin = on_gpu(S) ? w->hin : w->ins;
   const int64_t nslabs = (S->N + S->rows - 1) / S->rows;
   for (;;) {
     pthread_mutex_lock(&S->lock);
@@ -242,22 +244,13 @@ static void *work(void *v) {
   return NULL;
 }
 
-/* a's rows go to and from a device without a copy on the CPU: page-locked (its first and last
- * bytes), C-contiguous, of dtype t */
-static int direct(const ndf_array *a, ndf_dtype t) {
-  const int64_t bytes = ndf_array_size(a) * (int64_t)ndf_dtype_size(a->dtype);
-  return a->dtype == t && bytes > 0 && ndf__is_contiguous(a) &&
-         ndf__device()->page_locked(a->data) &&
-         ndf__device()->page_locked((const char *)a->data + bytes - 1);
-}
-
 /* One run of the slabs S: in (and ops) to out. */
 static ndf_status run(struct ndf__slabs *S, const ndf_array *in, const ndf_array *ops,
                       ndf_array *out) {
-  for (int j = 0; S->gpu && j <= S->nops; j++)
-    S->direct_in[j] = direct(j ? &ops[j - 1] : in, S->w[0].ins[j].dtype);
-  for (int f = 0; S->gpu && f < S->nout; f++)
-    S->direct_out[f] = direct(&out[f], S->w[0].out[f].dtype);
+  for (int j = 0; on_gpu(S) && j <= S->nops; j++)
+    S->direct_in[j] = ndf__device()->direct(j ? &ops[j - 1] : in, S->w[0].ins[j].dtype);
+  for (int f = 0; on_gpu(S) && f < S->nout; f++)
+    S->direct_out[f] = ndf__device()->direct(&out[f], S->w[0].out[f].dtype);
   S->in = in;
   S->ops = ops;
   S->out = out;
@@ -364,27 +357,28 @@ static ndf_status buffer(worker *w, ndf_array *b, const ndf_array *a, ndf_dtype 
 static ndf_status make_worker(worker *w, ndf_context *ctx, const ndf__problem *pb,
                               const ndf__solver *s, const char *method, int device) {
   struct ndf__slabs *S = w->S;
+  const int gpu = on_gpu(S);
   const int64_t L = S->L;
   const ndf_array *a = &pb->in;
   ndf_status st = ndf__context_child(&w->ctx, ctx, S->threads, device);
   if (st != NDF_OK) return st;
   w->out = calloc((size_t)pb->nout, sizeof *w->out);
-  w->hout = S->gpu ? calloc((size_t)pb->nout, sizeof *w->hout) : NULL;
+  w->hout = gpu ? calloc((size_t)pb->nout, sizeof *w->hout) : NULL;
   ndf__problem q = *pb;
   q.params = malloc(pb->params_size);
-  if (!w->out || (S->gpu && !w->hout) || !q.params) {
+  if (!w->out || (gpu && !w->hout) || !q.params) {
     free(q.params);
     return ndf__fail(ctx, NDF_ENOMEM, "out of host memory for slabs");
   }
   for (int j = 0; j <= pb->nops && st == NDF_OK; j++) {
     const ndf_array *o = j ? &pb->ops[j - 1] : a;
     const ndf_dtype t = j ? o->dtype : work_dtype(a->dtype);
-    st = buffer(w, &w->ins[j], o, t, L, S->gpu);
-    if (st == NDF_OK && S->gpu) st = buffer(w, &w->hin[j], o, t, L, 0);
+    st = buffer(w, &w->ins[j], o, t, L, gpu);
+    if (st == NDF_OK && gpu) st = buffer(w, &w->hin[j], o, t, L, 0);
   }
   for (int f = 0; f < pb->nout && st == NDF_OK; f++) {
-    st = buffer(w, &w->out[f], &pb->out, work_dtype(pb->out.dtype), L, S->gpu);
-    if (st == NDF_OK && S->gpu)
+    st = buffer(w, &w->out[f], &pb->out, work_dtype(pb->out.dtype), L, gpu);
+    if (st == NDF_OK && gpu)
       st = buffer(w, &w->hout[f], &pb->out, work_dtype(pb->out.dtype), S->rows, 0);
   }
   if (st != NDF_OK) {
@@ -479,7 +473,6 @@ static ndf_status make_slabs(struct ndf__slabs **out, ndf_context *ctx, const nd
   S->rows = L - lo - hi;
   S->lo = lo;
   S->wrap = wrap;
-  S->gpu = gpu;
   S->threads = gpu ? (ctx->threads / nw > 0 ? ctx->threads / nw : 1) : ctx->threads;
   S->nout = pb->nout;
   S->nops = pb->nops;

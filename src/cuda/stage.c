@@ -281,11 +281,13 @@ static int page_locked(const void *p) {
 
 /* Whether a's elements lie in page-locked host memory as one contiguous float32 block, which
  * a copy reaches directly (its first and last bytes both page-locked). */
-static int direct(const ndf_array *a) {
-  return a->dtype == NDF_F32 && ndf_array_size(a) > 0 && ndf__is_contiguous(a) &&
-         page_locked(a->data) &&
-         page_locked((const char *)a->data + ndf_array_size(a) * sizeof(float) - 1);
+static int direct_as(const ndf_array *a, ndf_dtype t) {
+  const int64_t bytes = ndf_array_size(a) * (int64_t)ndf_dtype_size(a->dtype);
+  return a->dtype == t && bytes > 0 && ndf__is_contiguous(a) && page_locked(a->data) &&
+         page_locked((const char *)a->data + bytes - 1);
 }
+
+static int direct(const ndf_array *a) { return direct_as(a, NDF_F32); }
 
 /* The device check, the stage lock held. */
 static ndf_status device_nonfinite(const ndf_plan *p, const ndf_array *a, int *bad) {
@@ -574,7 +576,7 @@ static const ndf__device_ops ops = {.count = device_count,
                                     .free = free_device,
                                     .host_alloc = host_alloc,
                                     .host_free = host_free,
-                                    .page_locked = page_locked,
+                                    .direct = direct_as,
                                     .copy = copy,
                                     .sync = sync_stream,
                                     .stage_create = stage_create,
