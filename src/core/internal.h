@@ -43,6 +43,11 @@ typedef struct ndf__problem {
   int pin;
   void *params;
   size_t params_size;
+  /* NULL, or the operation's faster form of its params, exact only for finite inputs (a kernel
+   * folded over a wrap axis): replaces pb's params by it and returns 1, the original kept in
+   * *keep (NULL: freed), or returns 0 leaving pb. The planner gives a float input's plan the
+   * original as its exact twin. */
+  int (*finite_form)(struct ndf__problem *pb, struct ndf__problem *keep);
 } ndf__problem;
 
 /* Parameters of a rank filter over in's axes padded in front to four (k 1, left 0 there): the
@@ -85,12 +90,6 @@ typedef struct ndf__axis_in {
 } ndf__axis_in;
 /* Validates per-axis kernels and builds a separable filter's problem (ops/sepfilter.c); `what`
  * names the operation in messages, `aliases` the method names it takes besides solvers'. */
-/* A separable problem whose kernels are longer than their wrap axes, folded modulo the axis
- * (ops/sepfilter.c): pb's params replaced by the folded ones, the original kept in *keep (NULL:
- * freed); returns 1, or 0 with pb unchanged where no kernel folds. The fold sums in float64
- * what the filter would sum in float32, but where the input holds NaN or Inf it gives Inf where
- * scipy gives Inf - Inf = NaN: a float input's plan keeps the original as its exact twin. */
-int ndf__sep_fold(ndf__problem *pb, ndf__problem *keep);
 ndf_status ndf__build_sep(ndf__problem *pb, ndf_context *ctx, const ndf_array *in,
                           const ndf_array *out, const ndf__axis_in *ax, double cval, int convolve,
                           const char *what, const char *aliases);

@@ -257,15 +257,14 @@ ndf_status ndf__plan_make(ndf_plan **out, ndf_context *ctx, ndf__problem *pb, co
   p->ctx = ctx;
   p->pb = *pb;
   pb->params = NULL;
-  /* kernels longer than their wrap axes fold (exact for finite inputs: the original is the
-   * exact twin of a float input's plan) */
-  ndf__problem unfolded;
+  /* the problem's form for finite inputs (the original is a float input's exact twin) */
+  ndf__problem original;
   int folded = 0;
-  if (!p->pb.exact && !alt_pb && p->pb.op == NDF__OP_SEPFILTER &&
-      ndf__sep_fold(&p->pb, is_float(p->pb.in.dtype) ? &unfolded : NULL) &&
+  if (!p->pb.exact && !alt_pb && p->pb.finite_form &&
+      p->pb.finite_form(&p->pb, is_float(p->pb.in.dtype) ? &original : NULL) &&
       is_float(p->pb.in.dtype)) {
     folded = 1;
-    alt_pb = &unfolded;
+    alt_pb = &original;
   }
   for (;;) {
     p->solver = s;

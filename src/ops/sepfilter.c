@@ -22,7 +22,10 @@ static int foldable(const ndf__sepaxis *e, const double *w, int64_t len) {
   return 0;
 }
 
-int ndf__sep_fold(ndf__problem *pb, ndf__problem *keep) {
+/* The problem's finite_form: its kernels longer than their wrap axes folded. The fold sums in
+ * float64 what the filter would sum in float32, but where the input holds NaN or Inf it gives
+ * Inf where scipy gives Inf - Inf = NaN. */
+static int fold(ndf__problem *pb, ndf__problem *keep) {
   const ndf__sep *c = pb->params;
   int any = 0;
   for (int k = 0; k < c->naxes; k++)
@@ -107,6 +110,7 @@ ndf_status ndf__build_sep(ndf__problem *pb, ndf_context *ctx, const ndf_array *i
     off += a->n;
   }
   *pb = ndf__problem_make(NDF__OP_SEPFILTER, what, aliases, in, out, s, sz);
+  pb->finite_form = fold;
   return NDF_OK;
 }
 
