@@ -423,7 +423,7 @@ static int64_t slab_length(const ndf_context *ctx, const ndf__problem *pb, int64
                            int may_spread, int *nw) {
   const ndf_array *a = &pb->in;
   const int gpu = ctx->place.kind == NDF_PLACE_CUDA;
-  const int ndev = gpu && ctx->ndev > 1 ? ctx->ndev : 1, per_dev = gpu ? 2 : 1;
+  const int ndev = gpu ? ctx->ndev : 1, per_dev = gpu ? 2 : 1;
   *nw = ndev * per_dev;
   const int64_t N = a->shape[0], row = N ? ndf_array_size(a) / N : 0;
   const double per_row = (double)row * bytes_per_element(pb, gpu), work = per_row * (double)N;
@@ -434,7 +434,7 @@ static int64_t slab_length(const ndf_context *ctx, const ndf__problem *pb, int64
   if (cap == 0 && gpu && (spread || work > 1e9)) /* asked only where it may matter */
     for (int i = 0; i < ndev; i++) {
       ndf_context on = *ctx;
-      on.place.device = ndev > 1 ? ctx->devs[i] : ctx->place.device;
+      on.place.device = ctx->devs[i];
       const double fr = 0.8 * (double)ndf__device()->mem_free(&on);
       if (i == 0 || fr < cap) cap = fr;
     }
@@ -465,7 +465,7 @@ static struct ndf__slabs *slabs_new(ndf_context *ctx) {
 static ndf_status make_slabs(struct ndf__slabs **out, ndf_context *ctx, const ndf__problem *pb,
                              const ndf__solver *s, const char *method, int64_t L, int nw,
                              int64_t lo, int64_t hi, int wrap) {
-  const int gpu = ctx->place.kind == NDF_PLACE_CUDA, ndev = gpu && ctx->ndev > 1 ? ctx->ndev : 1;
+  const int gpu = ctx->place.kind == NDF_PLACE_CUDA;
   struct ndf__slabs *S = *out = slabs_new(ctx);
   if (!S) return NDF_ENOMEM;
   S->N = pb->in.shape[0];
@@ -482,8 +482,7 @@ static ndf_status make_slabs(struct ndf__slabs **out, ndf_context *ctx, const nd
   ndf_status st = NDF_OK;
   for (int i = 0; i < nw && st == NDF_OK; i++, S->nw++) {
     S->w[i].S = S;
-    st = make_worker(&S->w[i], ctx, pb, s, method,
-                     ndev > 1 ? ctx->devs[i % ndev] : ctx->place.device);
+    st = make_worker(&S->w[i], ctx, pb, s, method, gpu ? ctx->devs[i % ctx->ndev] : 0);
   }
   return st;
 }
