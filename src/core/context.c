@@ -109,8 +109,7 @@ static ndf_status pick_cudas(ndf_context *c, const int *devs, int ndev) {
       id_at += snprintf(ids + id_at, sizeof ids - (size_t)id_at, ",%d", devs[i]);
   }
   c->ndev = ndev;
-  /* the last select made another device current: the first is the context's */
-  d->select(c, devs[0]);
+  d->set_current(devs[0]); /* the checks made the last one current: the first is the context's */
   snprintf(c->device_name, sizeof c->device_name, "cuda:%.40s (%.110s)", ids, names);
   return NDF_OK;
 }
