@@ -65,6 +65,17 @@ def bandwidth(cp, nbytes=1 << 30):
     return nbytes / t_up / 1e9, nbytes / t_down / 1e9, 2 * nbytes / t_both / 1e9
 
 
+def kernel7():
+    """The correlation's kernel: 7^3 random weights summing to 1."""
+    w = np.random.default_rng(4).random((7, 7, 7))
+    return w / w.sum()
+
+
+def rel_diff(out, ref):
+    """The largest difference of out from ref, relative to ref's largest value."""
+    return float(np.abs(out - ref).max() / max(np.abs(ref).max(), 1e-30))
+
+
 def random_array(shape, seed=3):
     x = np.empty(shape, np.float32)
     rng = np.random.default_rng(seed)
@@ -84,8 +95,7 @@ def gpus(a):
             bw.append(bandwidth(cp))
         print(f"GPU {g}: pinned up {bw[-1][0]:.1f} GB/s, down {bw[-1][1]:.1f}, both "
               f"{bw[-1][2]:.1f}", flush=True)
-    w = np.random.default_rng(4).random((7, 7, 7))
-    w /= w.sum()
+    w = kernel7()
     def write():  # after each shape: a call that runs out of time keeps what it measured
         meta = {"commit": timing.commit(), "gpu": timing.gpu_name(cp), "gpus": ngpu,
                 "date": time.strftime("%Y-%m-%d"), "threads": os.cpu_count(),
@@ -143,9 +153,7 @@ def gpus(a):
                     if c == 1 and memory == "pageable":
                         refs[name] = out.copy()
                     else:
-                        ref = refs[name]
-                        run["max_diff"] = float(np.abs(out - ref).max() /
-                                                max(np.abs(ref).max(), 1e-30))
+                        run["max_diff"] = rel_diff(out, refs[name])
                     r["runs"].append(run)
                     print(f"{name} {'x'.join(map(str, shape))} {memory} on {c} GPU(s): {t:.3f} s "
                           f"({2 * gb / t:.1f} GB/s in+out), slab rows {run['slab_rows']}, "
@@ -180,17 +188,13 @@ def main():
     import cupy as cp
     up, down, both = bandwidth(cp)
     print(f"pinned bandwidth: up {up:.1f} GB/s, down {down:.1f}, both at once {both:.1f}")
-    rng = np.random.default_rng(3)
     n = a.n
-    x = np.empty((n, n, n), np.float32)
-    for i in range(0, n, 64):
-        x[i:i + 64] = rng.random((min(64, n - i), n, n), dtype=np.float32)
+    x = random_array((n, n, n))
     out = np.empty_like(x)
     gb = x.nbytes / 1e9
     ideal_serial = gb / up + gb / down   # one direction at a time
     ideal_duplex = 2 * gb / both         # both directions at once
-    w = np.random.default_rng(4).random((7, 7, 7))
-    w /= w.sum()
+    w = kernel7()
     cases = [("gaussian sigma 4", lambda **k: ndfilt.gaussian_filter(x, 4.0, mode="nearest",
                                                                     output=out, **k)),
              ("correlate 7^3", lambda **k: ndfilt.correlate(x, w, mode="nearest", output=out,
@@ -211,7 +215,7 @@ def main():
         r["slab_rows"] = ndfilt.slabs()
         r["solver"] = ndfilt.last_solver()
         if ref is not None:
-            r["max_diff"] = float(np.abs(out - ref).max() / max(np.abs(ref).max(), 1e-30))
+            r["max_diff"] = rel_diff(out, ref)
         ndfilt.set_memory_limit(0)
         ndfilt.set_device("cpu")
         r["cpu_s"] = timing.wall_ms(f, reps=1, budget=5) / 1e3 if name.startswith("g") else None
