@@ -32,6 +32,23 @@ import timing  # noqa: E402
 W5 = np.random.default_rng(5).random((5, 5, 5))  # the correlation's kernel
 
 
+def task_times(distributed, client, f):
+    """Where one run of f spends its time on the workers: seconds summed over tasks by the
+    task's name and what the worker did (compute, transfer of its inputs from another worker,
+    disk), the largest first, beside the run's wall clock."""
+    t = time.perf_counter()
+    with distributed.get_task_stream(client) as ts:
+        f()
+    sums = {"wall": time.perf_counter() - t}
+    for task in ts.data:
+        name = str(task["key"][0] if isinstance(task["key"], tuple) else task["key"])
+        name = name.rsplit("-", 1)[0] if "-" in name else name
+        for ss in task.get("startstops", ()):
+            k = f"{ss['action']} {name}"
+            sums[k] = sums.get(k, 0.0) + ss["stop"] - ss["start"]
+    return dict(sorted(sums.items(), key=lambda kv: -kv[1])[:8])
+
+
 def cuda_main(a):
     import cupy as cp
     import dask.array as da
@@ -72,7 +89,11 @@ def cuda_main(a):
             diff = float(abs(lazy(nd, x) - lazy(dif, x)).max().compute())
             rows.append({"case": label, "shape": [n] * 3, "chunks": [n // 4, n, n],
                          "workers": workers, "ndfilt_dask_ms": t_nd, "dask_image_ms": t_di,
-                         "ndfilt_one_gpu_unchunked_ms": one[label], "max_abs_diff": diff})
+                         "ndfilt_one_gpu_unchunked_ms": one[label], "max_abs_diff": diff,
+                         "ndfilt_dask_tasks": task_times(distributed, client,
+                                                         lambda: lazy(nd, x).sum().compute()),
+                         "dask_image_tasks": task_times(distributed, client,
+                                                        lambda: lazy(dif, x).sum().compute())})
             print(rows[-1], flush=True)
         client.close()
         cluster.close()

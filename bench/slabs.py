@@ -5,7 +5,7 @@
 bandwidth measured in the same run:
 
   python3 bench/slabs.py [--out DIR] [--n N] [--limit GB]
-  python3 bench/slabs.py --gpus [--out DIR] [--shapes 1024x1024x1024,...]
+  python3 bench/slabs.py --gpus [--out DIR] [--shapes 1024x1024x1024,...] [--counts 1,2,4]
 
 For an N^3 float32 numpy array (default 1280: 8.4 GB in and as much out) under a limit of
 --limit GB (default 8): ndfilt's Gaussian sigma 4 (nearest) and correlate 7^3, wall clock per
@@ -65,6 +65,39 @@ def bandwidth(cp, nbytes=1 << 30):
     return nbytes / t_up / 1e9, nbytes / t_down / 1e9, 2 * nbytes / t_both / 1e9
 
 
+def bandwidth_all(cp, ngpu, nbytes=1 << 30):
+    """Pinned host<->device on every GPU at once (a stream each): up, down and both directions
+    together, summed over the GPUs, in GB/s: what the host gives all the buses together."""
+    bufs = []
+    for g in range(ngpu):
+        with cp.cuda.Device(g):
+            bufs.append((cp.cuda.alloc_pinned_memory(nbytes), cp.cuda.alloc_pinned_memory(nbytes),
+                         cp.cuda.alloc(nbytes), cp.cuda.alloc(nbytes),
+                         cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)))
+
+    def go(up, down):
+        for g, (h, h2, d, d2, s1, s2) in enumerate(bufs):
+            with cp.cuda.Device(g):
+                if up:
+                    d.copy_from_host_async(h.ptr, nbytes, s1)
+                if down:
+                    d2.copy_to_host_async(h2.ptr, nbytes, s2)
+        for g in range(ngpu):
+            cp.cuda.Device(g).synchronize()
+
+    def timed(up, down):
+        go(up, down)
+        ts = []
+        for _ in range(5):
+            t = time.perf_counter()
+            go(up, down)
+            ts.append(time.perf_counter() - t)
+        return float(np.median(ts))
+
+    n = ngpu * nbytes
+    return n / timed(1, 0) / 1e9, n / timed(0, 1) / 1e9, 2 * n / timed(1, 1) / 1e9
+
+
 def kernel7():
     """The correlation's kernel: 7^3 random weights summing to 1."""
     w = np.random.default_rng(4).random((7, 7, 7))
@@ -88,18 +121,24 @@ def gpus(a):
     """Several GPUs against one on the same numpy arrays (see the module's text)."""
     import cupy as cp
     ngpu = cp.cuda.runtime.getDeviceCount()
-    counts = sorted({c for c in (1, 2, 4, 8, ngpu) if c <= ngpu})
+    counts = sorted({c for c in (1, 2, 4, 8, ngpu) if c <= ngpu}) if not a.counts else \
+        [int(c) for c in a.counts.split(",")]
     bw = []
     for g in range(ngpu):
         with cp.cuda.Device(g):
             bw.append(bandwidth(cp))
         print(f"GPU {g}: pinned up {bw[-1][0]:.1f} GB/s, down {bw[-1][1]:.1f}, both "
               f"{bw[-1][2]:.1f}", flush=True)
+    bw_all = bandwidth_all(cp, ngpu) if ngpu > 1 else bw[0]
+    print(f"all {ngpu} GPUs at once: pinned up {bw_all[0]:.1f} GB/s, down {bw_all[1]:.1f}, both "
+          f"{bw_all[2]:.1f} (sums)", flush=True)
     w = kernel7()
+
     def write():  # after each shape: a call that runs out of time keeps what it measured
         meta = {"commit": timing.commit(), "gpu": timing.gpu_name(cp), "gpus": ngpu,
                 "date": time.strftime("%Y-%m-%d"), "threads": os.cpu_count(),
-                "bandwidth_gbs": [{"up": u, "down": d, "both": b} for u, d, b in bw]}
+                "bandwidth_gbs": [{"up": u, "down": d, "both": b} for u, d, b in bw],
+                "bandwidth_all_gbs": {"up": bw_all[0], "down": bw_all[1], "both": bw_all[2]}}
         os.makedirs(a.out, exist_ok=True)
         with open(os.path.join(a.out, "gpus.json"), "w") as fh:
             json.dump(timing.clean_json({"meta": meta, "rows": rows}), fh, indent=1)
@@ -110,7 +149,8 @@ def gpus(a):
               "`set_device('cuda:0,1,...')`: slabs of the first axis spread over the GPUs (the "
               "recursive Gaussian, which fits one GPU, stays on the first). Speed-up against one "
               "GPU on the same arrays. Pinned bandwidth per GPU (up/down/both, GB/s): " +
-              "; ".join(f"{g}: {u:.0f}/{d:.0f}/{b:.0f}" for g, (u, d, b) in enumerate(bw)) + ".", "",
+              "; ".join(f"{g}: {u:.0f}/{d:.0f}/{b:.0f}" for g, (u, d, b) in enumerate(bw)) +
+              f"; every GPU at once (sums): {bw_all[0]:.0f}/{bw_all[1]:.0f}/{bw_all[2]:.0f}.", "",
               "| case | array | memory | " +
               " | ".join(f"{c} GPU{'s' if c > 1 else ''}" for c in counts) +
               " | largest rel. diff |", "|---|---|---|" + "---|" * len(counts) + "---|"]
@@ -182,6 +222,7 @@ def main():
     ap.add_argument("--limit", type=float, default=8.0)
     ap.add_argument("--gpus", action="store_true")
     ap.add_argument("--shapes", default="1024x1024x1024")
+    ap.add_argument("--counts", default="", help="GPU counts (default 1, 2, 4, ... up to all)")
     a = ap.parse_args()
     if a.gpus:
         return gpus(a)

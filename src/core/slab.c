@@ -11,14 +11,18 @@
  * Workers take the next slab from a shared counter. Each owns a context (on a GPU, with a
  * stream of its own), its plan and its buffers. On a GPU the plan filters device buffers: a
  * worker copies the slab's rows into a page-locked buffer, sends them up, filters, and brings
- * back only the slab's own rows; two workers a device alternate, one copying rows on the CPU
- * while the other's slab crosses the bus or is filtered. A context of several GPUs has two
- * workers on each, and the counter spreads the slabs by each device's pace. */
+ * back only the slab's own rows. Two workers a device take turns on each direction of its bus
+ * (one sends up while the other is filtered or brings its rows back, the bus carrying both
+ * directions at once), and copy rows on the CPU beside it; two workers sending at once would
+ * share the bus, finish together and then leave it idle while both filter. A context of
+ * several GPUs has two workers on each, and the counter spreads the slabs by each device's
+ * pace. */
 #include <omp.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "dev_switch.h"
 #include "elem.h"
 #include "internal.h"
 
@@ -32,6 +36,7 @@ typedef struct {
   ndf_array hin[1 + NDF__MAX_OPS];
   ndf_array *hout;
   struct ndf__slabs *S;
+  int dev; /* its device's place in the context's list */
   pthread_t thread;
 } worker;
 
@@ -61,6 +66,8 @@ struct ndf__slabs {
   ndf_status st;
   pthread_mutex_t lock; /* next and st */
   pthread_mutex_t run;  /* held by an execute: the workers and buffers serve one at a time */
+  pthread_mutex_t *bus; /* on a GPU: a device's up (2 d) and down (2 d + 1) copies, one at a time */
+  int nbus;
 };
 
 /* The workers' buffers ins and out are on their devices. */
@@ -212,26 +219,31 @@ static void *work(void *v) {
     /* the rows read: L, or a short last slab's own rows (no reach), the rest of the buffer
      * zeros, whose outputs are not kept */
     const int64_t nin = S->L == S->rows ? nz : S->L;
-    for (int j = 0; j <= S->nops && st == NDF_OK; j++) {
+    const void *rows[1 + NDF__MAX_OPS];
+    for (int j = 0; j <= S->nops; j++) {
       const ndf_array *src = j ? &S->ops[j - 1] : S->in;
-      const void *rows = hin[j].data;
+      rows[j] = hin[j].data;
       if (dev && S->direct_in[j] && from + nin <= S->N && nin == S->L) {
-        rows = rows_of(src, from, 1).data;
+        rows[j] = rows_of(src, from, 1).data;
       } else {
         copy_rows(src, from, S->N, &hin[j], 0, nin, S->threads);
         if (nin < S->L) memset(rows_of(&hin[j], nin, 1).data, 0, rows_bytes(&hin[j], S->L - nin));
       }
-      if (dev) st = dev->copy(w->ctx, w->ins[j].data, rows, rows_bytes(&hin[j], S->L));
     }
+    if (dev) pthread_mutex_lock(&S->bus[2 * w->dev]);
+    for (int j = 0; dev && j <= S->nops && st == NDF_OK; j++)
+      st = dev->copy(w->ctx, w->ins[j].data, rows[j], rows_bytes(&hin[j], S->L));
+    if (dev) pthread_mutex_unlock(&S->bus[2 * w->dev]);
     if (st == NDF_OK) st = ndf_execute_n(w->plan, 1 + S->nops, w->ins, S->nout, w->out);
     for (int f = 0; f < S->nout && st == NDF_OK; f++) {
       ndf_array mine = rows_of(&w->out[f], z0 - a, nz); /* the slab's own rows */
-      if (dev && S->direct_out[f]) {
-        st = dev->copy(w->ctx, rows_of(&S->out[f], z0, 1).data, mine.data, rows_bytes(&mine, nz));
-        continue;
-      }
       if (dev) {
-        st = dev->copy(w->ctx, w->hout[f].data, mine.data, rows_bytes(&mine, nz));
+        const int direct = S->direct_out[f];
+        pthread_mutex_lock(&S->bus[2 * w->dev + 1]);
+        st = dev->copy(w->ctx, direct ? rows_of(&S->out[f], z0, 1).data : w->hout[f].data,
+                       mine.data, rows_bytes(&mine, nz));
+        pthread_mutex_unlock(&S->bus[2 * w->dev + 1]);
+        if (direct) continue;
         mine = rows_of(&w->hout[f], 0, nz);
       }
       if (st == NDF_OK) copy_rows(&mine, 0, nz, &S->out[f], z0, nz, S->threads);
@@ -336,6 +348,9 @@ void ndf__slabs_free(struct ndf__slabs *S) {
   }
   free(S->w);
   free(S->direct_out);
+  for (int d = 0; d < S->nbus; d++)
+    pthread_mutex_destroy(&S->bus[d]);
+  free(S->bus);
   ndf__slabs_free(S->then);
   pthread_mutex_destroy(&S->lock);
   pthread_mutex_destroy(&S->run);
@@ -427,9 +442,11 @@ static int64_t slab_length(const ndf_context *ctx, const ndf__problem *pb, int64
   *nw = ndev * per_dev;
   const int64_t N = a->shape[0], row = N ? ndf_array_size(a) / N : 0;
   const double per_row = (double)row * bytes_per_element(pb, gpu), work = per_row * (double)N;
-  /* several GPUs share a filter on host arrays past the cost of setting their workers up */
-  const int spread =
-      may_spread && ndev > 1 && (double)ndf_array_size(a) * ndf_dtype_size(a->dtype) >= 64e6;
+  /* several GPUs share a filter on host arrays past the cost of setting their workers up
+   * (the development switch NDF_SLABS: "1" one GPU's too, "0" none) */
+  const char *sw = ndf__dev_switch("NDF_SLABS");
+  const int spread = may_spread && (sw ? *sw == '1' : ndev > 1) &&
+                     (double)ndf_array_size(a) * ndf_dtype_size(a->dtype) >= 64e6;
   double cap = (double)ctx->memory_limit;        /* each device's */
   if (cap == 0 && gpu && (spread || work > 1e9)) /* asked only where it may matter */
     for (int i = 0; i < ndev; i++) {
@@ -478,11 +495,16 @@ static ndf_status make_slabs(struct ndf__slabs **out, ndf_context *ctx, const nd
   S->nops = pb->nops;
   S->w = calloc((size_t)nw, sizeof *S->w);
   S->direct_out = calloc((size_t)pb->nout, 1);
-  if (!S->w || !S->direct_out) return ndf__fail(ctx, NDF_ENOMEM, "out of host memory for slabs");
+  S->bus = gpu ? malloc(2 * (size_t)ctx->ndev * sizeof *S->bus) : NULL;
+  for (int d = 0; S->bus && d < 2 * ctx->ndev; d++, S->nbus++)
+    pthread_mutex_init(&S->bus[d], NULL);
+  if (!S->w || !S->direct_out || (gpu && !S->bus))
+    return ndf__fail(ctx, NDF_ENOMEM, "out of host memory for slabs");
   ndf_status st = NDF_OK;
   for (int i = 0; i < nw && st == NDF_OK; i++, S->nw++) {
     S->w[i].S = S;
-    st = make_worker(&S->w[i], ctx, pb, s, method, gpu ? ctx->devs[i % ctx->ndev] : 0);
+    S->w[i].dev = gpu ? i % ctx->ndev : 0;
+    st = make_worker(&S->w[i], ctx, pb, s, method, gpu ? ctx->devs[S->w[i].dev] : 0);
   }
   return st;
 }

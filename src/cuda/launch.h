@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "../core/dev_switch.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -15,19 +17,6 @@ typedef struct ndf__view4 {
   int64_t shape[4];
   int64_t strides[4];
 } ndf__view4;
-
-/* A development switch (cuda_iir's NDF_CUDA_IIR_*: force a path for the tests; NDF_DEVICE_CAPS:
- * the cost models' device figures, to see auto's choices for another card): its value from the
- * environment in a build configured with NDF_DEV_SWITCHES (the GPU check's), NULL in every other
- * build. */
-static inline const char *ndf__dev_switch(const char *name) {
-#ifdef NDF_DEV_SWITCHES
-  return getenv(name);
-#else
-  (void)name;
-  return NULL;
-#endif
-}
 
 /* Each returns a cudaError_t (0 on success) after queuing work on stream. */
 int ndf__launch_to_f32(const void *src, int dtype, ndf__view4 v, float *dst, void *stream);
