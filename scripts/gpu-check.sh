@@ -125,6 +125,16 @@ for run in sep:separable:auto sep:separable:cuda_sep sep:separable:cuda_sep_fuse
   fi
 done
 
+# One GPU's slabs on every suite's host arrays (NDF_SLABS=1: wherever a filter may go by slabs,
+# however small), against the float64 reference as in memory.
+for suite in sep conv rank ks nonfinite; do
+  if NDF_SLABS=1 NDF_TEST_TOL=1e-5 "$B/tests/test_$suite" cuda >>"$LOG/cuda-tests.log" 2>&1; then
+    row "cuda $suite in slabs (NDF_SLABS=1)" ok "$(grep -E 'cases|worst' "$LOG/cuda-tests.log" | tail -1)"
+  else
+    row "cuda $suite in slabs (NDF_SLABS=1)" FAIL "see cuda-tests.log"
+  fi
+done
+
 fi # tests
 
 if want sanitize; then
@@ -149,6 +159,8 @@ if [ -n "$SAN" ]; then
         "$B/tests/test_rank" cuda &&
       NDF_TEST_CASES=20 "$SAN" --tool $tool $extra --error-exitcode 99 \
         "$B/tests/test_slabs" cuda:all &&
+      NDF_SLABS=1 NDF_TEST_CASES=20 "$SAN" --tool $tool $extra --error-exitcode 99 \
+        "$B/tests/test_sep" cuda &&
       (for ks in $KS_SAN; do
          NDF_TEST_CASES=8 NDF_TEST_TOL=1e-3 "$SAN" --tool $tool $extra --error-exitcode 99 \
            "$B/tests/test_ks" cuda cuda_ks_$ks || exit $?

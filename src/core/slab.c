@@ -201,6 +201,13 @@ static size_t rows_bytes(const ndf_array *a, int64_t n) {
          ndf_dtype_size(a->dtype);
 }
 
+/* A worker's page-locked buffer b, made on its first use: a caller's page-locked arrays go to
+ * and from the device directly, and never need one. */
+static ndf_status host_buffer(worker *w, ndf_array *b) {
+  if (b->data) return NDF_OK;
+  return ndf_array_alloc_host(w->ctx, b, b->dtype, b->ndim, b->shape);
+}
+
 static void *work(void *v) {
   worker *w = v;
   struct ndf__slabs *S = w->S;
@@ -222,23 +229,25 @@ static void *work(void *v) {
     const void *rows[1 + NDF__MAX_OPS];
     for (int j = 0; j <= S->nops; j++) {
       const ndf_array *src = j ? &S->ops[j - 1] : S->in;
-      rows[j] = hin[j].data;
       if (dev && S->direct_in[j] && from + nin <= S->N && nin == S->L) {
         rows[j] = rows_of(src, from, 1).data;
-      } else {
+      } else if ((st = host_buffer(w, &hin[j])) == NDF_OK) {
+        rows[j] = hin[j].data;
         copy_rows(src, from, S->N, &hin[j], 0, nin, S->threads);
         if (nin < S->L) memset(rows_of(&hin[j], nin, 1).data, 0, rows_bytes(&hin[j], S->L - nin));
       }
     }
-    if (dev) pthread_mutex_lock(&S->bus[2 * w->dev]);
+    const int locked = dev && st == NDF_OK;
+    if (locked) pthread_mutex_lock(&S->bus[2 * w->dev]);
     for (int j = 0; dev && j <= S->nops && st == NDF_OK; j++)
       st = dev->copy(w->ctx, w->ins[j].data, rows[j], rows_bytes(&hin[j], S->L));
-    if (dev) pthread_mutex_unlock(&S->bus[2 * w->dev]);
+    if (dev && locked) pthread_mutex_unlock(&S->bus[2 * w->dev]);
     if (st == NDF_OK) st = ndf_execute_n(w->plan, 1 + S->nops, w->ins, S->nout, w->out);
     for (int f = 0; f < S->nout && st == NDF_OK; f++) {
       ndf_array mine = rows_of(&w->out[f], z0 - a, nz); /* the slab's own rows */
       if (dev) {
         const int direct = S->direct_out[f];
+        if (!direct && (st = host_buffer(w, &w->hout[f])) != NDF_OK) break;
         pthread_mutex_lock(&S->bus[2 * w->dev + 1]);
         st = dev->copy(w->ctx, direct ? rows_of(&S->out[f], z0, 1).data : w->hout[f].data,
                        mine.data, rows_bytes(&mine, nz));
@@ -357,13 +366,18 @@ void ndf__slabs_free(struct ndf__slabs *S) {
   free(S);
 }
 
-/* A buffer of n rows like a, of dtype t, in the worker's host memory (page-locked on a GPU)
- * or (dev) on its device. */
+/* A buffer of n rows like a, of dtype t: in the worker's host memory (on the CPU), on its
+ * device (dev), or (lazy, on a GPU) described only, to be made page-locked on first use
+ * (host_buffer). */
 static ndf_status buffer(worker *w, ndf_array *b, const ndf_array *a, ndf_dtype t, int64_t n,
-                         int dev) {
+                         int dev, int lazy) {
   int64_t shape[NDF_MAX_DIMS];
   memcpy(shape, a->shape, sizeof shape);
   shape[0] = n;
+  if (lazy) {
+    *b = ndf_array_contiguous(t, a->ndim, shape, NULL);
+    return NDF_OK;
+  }
   return (dev ? ndf_array_alloc : ndf_array_alloc_host)(w->ctx, b, t, a->ndim, shape);
 }
 
@@ -388,13 +402,13 @@ static ndf_status make_worker(worker *w, ndf_context *ctx, const ndf__problem *p
   for (int j = 0; j <= pb->nops && st == NDF_OK; j++) {
     const ndf_array *o = j ? &pb->ops[j - 1] : a;
     const ndf_dtype t = j ? o->dtype : work_dtype(a->dtype);
-    st = buffer(w, &w->ins[j], o, t, L, gpu);
-    if (st == NDF_OK && gpu) st = buffer(w, &w->hin[j], o, t, L, 0);
+    st = buffer(w, &w->ins[j], o, t, L, gpu, 0);
+    if (st == NDF_OK && gpu) st = buffer(w, &w->hin[j], o, t, L, 0, 1);
   }
   for (int f = 0; f < pb->nout && st == NDF_OK; f++) {
-    st = buffer(w, &w->out[f], &pb->out, work_dtype(pb->out.dtype), L, gpu);
+    st = buffer(w, &w->out[f], &pb->out, work_dtype(pb->out.dtype), L, gpu, 0);
     if (st == NDF_OK && gpu)
-      st = buffer(w, &w->hout[f], &pb->out, work_dtype(pb->out.dtype), S->rows, 0);
+      st = buffer(w, &w->hout[f], &pb->out, work_dtype(pb->out.dtype), S->rows, 0, 1);
   }
   if (st != NDF_OK) {
     free(q.params);
@@ -442,11 +456,15 @@ static int64_t slab_length(const ndf_context *ctx, const ndf__problem *pb, int64
   *nw = ndev * per_dev;
   const int64_t N = a->shape[0], row = N ? ndf_array_size(a) / N : 0;
   const double per_row = (double)row * bytes_per_element(pb, gpu), work = per_row * (double)N;
-  /* several GPUs share a filter on host arrays past the cost of setting their workers up
-   * (the development switch NDF_SLABS: "1" one GPU's too, "0" none) */
+  /* Several GPUs share a filter on host arrays past the cost of setting their workers up. One
+   * GPU takes a host array of 1 GB or more in slabs too, where four slabs of at least four
+   * times the reach fit: its workers' copies up and down then overlap, which in memory follow
+   * each other (the development switch NDF_SLABS: "1" slabs wherever they may go, "0" never). */
   const char *sw = ndf__dev_switch("NDF_SLABS");
-  const int spread = may_spread && (sw ? *sw == '1' : ndev > 1) &&
-                     (double)ndf_array_size(a) * ndf_dtype_size(a->dtype) >= 64e6;
+  const double bytes = (double)ndf_array_size(a) * ndf_dtype_size(a->dtype);
+  const int spread =
+      may_spread && gpu &&
+      (sw ? *sw == '1' : bytes >= 64e6 && (ndev > 1 || (bytes >= 1e9 && N >= 16 * (lo + hi + 1))));
   double cap = (double)ctx->memory_limit;        /* each device's */
   if (cap == 0 && gpu && (spread || work > 1e9)) /* asked only where it may matter */
     for (int i = 0; i < ndev; i++) {
@@ -457,9 +475,10 @@ static int64_t slab_length(const ndf_context *ctx, const ndf__problem *pb, int64
     }
   if (N < 2 || row == 0 || (!spread && (cap <= 0 || work <= cap))) return 0;
   int64_t L = cap > 0 ? (int64_t)(cap / (per_dev * per_row)) : N;
-  if (spread) { /* two slabs a worker at least, or the reach's rows */
+  if (spread) { /* two slabs a worker, each at least four times the reach: the reach's rows
+                 * cross the bus for both slabs they border (forced by the switch: any size) */
     int64_t rows = (N + 2 * *nw - 1) / (2 * *nw);
-    if (rows < lo + hi) rows = lo + hi;
+    if (!sw && rows < 4 * (lo + hi)) rows = 4 * (lo + hi);
     if (L > rows + lo + hi) L = rows + lo + hi;
   }
   return L - lo - hi < 1 || L >= N ? 0 : L; /* no slab fits, or no need */
