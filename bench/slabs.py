@@ -16,8 +16,8 @@ in-memory one. Writes DIR/slabs.json and DIR/slabs.md (bench/results/slabs/).
 
 --gpus: the same calls on numpy arrays of each shape, pageable and page-locked, on 1, 2, 4, ...
 of the machine's GPUs (set_device("cuda:0,1,...")), beside each GPU's pinned bandwidth and the
-largest difference from the one-GPU result. Writes DIR/gpus.json and
-DIR/gpus.md."""
+largest difference from the one-GPU result (the recursive Gaussian's two sweeps forced by a
+limit, on the first shape). Writes DIR/gpus.json and DIR/gpus.md."""
 import argparse
 import json
 import os
@@ -148,7 +148,8 @@ def gpus(a):
               f"{meta['commit']})", "",
               "float32 numpy arrays in and out (pageable: numpy's own memory; page-locked: "
               "`cupyx.empty_pinned`), wall clock per call (median of three after a warm-up), "
-              "`set_device('cuda:0,1,...')`: slabs of the first axis spread over the GPUs (the "
+              "`set_device('cuda:0,1,...')`: slabs of the first axis spread over the GPUs (one GPU "
+              "takes arrays of 1 GB or more in slabs too, its copies up and down overlapping; the "
               "recursive Gaussian, which fits one GPU, stays on the first). Speed-up against one "
               "GPU on the same arrays. Pinned bandwidth per GPU (up/down/both, GB/s): " +
               "; ".join(f"{g}: {u:.0f}/{d:.0f}/{b:.0f}" for g, (u, d, b) in enumerate(bw)) +
@@ -170,7 +171,8 @@ def gpus(a):
 
     rows = []
     import cupyx
-    for shape in [tuple(int(v) for v in t.split("x")) for t in a.shapes.split(",")]:
+    for first, shape in enumerate(tuple(int(v) for v in t.split("x")) for t in a.shapes.split(",")):
+        first = first == 0
         arrays = {"pageable": (random_array(shape), np.empty(shape, np.float32))}
         xp, op = cupyx.empty_pinned(shape, np.float32), cupyx.empty_pinned(shape, np.float32)
         xp[...] = arrays["pageable"][0]
@@ -203,7 +205,7 @@ def gpus(a):
                 one = r["runs"][0]["s"]
                 for run in r["runs"]:
                     run["speedup"] = one / run["s"]
-                if "recursive" in name:  # its two sweeps forced by a limit, on every count
+                if "recursive" in name and first:  # two sweeps forced by a limit, every count
                     ndfilt.set_memory_limit(x.nbytes)
                     r["two_sweeps"] = []
                     for c in counts:

@@ -1683,8 +1683,8 @@ class TestTorch(unittest.TestCase):
 
 class TestSlabs(unittest.TestCase):
     """set_memory_limit: numpy calls whose work passes the limit run in slabs of the first axis
-    (slabs() > 0) and give the unlimited call's result, on the CPU and, where present, the GPU;
-    in place in slabs is refused and changes nothing."""
+    (slabs() > 0) and give the unlimited call's result, on the CPU and, where present, the GPU,
+    in place too."""
 
     def setUp(self):
         self.prev = ndfilt._device
@@ -1719,10 +1719,13 @@ class TestSlabs(unittest.TestCase):
             scale = float(np.abs(want).max())
             err = float(np.abs(got.astype(np.float64) - want).max())
             self.assertLessEqual(err, 1e-6 * scale, f"{dev} {name}: {err:.3g} (slabs of {n})")
-        y = x.copy()
-        with self.assertRaises(Exception):
-            ndfilt.correlate(y, w, output=y, method="direct")
-        np.testing.assert_array_equal(y, x)
+        y = x.copy()  # in place: each slab's neighbours' rows kept as they were
+        want = ndfilt.correlate(x, w, mode="mirror", method="direct")
+        got = ndfilt.correlate(y, w, mode="mirror", output=y, method="direct")
+        self.assertIs(got, y)
+        self.assertGreater(ndfilt.slabs(), 0, f"{dev}: in place not in slabs")
+        err = float(np.abs(y.astype(np.float64) - want).max())
+        self.assertLessEqual(err, 1e-6 * float(np.abs(want).max()), f"{dev} in place: {err:.3g}")
 
     def test_cpu(self):
         self.check("cpu")

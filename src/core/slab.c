@@ -44,7 +44,7 @@ struct ndf__slabs {
   int64_t N;       /* rows of axis 0 */
   int64_t L;       /* rows a buffer holds */
   int64_t rows;    /* output rows a slab gives (the last may give fewer) */
-  int64_t lo;      /* reach before an output row (the buffer's rows past `rows` the rest) */
+  int64_t lo, hi;  /* reach before and after an output row (lo + hi + rows = L) */
   int wrap;        /* axis 0 wraps: every buffer reads lo rows before and hi after, cyclically */
   int nw, threads; /* workers; CPU threads each */
   /* this execute's arrays the devices copy rows from (ins: the image, the operands) and to
@@ -59,7 +59,12 @@ struct ndf__slabs {
    * (the output's dtype would round it). */
   struct ndf__slabs *then;
   int temp;
-  /* one execute's */
+  /* one execute's; in place (an image also the output, read around its own rows): `side` holds
+   * the image's rows that a slab reads beside its own, as they were before any was written:
+   * the lo + hi around each slab's first row, then (no wrap) the first and the last L rows; or,
+   * where those would be more, every row (`whole`) */
+  ndf_array side;
+  int whole;
   const ndf_array *in, *ops;
   ndf_array *out;
   int64_t next;
@@ -208,6 +213,28 @@ static ndf_status host_buffer(worker *w, ndf_array *b) {
   return ndf_array_alloc_host(w->ctx, b, b->dtype, b->ndim, b->shape);
 }
 
+/* Slab k's buffer b (rows from a) in place: its own rows from the image (no other slab writes
+ * them), the rows around its first and last from `side`, the rest (past its reach) zeros; a
+ * buffer moved in from the array's edge (whose mode may reflect its rows further than the
+ * reach) all from `side`. */
+static void in_place_rows(const struct ndf__slabs *S, int64_t k, int64_t z0, int64_t nz, int64_t a,
+                          ndf_array *b) {
+  const int64_t nslabs = (S->N + S->rows - 1) / S->rows, r = S->lo + S->hi;
+  if (a != z0 - S->lo) {
+    copy_rows(&S->side, nslabs * r + (a ? S->L : 0), S->side.shape[0], b, 0, S->L, S->threads);
+    return;
+  }
+  memset(b->data, 0, rows_bytes(b, S->L));
+  copy_rows(S->in, z0, S->N, b, z0 - a, nz, S->threads);
+  for (int e = 0; e < 2; e++) { /* the boundary at z0, then the one at z0 + nz */
+    const int64_t kb = k + e, i0 = (e ? z0 + nz : z0) - S->lo - a;
+    if (!S->wrap && (kb == 0 || kb == nslabs)) continue;
+    const int64_t t0 = i0 < 0 ? -i0 : 0, t1 = i0 + r > S->L ? S->L - i0 : r;
+    if (t1 > t0)
+      copy_rows(&S->side, kb % nslabs * r + t0, S->side.shape[0], b, i0 + t0, t1 - t0, S->threads);
+  }
+}
+
 static void *work(void *v) {
   worker *w = v;
   struct ndf__slabs *S = w->S;
@@ -227,11 +254,16 @@ static void *work(void *v) {
      * zeros, whose outputs are not kept */
     const int64_t nin = S->L == S->rows ? nz : S->L;
     const void *rows[1 + NDF__MAX_OPS];
-    for (int j = 0; j <= S->nops; j++) {
-      const ndf_array *src = j ? &S->ops[j - 1] : S->in;
+    for (int j = 0; j <= S->nops && st == NDF_OK; j++) {
+      const ndf_array *src = j ? &S->ops[j - 1] : S->whole ? &S->side : S->in;
       if (dev && S->direct_in[j] && from + nin <= S->N && nin == S->L) {
         rows[j] = rows_of(src, from, 1).data;
-      } else if ((st = host_buffer(w, &hin[j])) == NDF_OK) {
+      } else if ((st = host_buffer(w, &hin[j])) != NDF_OK) {
+        break;
+      } else if (!j && S->side.data && !S->whole) {
+        rows[j] = hin[j].data;
+        in_place_rows(S, k, z0, nz, a, &hin[j]);
+      } else {
         rows[j] = hin[j].data;
         copy_rows(src, from, S->N, &hin[j], 0, nin, S->threads);
         if (nin < S->L) memset(rows_of(&hin[j], nin, 1).data, 0, rows_bytes(&hin[j], S->L - nin));
@@ -265,11 +297,47 @@ static void *work(void *v) {
   return NULL;
 }
 
-/* One run of the slabs S: in (and ops) to out. */
+/* In place: the image's rows that slabs read beside their own, as they are before any is
+ * written, into S->side (see struct ndf__slabs). */
+static ndf_status keep_side(struct ndf__slabs *S, const ndf_array *in) {
+  const int64_t nslabs = (S->N + S->rows - 1) / S->rows, r = S->lo + S->hi;
+  const ndf_array *like = on_gpu(S) ? &S->w[0].hin[0] : &S->w[0].ins[0];
+  int64_t shape[NDF_MAX_DIMS];
+  memcpy(shape, in->shape, sizeof shape);
+  const int64_t edges = S->wrap ? 0 : 2 * S->L; /* the first and last buffers' rows */
+  S->whole = nslabs * r + edges >= S->N;
+  shape[0] = S->whole ? S->N : nslabs * r + edges;
+  S->side = ndf_array_contiguous(like->dtype, in->ndim, shape, NULL);
+  S->side.data = malloc(rows_bytes(&S->side, shape[0]));
+  if (!S->side.data)
+    return ndf__fail(S->ctx, NDF_ENOMEM, "in place in slabs: out of host memory for %lld rows",
+                     (long long)shape[0]);
+  const int threads = S->threads * S->nw;
+  if (S->whole)
+    copy_rows(in, 0, S->N, &S->side, 0, S->N, threads);
+  else {
+    for (int64_t k = 0; k < nslabs; k++)
+      copy_rows(in, ((k * S->rows - S->lo) % S->N + S->N) % S->N, S->N, &S->side, k * r, r,
+                threads);
+    if (edges) {
+      copy_rows(in, 0, S->N, &S->side, nslabs * r, S->L, threads);
+      copy_rows(in, S->N - S->L, S->N, &S->side, nslabs * r + S->L, S->L, threads);
+    }
+  }
+  return NDF_OK;
+}
+
+/* One run of the slabs S: in (and ops) to out; same: in is out. */
 static ndf_status run(struct ndf__slabs *S, const ndf_array *in, const ndf_array *ops,
-                      ndf_array *out) {
+                      ndf_array *out, int same) {
+  if (same && S->L != S->rows) {
+    const ndf_status st = keep_side(S, in);
+    if (st != NDF_OK) return st;
+  }
   for (int j = 0; on_gpu(S) && j <= S->nops; j++)
-    S->direct_in[j] = ndf__device()->direct(j ? &ops[j - 1] : in, S->w[0].ins[j].dtype);
+    S->direct_in[j] = !(j == 0 && S->side.data && !S->whole) &&
+                      ndf__device()->direct(j ? &ops[j - 1] : (S->side.data ? &S->side : in),
+                                            S->w[0].ins[j].dtype);
   for (int f = 0; on_gpu(S) && f < S->nout; f++)
     S->direct_out[f] = ndf__device()->direct(&out[f], S->w[0].out[f].dtype);
   S->in = in;
@@ -283,6 +351,9 @@ static ndf_status run(struct ndf__slabs *S, const ndf_array *in, const ndf_array
   work(&S->w[0]);
   for (int i = 1; i <= started; i++)
     pthread_join(S->w[i].thread, NULL);
+  free(S->side.data);
+  S->side.data = NULL;
+  S->whole = 0;
   return S->st;
 }
 
@@ -310,11 +381,11 @@ static ndf_status two_sweeps(const ndf_plan *p, struct ndf__slabs *S, const ndf_
       return ndf__fail(p->ctx, NDF_ENOMEM, "%s: out of host memory for the first sweep's result",
                        p->pb.label ? p->pb.label : ndf__op_name(p->pb.op));
   }
-  if (S->nw) st = run(S, in, NULL, &mid);
+  if (S->nw) st = run(S, in, NULL, &mid, 0);
   if (st == NDF_OK) {
     const ndf_array a = swap01(S->nw ? &mid : in);
     ndf_array b = swap01(out);
-    st = run(S->then, &a, NULL, &b);
+    st = run(S->then, &a, NULL, &b, 0);
   }
   if (S->temp) free(mid.data);
   return st;
@@ -323,13 +394,8 @@ static ndf_status two_sweeps(const ndf_plan *p, struct ndf__slabs *S, const ndf_
 ndf_status ndf__slabs_execute(const ndf_plan *p, const ndf_array *in, const ndf_array *ops,
                               ndf_array *out, int same) {
   struct ndf__slabs *S = p->slabs;
-  if (same && S->L != S->rows) /* a reach along axis 0: rows are read after others are written */
-    return ndf__fail(p->ctx, NDF_EINVAL,
-                     "%s: in place on an array filtered in slabs (its rows are read after "
-                     "others are written): give another output",
-                     p->pb.label ? p->pb.label : ndf__op_name(p->pb.op));
   pthread_mutex_lock(&S->run);
-  const ndf_status st = S->then ? two_sweeps(p, S, in, out) : run(S, in, ops, out);
+  const ndf_status st = S->then ? two_sweeps(p, S, in, out) : run(S, in, ops, out, same);
   pthread_mutex_unlock(&S->run);
   return st;
 }
@@ -508,6 +574,7 @@ static ndf_status make_slabs(struct ndf__slabs **out, ndf_context *ctx, const nd
   S->L = L;
   S->rows = L - lo - hi;
   S->lo = lo;
+  S->hi = hi;
   S->wrap = wrap;
   S->threads = gpu ? (ctx->threads / nw > 0 ? ctx->threads / nw : 1) : ctx->threads;
   S->nout = pb->nout;
