@@ -1726,6 +1726,16 @@ class TestSlabs(unittest.TestCase):
         self.assertGreater(ndfilt.slabs(), 0, f"{dev}: in place not in slabs")
         err = float(np.abs(y.astype(np.float64) - want).max())
         self.assertLessEqual(err, 1e-6 * float(np.abs(want).max()), f"{dev} in place: {err:.3g}")
+        # a slab holding NaN runs the FFT plan's exact twin, and last_solver says so
+        wide = rng.random((9, 15, 15))
+        ndfilt.correlate(x, wide)
+        fast = ndfilt.last_solver()
+        z = x.copy()
+        z[100, 3, 3] = np.nan
+        ndfilt.correlate(z, wide)
+        self.assertGreater(ndfilt.slabs(), 0, f"{dev}: NaN case not in slabs")
+        if "fft" in fast:
+            self.assertNotIn("fft", ndfilt.last_solver(), f"{dev}: {fast} ran on NaN")
 
     def test_cpu(self):
         self.check("cpu")

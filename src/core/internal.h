@@ -272,6 +272,9 @@ ndf_status ndf__slabs_try(ndf_plan **out, ndf_context *ctx, ndf__problem *pb, co
 ndf_status ndf__slabs_execute(const ndf_plan *p, const ndf_array *in, const ndf_array *ops,
                               ndf_array *out, int same);
 void ndf__slabs_free(struct ndf__slabs *S);
+/* The solver a slab of the last execute ran in place of the plan's (its exact twin, on a slab
+ * holding NaN or Inf), or NULL. */
+const char *ndf__slabs_twin(const struct ndf__slabs *S);
 
 /* Validation. `what` names the array in messages ("in", "out"). */
 ndf_status ndf__check_desc(const ndf_context *ctx, const ndf_array *a, const char *what);

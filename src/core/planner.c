@@ -353,6 +353,8 @@ void ndf__note_alt(const ndf_plan *p, int used) {
 
 const char *ndf_plan_last_solver(const ndf_plan *p) {
   if (!p) return NULL;
+  const char *twin = p->slabs ? ndf__slabs_twin(p->slabs) : NULL;
+  if (twin) return twin;
   return p->alt && __atomic_load_n(&p->last_alt, __ATOMIC_RELAXED) ? p->alt->solver->name
                                                                    : p->solver->name;
 }

@@ -65,6 +65,7 @@ struct ndf__slabs {
    * where those would be more, every row (`whole`) */
   ndf_array side;
   int whole;
+  const char *twin; /* a worker's plan ran its exact twin (ndf__slabs_twin) */
   const ndf_array *in, *ops;
   ndf_array *out;
   int64_t next;
@@ -275,6 +276,8 @@ static void *work(void *v) {
       st = dev->copy(w->ctx, w->ins[j].data, rows[j], rows_bytes(&hin[j], S->L));
     if (dev && locked) pthread_mutex_unlock(&S->bus[2 * w->dev]);
     if (st == NDF_OK) st = ndf_execute_n(w->plan, 1 + S->nops, w->ins, S->nout, w->out);
+    if (st == NDF_OK && ndf_plan_last_solver(w->plan) != ndf_plan_solver(w->plan))
+      __atomic_store_n(&S->twin, ndf_plan_last_solver(w->plan), __ATOMIC_RELAXED);
     for (int f = 0; f < S->nout && st == NDF_OK; f++) {
       ndf_array mine = rows_of(&w->out[f], z0 - a, nz); /* the slab's own rows */
       if (dev) {
@@ -345,6 +348,7 @@ static ndf_status run(struct ndf__slabs *S, const ndf_array *in, const ndf_array
   S->out = out;
   S->next = 0;
   S->st = NDF_OK;
+  S->twin = NULL;
   int started = 0;
   for (int i = 1; i < S->nw; i++, started++)
     if (pthread_create(&S->w[i].thread, NULL, work, &S->w[i])) break;
@@ -676,6 +680,11 @@ ndf_status ndf__slabs_try(ndf_plan **out, ndf_context *ctx, ndf__problem *pb, co
   *out = p;
   *made = 1;
   return NDF_OK;
+}
+
+const char *ndf__slabs_twin(const struct ndf__slabs *S) {
+  const char *t = __atomic_load_n(&S->twin, __ATOMIC_RELAXED);
+  return t || !S->then ? t : ndf__slabs_twin(S->then);
 }
 
 int64_t ndf_plan_slabs(const ndf_plan *p) {
