@@ -10,7 +10,10 @@
  * for each output (by precomputed offsets inside the array, through the modes near its edges)
  * and select the rank: up to 128 samples by a selection network (Batcher's odd-even merge sort
  * pruned to what the rank's position depends on) run on 32 outputs side by side where their
- * windows lie inside the array, else by quickselect. */
+ * windows lie inside the array, else by quickselect. A uint8 median of a 3x3 box over the last
+ * two axes goes by columns inside the array: each column of three sorted once for the three
+ * windows that share it, and the median of nine is the median of the largest column minimum,
+ * the median of the column medians and the smallest column maximum. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +35,7 @@ typedef struct {
   int sep;       /* a box's minimum (-1) or maximum (+1) by separable passes; 0: selection */
   int (*net)[2]; /* selection of up to NET_MAX samples: compare-exchanges, or NULL */
   uint8_t *x8;   /* a uint8 input as it is, for the network on 32 byte lanes, else NULL */
+  int med9;      /* a uint8 median of a 3x3 box over the last two axes: by columns */
   int nnet;
   pthread_mutex_t lock; /* x serves one call at a time */
 } state;
@@ -190,8 +194,73 @@ static int prune_network(int n, int r, int (*net)[2]) {
 NDF__RUN_NETWORK(run_network, double)
 NDF__RUN_NETWORK(run_network_u8, uint8_t)
 
-static ndf_status selection(const ndf_plan *p, const state *s, const int64_t *shape,
-                            ndf_array *out) {
+static inline uint8_t min8(uint8_t a, uint8_t b) { return b < a ? b : a; }
+static inline uint8_t max8(uint8_t a, uint8_t b) { return b < a ? a : b; }
+static inline uint8_t med8(uint8_t a, uint8_t b, uint8_t c) {
+  return max8(min8(a, b), min8(max8(a, b), c));
+}
+
+#if defined(__x86_64__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define NDF__AVX2_CLONE __attribute__((target_clones("avx2", "default")))
+#endif
+#endif
+#ifndef NDF__AVX2_CLONE
+#define NDF__AVX2_CLONE
+#endif
+
+/* Each of the n columns of rows r0, r1, r2 sorted: into lo, md, hi. Plain byte loops, which
+ * the compiler turns into vector minima and maxima (on x86-64 also in AVX2, chosen when the CPU
+ * has it). */
+NDF__AVX2_CLONE
+static void sort_columns(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2, int64_t n,
+                         uint8_t *restrict lo, uint8_t *restrict md, uint8_t *restrict hi) {
+  for (int64_t c = 0; c < n; c++) {
+    const uint8_t a = r0[c], b = r1[c], d = r2[c];
+    lo[c] = min8(min8(a, b), d);
+    md[c] = med8(a, b, d);
+    hi[c] = max8(max8(a, b), d);
+  }
+}
+
+/* o[x], x < n: the median of the nine samples in the sorted columns x .. x + 2. */
+NDF__AVX2_CLONE
+static void medians9(const uint8_t *lo, const uint8_t *md, const uint8_t *hi, int64_t n,
+                     uint8_t *restrict o) {
+  for (int64_t x = 0; x < n; x++)
+    o[x] = med8(max8(max8(lo[x], lo[x + 1]), lo[x + 2]), med8(md[x], md[x + 1], md[x + 2]),
+                min8(min8(hi[x], hi[x + 1]), hi[x + 2]));
+}
+
+/* One output row (its index along axes 0..2 in idx) of a uint8 median of a 3x3 box over the
+ * last two axes: its three input rows (the mode's, or cval's row), their columns sorted into
+ * buf (three arrays of W + 4, column c at c + 2, the two columns past either end the mode's),
+ * the medians into o. */
+static void median9_line(const ndf__rank *r, const uint8_t *x8, const int64_t *shape,
+                         const int64_t *cstride, const int64_t *idx, const uint8_t *cvrow,
+                         uint8_t *buf, uint8_t *o) {
+  const int64_t W = shape[3], E = W + 4;
+  const uint8_t *row[3];
+  for (int t = 0; t < 3; t++) {
+    const int64_t i = ndf__map_index(idx[2] - r->left[2] + t, shape[2], r->mode[2]);
+    row[t] = i < 0 ? cvrow : x8 + idx[0] * cstride[0] + idx[1] * cstride[1] + i * cstride[2];
+  }
+  uint8_t *lo = buf, *md = buf + E, *hi = buf + 2 * E;
+  sort_columns(row[0], row[1], row[2], W, lo + 2, md + 2, hi + 2);
+  const int64_t past[4] = {-2, -1, W, W + 1};
+  for (int e = 0; e < 4; e++) {
+    const int64_t c = past[e] + 2, i = ndf__map_index(past[e], W, r->mode[3]);
+    lo[c] = i < 0 ? cvrow[0] : lo[i + 2];
+    md[c] = i < 0 ? cvrow[0] : md[i + 2];
+    hi[c] = i < 0 ? cvrow[0] : hi[i + 2];
+  }
+  const int64_t s = 2 - r->left[3];
+  medians9(lo + s, md + s, hi + s, W, o);
+}
+
+/* x8: a uint8 input's samples (C order), else NULL */
+static ndf_status selection(const ndf_plan *p, const state *s, const uint8_t *x8,
+                            const int64_t *shape, ndf_array *out) {
   const ndf__rank *r = p->pb.params;
   const int T = p->ctx->threads;
   const int64_t n = r->n, rows = shape[0] * shape[1] * shape[2], W = shape[3];
@@ -204,9 +273,12 @@ static ndf_status selection(const ndf_plan *p, const state *s, const int64_t *sh
   {
     double *v = malloc((size_t)n * sizeof *v), *vb = NULL;
     uint8_t *vb8 = NULL;
-    if (s->net && !s->x8 && !(vb = malloc((size_t)n * NB * sizeof *vb))) fail = 1;
-    if (s->net && s->x8 && !(vb8 = malloc((size_t)n * NB))) fail = 1;
-    if (!v) fail = 1;
+    if (s->net && !x8 && !(vb = malloc((size_t)n * NB * sizeof *vb))) fail = 1;
+    if (s->net && x8 && !(vb8 = malloc((size_t)n * NB))) fail = 1;
+    /* median9_line's columns, its output row, a row of cval */
+    uint8_t *cols = s->med9 ? malloc((size_t)(W + 4) * 3 + 2 * (size_t)W) : NULL;
+    if (cols) memset(cols + (W + 4) * 3 + W, (uint8_t)r->cval, (size_t)W);
+    if (!v || (s->med9 && !cols)) fail = 1;
     ndf__walker w;
 #pragma omp for schedule(dynamic, 16)
     for (int64_t row = 0; row < rows; row++) {
@@ -217,6 +289,14 @@ static ndf_status selection(const ndf_plan *p, const state *s, const int64_t *sh
       for (int d = 0; d < 3; d++)
         inner &= idx[d] - r->left[d] >= 0 && idx[d] - r->left[d] + r->k[d] <= shape[d];
       ndf__walk_at(&w, out, row * W);
+      if (cols) { /* the whole row by columns */
+        const int bytes = out->dtype == NDF_U8 && out->strides[3] == 1;
+        uint8_t *o = bytes ? (uint8_t *)out->data + w.off : cols + (W + 4) * 3;
+        median9_line(r, x8, shape, cstride, idx, cols + (W + 4) * 3 + W, cols, o);
+        for (int64_t x = 0; !bytes && x < W; x++, ndf__walk_next(&w, out))
+          ndf__store(out->dtype, out->data, w.off, o[x]);
+        continue;
+      }
       for (int64_t x = 0; x < W; x++, ndf__walk_next(&w, out)) {
         idx[3] = x;
         double res;
@@ -231,7 +311,7 @@ static ndf_status selection(const ndf_plan *p, const state *s, const int64_t *sh
                                 (idx[2] - r->left[2]) * cstride[2] + (x0 - r->left[3]);
           if (vb8) {
             for (int64_t j = 0; j < n; j++)
-              memcpy(vb8 + j * NB, s->x8 + start + s->off[j], NB);
+              memcpy(vb8 + j * NB, x8 + start + s->off[j], NB);
             run_network_u8(vb8, (const int(*)[2])s->net, s->nnet);
           } else {
             for (int64_t j = 0; j < n; j++)
@@ -257,7 +337,7 @@ static ndf_status selection(const ndf_plan *p, const state *s, const int64_t *sh
                                 (idx[1] - r->left[1]) * cstride[1] +
                                 (idx[2] - r->left[2]) * cstride[2] + (x - r->left[3]);
           for (int64_t j = 0; j < n; j++)
-            v[j] = s->x8 ? (double)s->x8[start + s->off[j]] : s->x[start + s->off[j]];
+            v[j] = x8 ? (double)x8[start + s->off[j]] : s->x[start + s->off[j]];
         } else {
           for (int64_t j = 0; j < n; j++) {
             int64_t at = 0, d;
@@ -267,7 +347,7 @@ static ndf_status selection(const ndf_plan *p, const state *s, const int64_t *sh
               if (i < 0) break;
               at += i * cstride[d];
             }
-            v[j] = d < NDF_MAX_DIMS ? r->cval : s->x8 ? (double)s->x8[at] : s->x[at];
+            v[j] = d < NDF_MAX_DIMS ? r->cval : x8 ? (double)x8[at] : s->x[at];
           }
         }
         res = select_rank(v, n, r->rank);
@@ -277,6 +357,7 @@ static ndf_status selection(const ndf_plan *p, const state *s, const int64_t *sh
     free(v);
     free(vb);
     free(vb8);
+    free(cols);
   }
   return fail ? ndf__fail(p->ctx, NDF_ENOMEM, "cpu_rank: out of host memory") : NDF_OK;
 }
@@ -302,7 +383,9 @@ static void copy(const ndf_array *a, double *x, uint8_t *x8, int64_t n, int in, 
   {
     const int nt = omp_get_num_threads(), t = omp_get_thread_num();
     const int64_t lo = n * t / nt, hi = n * (t + 1) / nt;
-    if (lo < hi) {
+    if (lo < hi && x8 && ndf__is_contiguous(a)) {
+      memcpy(x8 + lo, (const uint8_t *)a->data + lo, (size_t)(hi - lo));
+    } else if (lo < hi) {
       ndf__walker w;
       ndf__walk_at(&w, a, lo);
       for (int64_t i = lo; i < hi; i++, ndf__walk_next(&w, a)) {
@@ -326,13 +409,18 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *
   ndf_array out4 = view4(out);
   const int64_t n = ndf_array_size(in);
   pthread_mutex_lock(&s->lock);
-  copy(&in4, s->x, s->x8, n, 1, T); /* a uint8 input into x8: the selection reads only it */
+  /* a uint8 input as it is where it is C-contiguous and not written by this call, else into x8;
+   * the selection reads only that */
+  int same = 0;
+  const int direct = s->x8 && ndf__is_contiguous(in) && !ndf__overlap(in, out, &same);
+  const uint8_t *x8 = direct ? in->data : s->x8;
+  if (!direct) copy(&in4, s->x, s->x8, n, 1, T);
   ndf_status st;
   if (s->sep) {
     st = separable_passes(p, s, in4.shape);
     if (st == NDF_OK) copy(&out4, s->x, NULL, n, 0, T);
   } else {
-    st = selection(p, s, in4.shape, &out4);
+    st = selection(p, s, x8, in4.shape, &out4);
   }
   pthread_mutex_unlock(&s->lock);
   return st;
@@ -387,6 +475,8 @@ static ndf_status make(ndf_plan *p) {
     s->net = malloc(sizeof *s->net * NET_MAX * 64);
     if (!s->net) return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_rank: out of host memory");
     s->nnet = prune_network((int)r->n, (int)r->rank, s->net);
+    s->med9 = p->pb.in.dtype == NDF_U8 && r->n == 9 && r->rank == 4 && r->k[0] == 1 &&
+              r->k[1] == 1 && r->k[2] == 3 && r->k[3] == 3;
     if (p->pb.in.dtype == NDF_U8 && !(s->x8 = malloc((size_t)(n > 0 ? n : 1))))
       return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_rank: out of host memory");
   }
