@@ -1,19 +1,21 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* rank.c - cpu_rank: rank filters (minimum, maximum, median, any rank) over a footprint.
  *
- * The input is first read into a float64 copy (every supported dtype is exact in float64, and
- * the result is one of the samples, so the filter is exact in any dtype). A box's minimum or
- * maximum is separable: one pass per filtered axis by van Herk / Gil-Werman, which splits the
- * line (extended by the mode) into blocks of the box's length and keeps running extrema from
- * each block's start and from its end: out[i] = op(from_end[i], from_start[i + k - 1]), three
- * comparisons an element whatever k. Other ranks and footprints gather the footprint's samples
- * for each output (by precomputed offsets inside the array, through the modes near its edges)
- * and select the rank: up to 128 samples by a selection network (Batcher's odd-even merge sort
- * pruned to what the rank's position depends on) run on 32 outputs side by side where their
- * windows lie inside the array, else by quickselect. A uint8 median of a 3x3 box over the last
- * two axes goes by columns inside the array: each column of three sorted once for the three
- * windows that share it, and the median of nine is the median of the largest column minimum,
- * the median of the column medians and the smallest column maximum. */
+ * The input is first read into a float64 copy, a uint8 one into bytes (every supported dtype is
+ * exact in float64, and the result is one of the samples, so the filter is exact in any dtype).
+ * A box's minimum or maximum is separable, one pass per filtered axis. Across lines, by van
+ * Herk / Gil-Werman: the line (extended by the mode) split into blocks of the box's length,
+ * running extrema kept from each block's start and from its end, out[i] = op(from_end[i],
+ * from_start[i + k - 1]), three comparisons an element whatever k, over blocks of columns side
+ * by side. Along the contiguous axis, by doubling spans: log2(k) passes over the extended line,
+ * each a vector loop. Other ranks and footprints gather the footprint's samples for each
+ * output (by precomputed offsets inside the array, through the modes near its edges) and select
+ * the rank: up to 128 samples by a selection network (Batcher's odd-even merge sort pruned to
+ * what the rank's position depends on) run on 32 outputs side by side where their windows lie
+ * inside the array, else by quickselect. A uint8 median of a 3x3 box over the last two axes goes
+ * by columns: each column of three sorted once for the three windows that share it, and the
+ * median of nine is the median of the largest column minimum, the median of the column medians
+ * and the smallest column maximum. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,6 +37,7 @@ typedef struct {
   int sep;       /* a box's minimum (-1) or maximum (+1) by separable passes; 0: selection */
   int (*net)[2]; /* selection of up to NET_MAX samples: compare-exchanges, or NULL */
   uint8_t *x8;   /* a uint8 input as it is, for the network on 32 byte lanes, else NULL */
+  uint8_t *xb;   /* a uint8 input's copy for the separable passes, in bytes (x: NULL) */
   int med9;      /* a uint8 median of a 3x3 box over the last two axes: by columns */
   int nnet;
   pthread_mutex_t lock; /* x serves one call at a time */
@@ -68,81 +71,118 @@ static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_co
 
 /* ---------------------------------------------------------------- separable passes */
 
-static inline double pick(double a, double b, int sign) {
-  return sign < 0 ? (b < a ? b : a) : (b > a ? b : a);
-}
-
-/* Row j of the extended line (input row j - left, the mode's row for it, or cval's) into dst,
- * then folded with row `with` (the running extreme next to it; NULL: none). */
-static inline void ext_row(double *dst, const double *base, int64_t j, int64_t left, int64_t L,
-                           int64_t Q, int64_t qb, ndf_mode mode, double cval, const double *with,
-                           int sign) {
-  const int64_t i = ndf__map_index(j - left, L, mode);
-  if (i < 0) {
-    for (int64_t c = 0; c < qb; c++)
-      dst[c] = cval;
-  } else {
-    memcpy(dst, base + i * Q, (size_t)qb * sizeof *dst);
+/* The passes, written once for float64 samples (_f64) and uint8 ones (_u8): a box's minimum or
+ * maximum is one of its samples, so either is exact. */
+#define NDF__SEP_PASSES(T, SFX)                                                                    \
+  static inline T pick##SFX(T a, T b, int sign) {                                                  \
+    return sign < 0 ? (b < a ? b : a) : (b > a ? b : a);                                           \
+  }                                                                                                \
+                                                                                                   \
+  /* Row j of the extended line (input row j - left, the mode's row for it, or cval's) into        \
+   * dst, then folded with row `with` (the running extreme next to it; NULL: none). */             \
+  static inline void ext_row##SFX(T *dst, const T *base, int64_t j, int64_t left, int64_t L,       \
+                                  int64_t Q, int64_t qb, ndf_mode mode, T cval, const T *with,     \
+                                  int sign) {                                                      \
+    const int64_t i = ndf__map_index(j - left, L, mode);                                           \
+    if (i < 0) {                                                                                   \
+      for (int64_t c = 0; c < qb; c++)                                                             \
+        dst[c] = cval;                                                                             \
+    } else {                                                                                       \
+      memcpy(dst, base + i * Q, (size_t)qb * sizeof *dst);                                         \
+    }                                                                                              \
+    if (with)                                                                                      \
+      for (int64_t c = 0; c < qb; c++)                                                             \
+        dst[c] = pick##SFX(with[c], dst[c], sign);                                                 \
+  }                                                                                                \
+                                                                                                   \
+  /* One pass along an axis of length L seen as [P][L][Q], in place on x: columns q0..q0+qb of     \
+   * plane p, by van Herk / Gil-Werman. buf holds 2 (L + k - 1) qb samples. */                     \
+  static void pass_block##SFX(T *x, int64_t p, int64_t L, int64_t Q, int64_t q0, int64_t qb,       \
+                              int64_t k, int64_t left, ndf_mode mode, T cval, int sign, T *buf) {  \
+    const int64_t E = L + k - 1;                                                                   \
+    T *g = buf, *h = buf + E * qb; /* from each block's start; from its end */                     \
+    T *base = x + p * L * Q + q0;                                                                  \
+    for (int64_t j = 0; j < E; j++) /* the extended line, rows of qb */                            \
+      ext_row##SFX(g + j * qb, base, j, left, L, Q, qb, mode, cval,                                \
+                   j % k ? g + (j - 1) * qb : NULL, sign);                                         \
+    /* h from each block's end, read from the raw line again (g no longer holds it) */             \
+    for (int64_t j = E - 1; j >= 0; j--)                                                           \
+      ext_row##SFX(h + j * qb, base, j, left, L, Q, qb, mode, cval,                                \
+                   j % k != k - 1 && j != E - 1 ? h + (j + 1) * qb : NULL, sign);                  \
+    for (int64_t i = 0; i < L; i++) {                                                              \
+      const T *a = h + i * qb, *b = g + (i + k - 1) * qb;                                          \
+      T *o = base + i * Q;                                                                         \
+      for (int64_t c = 0; c < qb; c++)                                                             \
+        o[c] = pick##SFX(a[c], b[c], sign);                                                        \
+    }                                                                                              \
+  }                                                                                                \
+                                                                                                   \
+  /* One line along the contiguous axis (L samples at x), in place: the line extended by the       \
+   * mode into e (L + k - 1), then the extreme of spans doubling from 1 to s (the largest power    \
+   * of two up to k) between e and f, each step a vector loop; a window is two spans of s,         \
+   * overlapping where k is no power of two. */                                                    \
+  static void line##SFX(T *x, int64_t L, int64_t k, int64_t left, ndf_mode mode, T cval, int sign, \
+                        T *restrict e, T *restrict f) {                                            \
+    const int64_t E = L + k - 1;                                                                   \
+    memcpy(e + left, x, (size_t)L * sizeof *x); /* the line, then the mode's samples beside */     \
+    for (int64_t j = 0; j < E; j++) {                                                              \
+      if (j == left) j += L;                                                                       \
+      if (j >= E) break;                                                                           \
+      const int64_t i = ndf__map_index(j - left, L, mode);                                         \
+      e[j] = i < 0 ? cval : x[i];                                                                  \
+    }                                                                                              \
+    int64_t span = 1, V = E; /* e's valid samples */                                               \
+    for (; 2 * span <= k; V -= span, span *= 2) {                                                  \
+      for (int64_t j = 0; j < V - span; j++)                                                       \
+        f[j] = pick##SFX(e[j], e[j + span], sign);                                                 \
+      T *t = e;                                                                                    \
+      e = f;                                                                                       \
+      f = t;                                                                                       \
+    }                                                                                              \
+    for (int64_t i = 0; i < L; i++)                                                                \
+      x[i] = pick##SFX(e[i], e[i + k - span], sign);                                               \
+  }                                                                                                \
+                                                                                                   \
+  static ndf_status separable_passes##SFX(const ndf_plan *p, T *x, int sign,                       \
+                                          const int64_t *shape) {                                  \
+    const ndf__rank *r = p->pb.params;                                                             \
+    const int T_ = p->ctx->threads;                                                                \
+    const T cval = (T)r->cval;                                                                     \
+    int fail = 0;                                                                                  \
+    for (int a = 0; a < NDF_MAX_DIMS; a++) {                                                       \
+      const int64_t k = r->k[a], L = shape[a];                                                     \
+      if (k == 1) continue;                                                                        \
+      int64_t P = 1, Q = 1;                                                                        \
+      for (int d = 0; d < a; d++)                                                                  \
+        P *= shape[d];                                                                             \
+      for (int d = a + 1; d < NDF_MAX_DIMS; d++)                                                   \
+        Q *= shape[d];                                                                             \
+      /* columns a task: up to QB, fewer for long lines (the buffers within ~1 MiB); the           \
+       * contiguous axis a line a task */                                                          \
+      int64_t qb = ((int64_t)1 << 20) / (int64_t)(2 * sizeof(T) * (size_t)(L + k));                \
+      qb = qb < 1 ? 1 : qb > QB ? QB : qb;                                                         \
+      if (qb > Q) qb = Q;                                                                          \
+      const int64_t nqb = (Q + qb - 1) / qb, tasks = P * nqb;                                      \
+      _Pragma("omp parallel num_threads(T_) reduction(| : fail)") {                                \
+        T *buf = malloc((size_t)(2 * (L + k - 1) * qb) * sizeof *buf);                             \
+        if (!buf) fail = 1;                                                                        \
+        _Pragma("omp for schedule(static)") for (int64_t t = 0; t < tasks; t++) {                  \
+          if (!buf) continue;                                                                      \
+          const int64_t pp = t / nqb, q0 = t % nqb * qb, w = q0 + qb <= Q ? qb : Q - q0;           \
+          if (Q == 1)                                                                              \
+            line##SFX(x + pp * L, L, k, r->left[a], r->mode[a], cval, sign, buf,                   \
+                      buf + (L + k - 1));                                                          \
+          else                                                                                     \
+            pass_block##SFX(x, pp, L, Q, q0, w, k, r->left[a], r->mode[a], cval, sign, buf);       \
+        }                                                                                          \
+        free(buf);                                                                                 \
+      }                                                                                            \
+      if (fail) return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_rank: out of host memory");              \
+    }                                                                                              \
+    return NDF_OK;                                                                                 \
   }
-  if (with)
-    for (int64_t c = 0; c < qb; c++)
-      dst[c] = pick(with[c], dst[c], sign);
-}
-
-/* One pass along an axis of length L seen as [P][L][Q], in place on x: columns q0..q0+qb of
- * plane p. buf holds 2 (L + k - 1) qb doubles. */
-static void pass_block(double *x, int64_t p, int64_t L, int64_t Q, int64_t q0, int64_t qb,
-                       int64_t k, int64_t left, ndf_mode mode, double cval, int sign, double *buf) {
-  const int64_t E = L + k - 1;
-  double *g = buf, *h = buf + E * qb; /* from each block's start; from its end */
-  double *base = x + p * L * Q + q0;
-  for (int64_t j = 0; j < E; j++) /* the extended line, rows of qb */
-    ext_row(g + j * qb, base, j, left, L, Q, qb, mode, cval, j % k ? g + (j - 1) * qb : NULL, sign);
-  /* h from each block's end, read from the raw line again (g no longer holds it) */
-  for (int64_t j = E - 1; j >= 0; j--)
-    ext_row(h + j * qb, base, j, left, L, Q, qb, mode, cval,
-            j % k != k - 1 && j != E - 1 ? h + (j + 1) * qb : NULL, sign);
-  for (int64_t i = 0; i < L; i++) {
-    const double *a = h + i * qb, *b = g + (i + k - 1) * qb;
-    double *o = base + i * Q;
-    for (int64_t c = 0; c < qb; c++)
-      o[c] = pick(a[c], b[c], sign);
-  }
-}
-
-static ndf_status separable_passes(const ndf_plan *p, const state *s, const int64_t *shape) {
-  const ndf__rank *r = p->pb.params;
-  const int T = p->ctx->threads;
-  int fail = 0;
-  for (int a = 0; a < NDF_MAX_DIMS; a++) {
-    const int64_t k = r->k[a], L = shape[a];
-    if (k == 1) continue;
-    int64_t P = 1, Q = 1;
-    for (int d = 0; d < a; d++)
-      P *= shape[d];
-    for (int d = a + 1; d < NDF_MAX_DIMS; d++)
-      Q *= shape[d];
-    /* columns a task: up to QB, fewer for long lines (the buffers within ~1 MiB) */
-    int64_t qb = ((int64_t)1 << 20) / (int64_t)(16 * (L + k));
-    qb = qb < 1 ? 1 : qb > QB ? QB : qb;
-    if (qb > Q) qb = Q;
-    const int64_t nqb = (Q + qb - 1) / qb, tasks = P * nqb;
-#pragma omp parallel num_threads(T) reduction(| : fail)
-    {
-      double *buf = malloc((size_t)(2 * (L + k - 1) * qb) * sizeof *buf);
-      if (!buf) fail = 1;
-#pragma omp for schedule(static)
-      for (int64_t t = 0; t < tasks; t++) {
-        if (!buf) continue;
-        const int64_t pp = t / nqb, q0 = t % nqb * qb, w = q0 + qb <= Q ? qb : Q - q0;
-        pass_block(s->x, pp, L, Q, q0, w, k, r->left[a], r->mode[a], r->cval, s->sep, buf);
-      }
-      free(buf);
-    }
-    if (fail) return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_rank: out of host memory");
-  }
-  return NDF_OK;
-}
+NDF__SEP_PASSES(double, _f64)
+NDF__SEP_PASSES(uint8_t, _u8)
 
 /* ---------------------------------------------------------------- selection */
 
@@ -377,20 +417,25 @@ static ndf_array view4(const ndf_array *a) {
 }
 
 /* The n elements of a (C order) into x as float64 (in), or x into them in a's dtype; or, with
- * x8, a uint8 array's into x8 as they are. */
+ * x8, a uint8 array's into x8 as they are (in), or x8 into a in its dtype. */
 static void copy(const ndf_array *a, double *x, uint8_t *x8, int64_t n, int in, int threads) {
 #pragma omp parallel num_threads(threads)
   {
     const int nt = omp_get_num_threads(), t = omp_get_thread_num();
     const int64_t lo = n * t / nt, hi = n * (t + 1) / nt;
-    if (lo < hi && x8 && ndf__is_contiguous(a)) {
-      memcpy(x8 + lo, (const uint8_t *)a->data + lo, (size_t)(hi - lo));
+    if (lo < hi && x8 && a->dtype == NDF_U8 && ndf__is_contiguous(a)) {
+      if (in)
+        memcpy(x8 + lo, (const uint8_t *)a->data + lo, (size_t)(hi - lo));
+      else
+        memcpy((uint8_t *)a->data + lo, x8 + lo, (size_t)(hi - lo));
     } else if (lo < hi) {
       ndf__walker w;
       ndf__walk_at(&w, a, lo);
       for (int64_t i = lo; i < hi; i++, ndf__walk_next(&w, a)) {
-        if (x8)
+        if (x8 && in)
           x8[i] = ((const uint8_t *)a->data)[w.off];
+        else if (x8)
+          ndf__store(a->dtype, a->data, w.off, x8[i]);
         else if (in)
           x[i] = ndf__load(a->dtype, a->data, w.off);
         else
@@ -409,17 +454,19 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *
   ndf_array out4 = view4(out);
   const int64_t n = ndf_array_size(in);
   pthread_mutex_lock(&s->lock);
-  /* a uint8 input as it is where it is C-contiguous and not written by this call, else into x8;
-   * the selection reads only that */
-  int same = 0;
-  const int direct = s->x8 && ndf__is_contiguous(in) && !ndf__overlap(in, out, &same);
-  const uint8_t *x8 = direct ? in->data : s->x8;
-  if (!direct) copy(&in4, s->x, s->x8, n, 1, T);
   ndf_status st;
-  if (s->sep) {
-    st = separable_passes(p, s, in4.shape);
-    if (st == NDF_OK) copy(&out4, s->x, NULL, n, 0, T);
+  if (s->sep) { /* in bytes for a uint8 input, else in float64 */
+    copy(&in4, s->x, s->xb, n, 1, T);
+    st = s->xb ? separable_passes_u8(p, s->xb, s->sep, in4.shape)
+               : separable_passes_f64(p, s->x, s->sep, in4.shape);
+    if (st == NDF_OK) copy(&out4, s->x, s->xb, n, 0, T);
   } else {
+    /* a uint8 input as it is where it is C-contiguous and not written by this call, else into
+     * x8; the selection reads only that */
+    int same = 0;
+    const int direct = s->x8 && ndf__is_contiguous(in) && !ndf__overlap(in, out, &same);
+    const uint8_t *x8 = direct ? in->data : s->x8;
+    if (!direct) copy(&in4, s->x, s->x8, n, 1, T);
     st = selection(p, s, x8, in4.shape, &out4);
   }
   pthread_mutex_unlock(&s->lock);
@@ -434,6 +481,7 @@ static void free_state(void *v) {
   free(s->at);
   free(s->net);
   free(s->x8);
+  free(s->xb);
   pthread_mutex_destroy(&s->lock);
   free(s);
 }
@@ -449,6 +497,10 @@ static ndf_status make(ndf_plan *p) {
   p->free_state = free_state;
   s->sep = separable(r);
   const int64_t n = ndf_array_size(&p->pb.in);
+  if (s->sep && p->pb.in.dtype == NDF_U8) {
+    s->xb = malloc((size_t)(n > 0 ? n : 1));
+    return s->xb ? NDF_OK : ndf__fail(p->ctx, NDF_ENOMEM, "cpu_rank: out of host memory");
+  }
   if (s->sep) {
     s->x = malloc((size_t)(n > 0 ? n : 1) * sizeof *s->x);
     return s->x ? NDF_OK : ndf__fail(p->ctx, NDF_ENOMEM, "cpu_rank: out of host memory");
