@@ -131,7 +131,8 @@ static void run_case(ndf_context *ctx, int cuda, const char *method, const tcase
   /* a float64 input that a float64 solver computes, into float64: float64's rounding */
   const int exact =
       st == NDF_OK && c->lay.idt == NDF_F64 && c->lay.odt == NDF_F64 &&
-      (!strcmp(ndf_plan_solver(p), "cpu_sep") || !strcmp(ndf_plan_solver(p), "cpu_box"));
+      (!strcmp(ndf_plan_solver(p), "cpu_sep") || !strcmp(ndf_plan_solver(p), "cpu_box") ||
+       !strcmp(ndf_plan_solver(p), "cpu_corr1d"));
   t_run_finish(&t, ctx, p, st, cuda, method, exact ? 1e-13 : t_tol, &worst_seen, describe_cb, c);
   for (int d = 0; d < c->nd; d++) {
     free(w[d]);
