@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* fft.c - cpu_fft for N-dimensional correlation, by FFTW (single precision, threaded).
- * The input is copied into a float32 array extended by the kernel on every axis, the modes
+/* fft.c - cpu_fft for N-dimensional correlation, by FFTW (threaded; single precision, or
+ * double for a float64 input where FFTW's double library is there: fft_body.h, written once
+ * over both). The input is copied into an array extended by the kernel on every axis, the modes
  * applied there, exactly as cpu_direct does (direct.c); what is left is the "valid"
  * correlation out[i] = sum_j w[j] * E[i + j]. Both E and the reversed kernel are zero-padded
  * to L[d] >= n[d] + k[d] - 1 points per axis (2-3-5-7-smooth, sizes FFTW does quickly), so
@@ -27,27 +28,12 @@
 /* FFTW's planner (and plan destruction) shares global state and is not thread-safe; plans of
  * different ndf contexts may be made at once, so every call into it holds this lock. */
 static pthread_mutex_t planner_lock = PTHREAD_MUTEX_INITIALIZER;
-static int fftw_threads_ok = -1; /* fftwf_init_threads' result; -1 before the first plan */
-
-typedef struct {
-  int64_t n[D], k[D], e[D], L[D]; /* shape, kernel, extended shape, transform size */
-  int64_t rs;                     /* floats per row of the buffer: 2 * (L[3]/2 + 1) */
-  int64_t *map[D];                /* per axis: extended sample -> input index, -1 for cval */
-  float *buf;                     /* the transform buffer, in place, L[0]*L[1]*L[2] rows */
-  float *buf2;                    /* a bank's second buffer: the input's spectrum stays in buf */
-  fftwf_complex *spec;            /* the kernels' spectra, scaled by 1 / prod(L), nf of them */
-  size_t bytes;                   /* of one buffer or spectrum */
-  fftwf_plan fwd, inv;
-  int threads;
-  int lock_ok;
-  pthread_mutex_t lock; /* one plan may be executed from several threads: one buffer */
-} state;
 
 /* The problem's sizes as 4-D (leading axes of length 1, kernel length 1). Returns 0 where a
  * transform size does not fit FFTW's int or the buffer's size overflows; *bytes is then the
- * buffer's size in bytes (the spectrum takes as much again). */
+ * buffer's size in bytes (the spectrum takes as much again), of complex samples of 2 es bytes. */
 static int sizes(const ndf__problem *pb, int64_t n[D], int64_t k[D], int64_t e[D], int64_t L[D],
-                 size_t *bytes) {
+                 size_t es, size_t *bytes) {
   const ndf__corr *c = pb->params;
   const ndf_array *a = &pb->in;
   const int pad = D - a->ndim;
@@ -61,10 +47,20 @@ static int sizes(const ndf__problem *pb, int64_t n[D], int64_t k[D], int64_t e[D
     if (L[d] > INT_MAX) return 0;
     total *= d == D - 1 ? (double)(L[d] / 2 + 1) : (double)L[d];
   }
-  total *= sizeof(fftwf_complex);
+  total *= 2 * (double)es;
   if (total > (double)(SIZE_MAX / 4) || total > (double)(INT64_MAX / 4)) return 0;
   *bytes = (size_t)total;
   return 1;
+}
+
+/* The work precision's sample size: double for a float64 input where FFTW's double library is
+ * there, else float. */
+static size_t work_size(const ndf__problem *pb) {
+#ifdef NDF_HAVE_FFTW_F64
+  if (pb->in.dtype == NDF_F64) return sizeof(double);
+#endif
+  (void)pb;
+  return sizeof(float);
 }
 
 static int applicable(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
@@ -73,14 +69,14 @@ static int applicable(const ndf__solver *self, const ndf__problem *pb, const ndf
   int64_t n[D], k[D], e[D], L[D];
   size_t bytes;
   return pb->in.place.kind == NDF_PLACE_HOST && pb->out.place.kind == NDF_PLACE_HOST &&
-         sizes(pb, n, k, e, L, &bytes);
+         sizes(pb, n, k, e, L, work_size(pb), &bytes);
 }
 
 static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
   (void)self;
   int64_t n[D], k[D], e[D], L[D];
   size_t bytes;
-  if (!sizes(pb, n, k, e, L, &bytes)) return INFINITY;
+  if (!sizes(pb, n, k, e, L, work_size(pb), &bytes)) return INFINITY;
   const double N = (double)L[0] * (double)L[1] * (double)L[2] * (double)L[3];
   const double nf = (double)((const ndf__corr *)pb->params)->nf;
   /* A transform ~1.25 ns per point and level per thread, 1 + nf of them, nf products; plus
@@ -90,225 +86,42 @@ static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_co
          ctx->threads;
 }
 
-static void free_state(void *p) {
-  state *s = p;
-  if (!s) return;
-  if (s->fwd || s->inv) {
-    pthread_mutex_lock(&planner_lock);
-    if (s->fwd) fftwf_destroy_plan(s->fwd);
-    if (s->inv) fftwf_destroy_plan(s->inv);
-    pthread_mutex_unlock(&planner_lock);
-  }
-  fftwf_free(s->buf);
-  fftwf_free(s->buf2);
-  fftwf_free(s->spec);
-  for (int d = 0; d < D; d++)
-    free(s->map[d]);
-  if (s->lock_ok) pthread_mutex_destroy(&s->lock);
-  free(s);
-}
-
-static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *ops,
-                       ndf_array *out) {
-  (void)ops;
-  const ndf__corr *c = p->pb.params;
-  state *s = p->state;
-  const int pad = D - in->ndim;
-  int64_t si[D], so[D];
-  for (int d = 0; d < D; d++)
-    si[d] = d < pad ? 0 : in->strides[d - pad];
-  const int64_t *n = s->n, *k = s->k, *e = s->e, *L = s->L, rs = s->rs;
-  int64_t *const *map = s->map;
-  const float cval = (float)c->cval;
-  const int64_t rows = L[0] * L[1] * L[2];
-  const int64_t ncomplex = rows * (L[3] / 2 + 1);
-  float *buf = s->buf;
-
-  pthread_mutex_lock(&s->lock);
-  /* 1. The extended input, zero-padded to L (every time: the inverse transform overwrote it).
-   * in may be out: all of it is read here, before anything is written. */
-#pragma omp parallel for schedule(static) num_threads(s->threads)
-  for (int64_t r = 0; r < rows; r++) {
-    const int64_t p0 = r / (L[1] * L[2]), p1 = r / L[2] % L[1], p2 = r % L[2];
-    float *row = buf + r * rs;
-    int64_t x = 0;
-    if (p0 < e[0] && p1 < e[1] && p2 < e[2]) {
-      const int64_t i0 = map[0][p0], i1 = map[1][p1], i2 = map[2][p2];
-      if (i0 < 0 || i1 < 0 || i2 < 0) {
-        for (; x < e[3]; x++)
-          row[x] = cval;
-      } else {
-        const int64_t base = i0 * si[0] + i1 * si[1] + i2 * si[2];
-        for (; x < e[3]; x++)
-          row[x] = map[3][x] < 0 ? cval
-                                 : (float)ndf__load(in->dtype, in->data, base + map[3][x] * si[3]);
-      }
-    }
-    for (; x < rs; x++)
-      row[x] = 0.f;
-  }
-  /* 2. Forward; then per kernel: times its spectrum (into buf2 for a bank, whose input
-   * spectrum must survive), inverse, and 3. the valid part, which starts at k - 1 on every
-   * axis. */
-  fftwf_execute_dft_r2c(s->fwd, buf, (fftwf_complex *)buf);
-  for (int64_t f = 0; f < c->nf; f++) {
-    const float *y = buf;
-    float *z = c->nf > 1 ? s->buf2 : buf;
-    const float *h = (const float *)(s->spec + (size_t)f * (s->bytes / sizeof(fftwf_complex)));
-#pragma omp parallel for schedule(static) num_threads(s->threads)
-    for (int64_t i = 0; i < ncomplex; i++) {
-      const float a = y[2 * i], b = y[2 * i + 1], hr = h[2 * i], hi = h[2 * i + 1];
-      z[2 * i] = a * hr - b * hi;
-      z[2 * i + 1] = a * hi + b * hr;
-    }
-    fftwf_execute_dft_c2r(s->inv, (fftwf_complex *)z, z);
-    const ndf_array *o = &out[f];
-    for (int d = 0; d < D; d++)
-      so[d] = d < pad ? 0 : o->strides[d - pad];
-    const int64_t orows = n[0] * n[1] * n[2];
-#pragma omp parallel for schedule(static) num_threads(s->threads)
-    for (int64_t r = 0; r < orows; r++) {
-      const int64_t o0 = r / (n[1] * n[2]), o1 = r / n[2] % n[1], o2 = r % n[2];
-      const float *src =
-          z + (((o0 + k[0] - 1) * L[1] + o1 + k[1] - 1) * L[2] + o2 + k[2] - 1) * rs + k[3] - 1;
-      const int64_t base = o0 * so[0] + o1 * so[1] + o2 * so[2];
-      for (int64_t x = 0; x < n[3]; x++)
-        ndf__store(o->dtype, o->data, base + x * so[3], src[x]);
-    }
-  }
-  pthread_mutex_unlock(&s->lock);
-  return NDF_OK;
-}
-
 /* FFTW_ESTIMATE's threaded plans are sometimes very slow at some sizes and thread counts: a
  * 108^3 r2c took 32 ms with 16 threads and 1.4 ms with 8 on a 16-core machine (112^3 alike,
  * 105^3 and 120^3 not), and FFTW_MEASURE, which avoids that, plans for about a second. So the
  * plans are made for the context's thread count T and for T / 2, one forward and one inverse
  * transform of each is timed, and the faster pair is kept; the choice is remembered for the
- * process (per rank, sizes and T), so later plans of that size make one pair only. Called with
- * s->buf allocated; leaves it dirty. */
+ * process (per precision, rank, sizes and T), so later plans of that size make one pair only.
+ * Called with s->buf allocated; leaves it dirty. */
 #define NDF__FFT_MEMO 64
-static struct { int rank, dims[D], threads, best; } memo[NDF__FFT_MEMO];
+static struct { int f64, rank, dims[D], threads, best; } memo[NDF__FFT_MEMO];
 static unsigned memo_n; /* entries used; then the ring's next slot is memo_n % NDF__FFT_MEMO */
 
-static ndf_status make_plans(state *s, int rank, const int *dims) {
-  const int T = s->threads;
-  int cand[2] = {T, T / 2}, ncand = T >= 4 ? 2 : 1, best = -1;
-  pthread_mutex_lock(&planner_lock);
-  if (fftw_threads_ok < 0) fftw_threads_ok = fftwf_init_threads() != 0;
-  if (!fftw_threads_ok) ncand = 1;
-  for (unsigned m = 0; m < memo_n && m < NDF__FFT_MEMO && best < 0; m++)
-    if (memo[m].rank == rank && memo[m].threads == T &&
-        !memcmp(memo[m].dims, dims, (size_t)rank * sizeof *dims))
-      best = memo[m].best;
-  if (best > 0) {
-    cand[0] = best;
-    ncand = 1;
-  }
-  double best_t = INFINITY;
-  for (int c = 0; c < ncand; c++) {
-    if (fftw_threads_ok) fftwf_plan_with_nthreads(cand[c]);
-    fftwf_plan f = fftwf_plan_dft_r2c(rank, dims, s->buf, (fftwf_complex *)s->buf, FFTW_ESTIMATE);
-    fftwf_plan i = fftwf_plan_dft_c2r(rank, dims, (fftwf_complex *)s->buf, s->buf, FFTW_ESTIMATE);
-    double t = 0;
-    if (f && i && ncand > 1) {
-      memset(s->buf, 0, s->bytes);
-      const double t0 = ndf__now();
-      fftwf_execute(f);
-      fftwf_execute(i);
-      t = ndf__now() - t0;
-    }
-    if (f && i && t < best_t) {
-      if (s->fwd) fftwf_destroy_plan(s->fwd);
-      if (s->inv) fftwf_destroy_plan(s->inv);
-      s->fwd = f;
-      s->inv = i;
-      best_t = t;
-      best = cand[c];
-    } else {
-      if (f) fftwf_destroy_plan(f);
-      if (i) fftwf_destroy_plan(i);
-    }
-  }
-  if (best > 0 && ncand > 1) {
-    const unsigned m = memo_n++ % NDF__FFT_MEMO;
-    memo[m].rank = rank;
-    memcpy(memo[m].dims, dims, (size_t)rank * sizeof *dims);
-    memo[m].threads = T;
-    memo[m].best = best;
-  }
-  pthread_mutex_unlock(&planner_lock);
-  return s->fwd && s->inv ? NDF_OK : NDF_EUNSUPPORTED;
-}
+#define R float
+#define X(name) name##_f32
+#define FW(name) fftwf_##name
+#include "fft_body.h"
+#undef R
+#undef X
+#undef FW
+#ifdef NDF_HAVE_FFTW_F64
+#define R double
+#define X(name) name##_f64
+#define FW(name) fftw_##name
+#include "fft_body.h"
+#undef R
+#undef X
+#undef FW
+#define NDF__FFT_F64 1
+#else
+#define NDF__FFT_F64 0
+#endif
 
 static ndf_status make(ndf_plan *p) {
-  const ndf__corr *c = p->pb.params;
-  state *s = calloc(1, sizeof *s);
-  if (!s) return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_fft: out of host memory");
-  p->state = s;
-  p->exec = exec;
-  p->free_state = free_state;
-  if (pthread_mutex_init(&s->lock, NULL))
-    return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_fft: cannot make a mutex");
-  s->lock_ok = 1;
-  s->threads = p->ctx->threads;
-  size_t bytes;
-  if (!sizes(&p->pb, s->n, s->k, s->e, s->L, &bytes)) /* applicable() said it fits */
-    return ndf__fail(p->ctx, NDF_EUNSUPPORTED, "cpu_fft: the transform is too large");
-  const int64_t *n = s->n, *k = s->k, *L = s->L;
-  s->rs = 2 * (L[3] / 2 + 1);
-  const int pad = D - p->pb.in.ndim;
-  for (int d = 0; d < D; d++) {
-    const size_t mb = (size_t)s->e[d] * sizeof(int64_t);
-    s->map[d] = malloc(mb);
-    if (!s->map[d])
-      return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_fft: out of host memory (%zu bytes)", mb);
-    const int64_t left = d < pad ? 0 : c->left[d - pad];
-    const ndf_mode mode = d < pad ? NDF_MODE_REFLECT : c->mode[d - pad];
-    for (int64_t x = 0; x < s->e[d]; x++)
-      s->map[d][x] = ndf__map_index(x - left, n[d], mode);
-  }
-  s->bytes = bytes;
-  const size_t nf = (size_t)c->nf;
-  if (nf > SIZE_MAX / 2 / bytes)
-    return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_fft: %zu spectra of %zu bytes overflow", nf, bytes);
-  ndf_status ws = ndf__workspace_check(p->ctx, "cpu_fft", (double)(nf + 1 + (nf > 1)) * bytes);
-  if (ws != NDF_OK) return ws;
-  s->buf = fftwf_malloc(bytes);
-  s->buf2 = nf > 1 ? fftwf_malloc(bytes) : NULL;
-  s->spec = fftwf_malloc(nf * bytes);
-  if (!s->buf || !s->spec || (nf > 1 && !s->buf2))
-    return ndf__fail(p->ctx, NDF_ENOMEM,
-                     "cpu_fft: out of host memory for the transform buffers (%zu x %zu bytes)",
-                     nf + 1 + (nf > 1), bytes);
-
-  /* The plans, in place, over the array's own axes (the leading ones of length 1 left out). */
-  const int rank = p->pb.in.ndim;
-  int dims[D];
-  for (int d = 0; d < rank; d++)
-    dims[d] = (int)L[D - rank + d];
-  ndf_status st = make_plans(s, rank, dims);
-  if (st != NDF_OK) return ndf__fail(p->ctx, st, "cpu_fft: FFTW made no plan for this size");
-
-  /* The kernels' spectra: each kernel reversed on every axis (a convolution with it is the
-   * correlation with w), scaled by 1 / prod(L) for the unnormalised inverse. */
-  const double scale = 1.0 / ((double)L[0] * (double)L[1] * (double)L[2] * (double)L[3]);
-  for (size_t f = 0; f < nf; f++) {
-    memset(s->buf, 0, bytes);
-    const double *w = c->w + f * (size_t)c->nw;
-    for (int64_t j0 = 0; j0 < k[0]; j0++)
-      for (int64_t j1 = 0; j1 < k[1]; j1++)
-        for (int64_t j2 = 0; j2 < k[2]; j2++) {
-          float *row = s->buf +
-                       (((k[0] - 1 - j0) * L[1] + k[1] - 1 - j1) * L[2] + k[2] - 1 - j2) * s->rs +
-                       k[3] - 1;
-          for (int64_t j3 = 0; j3 < k[3]; j3++)
-            row[-j3] = (float)(*w++ * scale);
-        }
-    fftwf_execute_dft_r2c(s->fwd, s->buf, (fftwf_complex *)s->buf);
-    memcpy((char *)s->spec + f * bytes, s->buf, bytes);
-  }
-  return NDF_OK;
+#ifdef NDF_HAVE_FFTW_F64
+  if (p->pb.in.dtype == NDF_F64) return make_f64(p);
+#endif
+  return make_f32(p);
 }
 
 const ndf__solver ndf__cpu_fft = {.name = "cpu_fft",
@@ -317,6 +130,7 @@ const ndf__solver ndf__cpu_fft = {.name = "cpu_fft",
                                   .applicable = applicable,
                                   .cost = cost,
                                   .make = make,
-                                  .finite_only = ndf__always_finite_only};
+                                  .finite_only = ndf__always_finite_only,
+                                  .f64 = NDF__FFT_F64};
 
 #endif /* NDF_HAVE_FFTW */
