@@ -27,7 +27,9 @@ static int cmp(const void *a, const void *b) {
 static void one_case(ndf_context *ctx, int cuda, const char *method, uint64_t *r, int c) {
   /* every fifth case a uint8 median of a 3x3 box over the last two axes (cpu_rank's columns) */
   const int med9 = c % 5 == 4;
-  const int nd = (int)t_randint(r, med9 ? 2 : 1, 4);
+  /* every seventh (else) a uint8 box past the networks' 128 samples (the sliding histogram) */
+  const int big8 = !med9 && c % 7 == 6;
+  const int nd = (int)t_randint(r, med9 || big8 ? 2 : 1, big8 ? 3 : 4);
   int64_t shape[NDF_MAX_DIMS], k[NDF_MAX_DIMS];
   int64_t n = 1, size = 1;
   double cv; /* cval as scipy casts it to an integer input's dtype */
@@ -36,14 +38,16 @@ static void one_case(ndf_context *ctx, int cuda, const char *method, uint64_t *r
     shape[d] = t_randint(r, 1, nd > 2 ? 9 : 30);
     if (d == nd - 1 && t_randint(r, 0, 1)) /* rows long enough for 32 outputs side by side */
       shape[d] = t_randint(r, 33, nd > 2 ? 70 : 120);
-    k[d] = med9 ? (d >= nd - 2 ? 3 : 1) : t_randint(r, 1, 5);
+    k[d] = med9   ? (d >= nd - 2 ? 3 : 1)
+           : big8 ? (d >= nd - 2 ? t_randint(r, 12, 16) : t_randint(r, 1, 2))
+                  : t_randint(r, 1, 5);
     o.mode[d] = (ndf_mode)t_randint(r, 0, 4);
     o.origin[d] = (int)t_randint(r, -(k[d] / 2), (k[d] - 1) / 2);
     n *= shape[d];
     size *= k[d];
   }
   o.cval = (double)t_randint(r, -3, 3);
-  ndf_dtype idt = med9 ? NDF_U8 : (ndf_dtype)t_randint(r, NDF_U8, NDF_F64);
+  ndf_dtype idt = med9 || big8 ? NDF_U8 : (ndf_dtype)t_randint(r, NDF_U8, NDF_F64);
   ndf_dtype odt = t_randint(r, 0, 2) ? idt : (ndf_dtype)t_randint(r, NDF_U8, NDF_F64);
   const int f64 = cuda && (idt == NDF_F64 || odt == NDF_F64);
   if (f64) idt = odt = NDF_F64;
@@ -53,7 +57,7 @@ static void one_case(ndf_context *ctx, int cuda, const char *method, uint64_t *r
        : idt == NDF_U16 ? (double)(uint16_t)(int64_t)o.cval
        : idt == NDF_I16 ? (double)(int16_t)(int64_t)o.cval
                         : o.cval;
-  const int holes = !med9 && t_randint(r, 0, 1),
+  const int holes = !med9 && !big8 && t_randint(r, 0, 1),
             inplace = idt == odt && din == dout && t_randint(r, 0, 5) == 0;
   unsigned char *fp = malloc((size_t)size);
   if (!fp) abort();

@@ -12,7 +12,8 @@
  * output (by precomputed offsets inside the array, through the modes near its edges) and select
  * the rank: up to 128 samples by a selection network (Batcher's odd-even merge sort pruned to
  * what the rank's position depends on) run on 32 outputs side by side where their windows lie
- * inside the array, else by quickselect. A uint8 median of a 3x3 box over the last two axes goes
+ * inside the array, else by quickselect; any rank of a uint8 box past 128 samples by a histogram
+ * sliding along each row (Huang's). A uint8 median of a 3x3 box over the last two axes goes
  * by columns: each column of three sorted once for the three windows that share it, and the
  * median of nine is the median of the largest column minimum, the median of the column medians
  * and the smallest column maximum. */
@@ -39,6 +40,7 @@ typedef struct {
   uint8_t *x8;   /* a uint8 input as it is, for the network on 32 byte lanes, else NULL */
   uint8_t *xb;   /* a uint8 input's copy for the separable passes, in bytes (x: NULL) */
   int med9;      /* a uint8 median of a 3x3 box over the last two axes: by columns */
+  int hist;      /* any rank of a uint8 box past NET_MAX samples: a histogram sliding along rows */
   int nnet;
   pthread_mutex_t lock; /* x serves one call at a time */
 } state;
@@ -298,6 +300,54 @@ static void median9_line(const ndf__rank *r, const uint8_t *x8, const int64_t *s
   medians9(lo + s, md + s, hi + s, W, o);
 }
 
+/* One output row (idx along axes 0..2) of rank r->rank of a uint8 box of more samples than a
+ * network takes (Huang's sliding histogram): the window's samples counted in 256 bins, the
+ * rank's value m kept with the count of samples below it; moving one output along the row
+ * takes the box's first column of samples out and the next column in, then m moves to where
+ * the count below it reaches the rank. lines: room for k0 k1 k2 offsets. Writes the row's W
+ * values into o. */
+static void histogram_row(const ndf__rank *r, const uint8_t *x8, const int64_t *shape,
+                          const int64_t *cstride, const int64_t *idx, int64_t *lines, uint8_t *o) {
+  const int64_t *k = r->k, W = shape[3];
+  const uint8_t cv = (uint8_t)r->cval;
+  int64_t nl = 0; /* the box's lines along the last axis: their offsets, -1 for cval's */
+  for (int64_t a0 = 0; a0 < k[0]; a0++)
+    for (int64_t a1 = 0; a1 < k[1]; a1++)
+      for (int64_t a2 = 0; a2 < k[2]; a2++) {
+        const int64_t i0 = ndf__map_index(idx[0] - r->left[0] + a0, shape[0], r->mode[0]);
+        const int64_t i1 = ndf__map_index(idx[1] - r->left[1] + a1, shape[1], r->mode[1]);
+        const int64_t i2 = ndf__map_index(idx[2] - r->left[2] + a2, shape[2], r->mode[2]);
+        lines[nl++] =
+            i0 < 0 || i1 < 0 || i2 < 0 ? -1 : i0 * cstride[0] + i1 * cstride[1] + i2 * cstride[2];
+      }
+  int64_t h[256] = {0};
+#define NDF__COLUMN(c, delta)                                                                      \
+  do {                                                                                             \
+    const int64_t i3 = ndf__map_index((c), W, r->mode[3]);                                         \
+    for (int64_t l = 0; l < nl; l++) {                                                             \
+      const uint8_t v = i3 < 0 || lines[l] < 0 ? cv : x8[lines[l] + i3];                           \
+      h[v] += (delta);                                                                             \
+      below += v < m ? (delta) : 0;                                                                \
+    }                                                                                              \
+  } while (0)
+  int m = 0;
+  int64_t below = 0;
+  for (int64_t a3 = 0; a3 < k[3]; a3++)
+    NDF__COLUMN(a3 - r->left[3], 1);
+  for (int64_t x = 0; x < W; x++) {
+    if (x) {
+      NDF__COLUMN(x - 1 - r->left[3], -1);
+      NDF__COLUMN(x - 1 - r->left[3] + k[3], 1);
+    }
+    while (below > r->rank)
+      below -= h[--m];
+    while (below + h[m] <= r->rank)
+      below += h[m++];
+    o[x] = (uint8_t)m;
+  }
+#undef NDF__COLUMN
+}
+
 /* x8: a uint8 input's samples (C order), else NULL */
 static ndf_status selection(const ndf_plan *p, const state *s, const uint8_t *x8,
                             const int64_t *shape, ndf_array *out) {
@@ -318,7 +368,10 @@ static ndf_status selection(const ndf_plan *p, const state *s, const uint8_t *x8
     /* median9_line's columns, its output row, a row of cval */
     uint8_t *cols = s->med9 ? malloc((size_t)(W + 4) * 3 + 2 * (size_t)W) : NULL;
     if (cols) memset(cols + (W + 4) * 3 + W, (uint8_t)r->cval, (size_t)W);
-    if (!v || (s->med9 && !cols)) fail = 1;
+    /* histogram_row's line offsets and output row */
+    int64_t *lines = s->hist ? malloc((size_t)(r->k[0] * r->k[1] * r->k[2]) * sizeof *lines) : NULL;
+    uint8_t *hrow = s->hist ? malloc((size_t)W) : NULL;
+    if (!v || (s->med9 && !cols) || (s->hist && (!lines || !hrow))) fail = 1;
     ndf__walker w;
 #pragma omp for schedule(dynamic, 16)
     for (int64_t row = 0; row < rows; row++) {
@@ -335,6 +388,12 @@ static ndf_status selection(const ndf_plan *p, const state *s, const uint8_t *x8
         median9_line(r, x8, shape, cstride, idx, cols + (W + 4) * 3 + W, cols, o);
         for (int64_t x = 0; !bytes && x < W; x++, ndf__walk_next(&w, out))
           ndf__store(out->dtype, out->data, w.off, o[x]);
+        continue;
+      }
+      if (lines && hrow) { /* the whole row by a sliding histogram */
+        histogram_row(r, x8, shape, cstride, idx, lines, hrow);
+        for (int64_t x = 0; x < W; x++, ndf__walk_next(&w, out))
+          ndf__store(out->dtype, out->data, w.off, hrow[x]);
         continue;
       }
       for (int64_t x = 0; x < W; x++, ndf__walk_next(&w, out)) {
@@ -398,6 +457,8 @@ static ndf_status selection(const ndf_plan *p, const state *s, const uint8_t *x8
     free(vb);
     free(vb8);
     free(cols);
+    free(lines);
+    free(hrow);
   }
   return fail ? ndf__fail(p->ctx, NDF_ENOMEM, "cpu_rank: out of host memory") : NDF_OK;
 }
@@ -532,6 +593,9 @@ static ndf_status make(ndf_plan *p) {
     if (p->pb.in.dtype == NDF_U8 && !(s->x8 = malloc((size_t)(n > 0 ? n : 1))))
       return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_rank: out of host memory");
   }
+  s->hist = p->pb.in.dtype == NDF_U8 && r->n > NET_MAX && r->n == size;
+  if (s->hist && !(s->x8 = malloc((size_t)(n > 0 ? n : 1))))
+    return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_rank: out of host memory");
   if (!s->x8 && !(s->x = malloc((size_t)(n > 0 ? n : 1) * sizeof *s->x)))
     return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_rank: out of host memory");
   return NDF_OK;
