@@ -21,10 +21,14 @@ TOL = 1e-5
 
 class TestBatch(unittest.TestCase):
 
-    def close(self, got, ref, what, exact=False):
+    def close(self, got, ref, what, exact=False, scale=None):
+        """got within TOL of ref relative to scale (default ref's largest value: give the terms'
+        size where weights of both signs cancel), or equal (exact)."""
         got = np.asarray(got, np.float64)
         ref = np.asarray(ref, np.float64)
-        err = np.abs(got - ref) / (1 if exact else max(np.abs(ref).max(), 1e-30))
+        if scale is None:
+            scale = np.abs(ref).max()
+        err = np.abs(got - ref) / (1 if exact else max(scale, 1e-30))
         i = np.unravel_index(np.argmax(err), err.shape)
         self.assertLessEqual(err[i], 0 if exact else TOL,
                              f"{what}: worst element {i}: got {got[i]!r}, scipy {ref[i]!r}")
@@ -76,11 +80,13 @@ class TestBatch(unittest.TestCase):
             elif which == 6:
                 ws = [rng.uniform(-1, 1, int(rng.integers(1, 4))) if a in axes else None
                       for a in range(nd)]
-                ref = x64
+                ref, mag = x64, np.abs(x64)  # mag: the terms' size (|w| on |x|)
                 for a, w in enumerate(ws):
                     if w is not None:
                         ref = ndi.correlate1d(ref, w, axis=a, mode=mode)
-                self.close(ndfilt.sepfilter(x, ws, mode=mode), ref, "sepfilter " + what)
+                        mag = ndi.correlate1d(mag, np.abs(w), axis=a, mode=mode)
+                self.close(ndfilt.sepfilter(x, ws, mode=mode), ref, "sepfilter " + what,
+                           scale=max(np.abs(ref).max(), mag.max()))
             else:
                 a = axes[-1]
                 self.close(ndfilt.maximum_filter1d(x, 3, axis=a, mode=mode),
