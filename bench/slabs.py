@@ -34,55 +34,25 @@ import timing  # noqa: E402
 import ndfilt  # noqa: E402
 
 
-def bandwidth(cp, nbytes=1 << 30):
-    """Pinned host->device, device->host, and both at once on two streams, in GB/s."""
-    h = cp.cuda.alloc_pinned_memory(nbytes)
-    h2 = cp.cuda.alloc_pinned_memory(nbytes)
-    d = cp.cuda.alloc(nbytes)
-    d2 = cp.cuda.alloc(nbytes)
-    s1, s2 = cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)
-
-    def up(s=None):
-        d.copy_from_host_async(h.ptr, nbytes, s)
-
-    def down(s=None):
-        d2.copy_to_host_async(h2.ptr, nbytes, s)
-
-    def timed(f):
-        f()
-        cp.cuda.Device().synchronize()
-        ts = []
-        for _ in range(5):
-            t = time.perf_counter()
-            f()
-            cp.cuda.Device().synchronize()
-            ts.append(time.perf_counter() - t)
-        return float(np.median(ts))
-
-    t_up = timed(lambda: up(s1))
-    t_down = timed(lambda: down(s2))
-    t_both = timed(lambda: (up(s1), down(s2)))
-    return nbytes / t_up / 1e9, nbytes / t_down / 1e9, 2 * nbytes / t_both / 1e9
-
-
-def bandwidth_all(cp, ngpu, nbytes=1 << 30):
-    """Pinned host<->device on every GPU at once (a stream each): up, down and both directions
-    together, summed over the GPUs, in GB/s: what the host gives all the buses together."""
+def bandwidth(cp, devices, nbytes=1 << 30):
+    """Pinned host->device, device->host, and both at once (a stream each), on every GPU of
+    `devices` at the same time, summed over them, in GB/s: one GPU's bus, or what the host gives
+    several buses together."""
     bufs = []
-    for g in range(ngpu):
+    for g in devices:
         with cp.cuda.Device(g):
-            bufs.append((cp.cuda.alloc_pinned_memory(nbytes), cp.cuda.alloc_pinned_memory(nbytes),
-                         cp.cuda.alloc(nbytes), cp.cuda.alloc(nbytes),
+            pin = cp.cuda.alloc_pinned_memory
+            bufs.append((g, pin(nbytes), pin(nbytes), cp.cuda.alloc(nbytes), cp.cuda.alloc(nbytes),
                          cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)))
 
     def go(up, down):
-        for g, (h, h2, d, d2, s1, s2) in enumerate(bufs):
+        for g, h, h2, d, d2, s1, s2 in bufs:
             with cp.cuda.Device(g):
                 if up:
                     d.copy_from_host_async(h.ptr, nbytes, s1)
                 if down:
                     d2.copy_to_host_async(h2.ptr, nbytes, s2)
-        for g in range(ngpu):
+        for g in devices:
             cp.cuda.Device(g).synchronize()
 
     def timed(up, down):
@@ -94,7 +64,7 @@ def bandwidth_all(cp, ngpu, nbytes=1 << 30):
             ts.append(time.perf_counter() - t)
         return float(np.median(ts))
 
-    n = ngpu * nbytes
+    n = len(devices) * nbytes
     return n / timed(1, 0) / 1e9, n / timed(0, 1) / 1e9, 2 * n / timed(1, 1) / 1e9
 
 
@@ -127,11 +97,10 @@ def gpus(a):
         [int(c) for c in a.counts.split(",")]
     bw = []
     for g in range(ngpu):
-        with cp.cuda.Device(g):
-            bw.append(bandwidth(cp))
+        bw.append(bandwidth(cp, [g]))
         print(f"GPU {g}: pinned up {bw[-1][0]:.1f} GB/s, down {bw[-1][1]:.1f}, both "
               f"{bw[-1][2]:.1f}", flush=True)
-    bw_all = bandwidth_all(cp, ngpu) if ngpu > 1 else bw[0]
+    bw_all = bandwidth(cp, list(range(ngpu))) if ngpu > 1 else bw[0]
     print(f"all {ngpu} GPUs at once: pinned up {bw_all[0]:.1f} GB/s, down {bw_all[1]:.1f}, both "
           f"{bw_all[2]:.1f} (sums)", flush=True)
     w = kernel7()
@@ -231,7 +200,7 @@ def main():
     if a.gpus:
         return gpus(a)
     import cupy as cp
-    up, down, both = bandwidth(cp)
+    up, down, both = bandwidth(cp, [cp.cuda.Device().id])
     print(f"pinned bandwidth: up {up:.1f} GB/s, down {down:.1f}, both at once {both:.1f}")
     n = a.n
     x = random_array((n, n, n))

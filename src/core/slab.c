@@ -73,7 +73,6 @@ struct ndf__slabs {
   pthread_mutex_t lock; /* next and st */
   pthread_mutex_t run;  /* held by an execute: the workers and buffers serve one at a time */
   pthread_mutex_t *bus; /* on a GPU: a device's up (2 d) and down (2 d + 1) copies, one at a time */
-  int nbus;
 };
 
 /* The workers' buffers ins and out are on their devices. */
@@ -274,7 +273,7 @@ static void *work(void *v) {
     if (locked) pthread_mutex_lock(&S->bus[2 * w->dev]);
     for (int j = 0; dev && j <= S->nops && st == NDF_OK; j++)
       st = dev->copy(w->ctx, w->ins[j].data, rows[j], rows_bytes(&hin[j], S->L));
-    if (dev && locked) pthread_mutex_unlock(&S->bus[2 * w->dev]);
+    if (locked) pthread_mutex_unlock(&S->bus[2 * w->dev]);
     if (st == NDF_OK) st = ndf_execute_n(w->plan, 1 + S->nops, w->ins, S->nout, w->out);
     if (st == NDF_OK && ndf_plan_last_solver(w->plan) != ndf_plan_solver(w->plan))
       __atomic_store_n(&S->twin, ndf_plan_last_solver(w->plan), __ATOMIC_RELAXED);
@@ -337,10 +336,9 @@ static ndf_status run(struct ndf__slabs *S, const ndf_array *in, const ndf_array
     const ndf_status st = keep_side(S, in);
     if (st != NDF_OK) return st;
   }
-  for (int j = 0; on_gpu(S) && j <= S->nops; j++)
-    S->direct_in[j] = !(j == 0 && S->side.data && !S->whole) &&
-                      ndf__device()->direct(j ? &ops[j - 1] : (S->side.data ? &S->side : in),
-                                            S->w[0].ins[j].dtype);
+  for (int j = 0; on_gpu(S) && j <= S->nops; j++) /* `side` is never page-locked */
+    S->direct_in[j] = !(j == 0 && S->side.data) &&
+                      ndf__device()->direct(j ? &ops[j - 1] : in, S->w[0].ins[j].dtype);
   for (int f = 0; on_gpu(S) && f < S->nout; f++)
     S->direct_out[f] = ndf__device()->direct(&out[f], S->w[0].out[f].dtype);
   S->in = in;
@@ -427,7 +425,7 @@ void ndf__slabs_free(struct ndf__slabs *S) {
   }
   free(S->w);
   free(S->direct_out);
-  for (int d = 0; d < S->nbus; d++)
+  for (int d = 0; S->bus && d < 2 * S->ctx->ndev; d++)
     pthread_mutex_destroy(&S->bus[d]);
   free(S->bus);
   ndf__slabs_free(S->then);
@@ -586,7 +584,7 @@ static ndf_status make_slabs(struct ndf__slabs **out, ndf_context *ctx, const nd
   S->w = calloc((size_t)nw, sizeof *S->w);
   S->direct_out = calloc((size_t)pb->nout, 1);
   S->bus = gpu ? malloc(2 * (size_t)ctx->ndev * sizeof *S->bus) : NULL;
-  for (int d = 0; S->bus && d < 2 * ctx->ndev; d++, S->nbus++)
+  for (int d = 0; S->bus && d < 2 * ctx->ndev; d++)
     pthread_mutex_init(&S->bus[d], NULL);
   if (!S->w || !S->direct_out || (gpu && !S->bus))
     return ndf__fail(ctx, NDF_ENOMEM, "out of host memory for slabs");

@@ -37,8 +37,8 @@ typedef struct {
   int64_t (*at)[NDF_MAX_DIMS]; /* the footprint's offsets per axis (from the window's start) */
   int sep;       /* a box's minimum (-1) or maximum (+1) by separable passes; 0: selection */
   int (*net)[2]; /* selection of up to NET_MAX samples: compare-exchanges, or NULL */
-  uint8_t *x8;   /* a uint8 input as it is, for the network on 32 byte lanes, else NULL */
-  uint8_t *xb;   /* a uint8 input's copy for the separable passes, in bytes (x: NULL) */
+  uint8_t *x8;   /* a uint8 input as it is (the byte paths: networks, columns, histogram, or
+                  * separable passes), else NULL */
   int med9;      /* a uint8 median of a 3x3 box over the last two axes: by columns */
   int hist;      /* any rank of a uint8 box past NET_MAX samples: a histogram sliding along rows */
   int nnet;
@@ -517,10 +517,10 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *
   pthread_mutex_lock(&s->lock);
   ndf_status st;
   if (s->sep) { /* in bytes for a uint8 input, else in float64 */
-    copy(&in4, s->x, s->xb, n, 1, T);
-    st = s->xb ? separable_passes_u8(p, s->xb, s->sep, in4.shape)
+    copy(&in4, s->x, s->x8, n, 1, T);
+    st = s->x8 ? separable_passes_u8(p, s->x8, s->sep, in4.shape)
                : separable_passes_f64(p, s->x, s->sep, in4.shape);
-    if (st == NDF_OK) copy(&out4, s->x, s->xb, n, 0, T);
+    if (st == NDF_OK) copy(&out4, s->x, s->x8, n, 0, T);
   } else {
     /* a uint8 input as it is where it is C-contiguous and not written by this call, else into
      * x8; the selection reads only that */
@@ -542,7 +542,6 @@ static void free_state(void *v) {
   free(s->at);
   free(s->net);
   free(s->x8);
-  free(s->xb);
   pthread_mutex_destroy(&s->lock);
   free(s);
 }
@@ -559,8 +558,8 @@ static ndf_status make(ndf_plan *p) {
   s->sep = separable(r);
   const int64_t n = ndf_array_size(&p->pb.in);
   if (s->sep && p->pb.in.dtype == NDF_U8) {
-    s->xb = malloc((size_t)(n > 0 ? n : 1));
-    return s->xb ? NDF_OK : ndf__fail(p->ctx, NDF_ENOMEM, "cpu_rank: out of host memory");
+    s->x8 = malloc((size_t)(n > 0 ? n : 1));
+    return s->x8 ? NDF_OK : ndf__fail(p->ctx, NDF_ENOMEM, "cpu_rank: out of host memory");
   }
   if (s->sep) {
     s->x = malloc((size_t)(n > 0 ? n : 1) * sizeof *s->x);
