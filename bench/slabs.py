@@ -10,9 +10,11 @@ bandwidth measured in the same run:
 For an N^3 float32 numpy array (default 1280: 8.4 GB in and as much out) under a limit of
 --limit GB (default 8): ndfilt's Gaussian sigma 4 (nearest) and correlate 7^3, wall clock per
 call, against the time the bus needs for the bytes (input up and output down at the pinned
-bandwidth measured here, each direction alone and both at once), the same call in memory on
-the GPU (no limit) and on the CPU. The result of a slabbed call is compared with the
-in-memory one. Writes DIR/slabs.json and DIR/slabs.md (bench/results/slabs/).
+bandwidth measured here, each direction alone and both at once), the same call with no limit
+on the GPU (arrays of 1 GB or more go in slabs there too, as large as the GPU takes) and on
+the CPU. The result under the limit is compared with the one with none. --pinned: page-locked
+arrays (`cupyx.empty_pinned`) as well as numpy's own. Writes DIR/slabs.json and DIR/slabs.md
+(bench/results/slabs/).
 
 --gpus: the same calls on numpy arrays of each shape, pageable and page-locked, on 1, 2, 4, ...
 of the machine's GPUs (set_device("cuda:0,1,...")), beside each GPU's pinned bandwidth and the
@@ -193,6 +195,7 @@ def main():
     ap.add_argument("--out", default=os.path.join(HERE, "results", "slabs"))
     ap.add_argument("--n", type=int, default=1280)
     ap.add_argument("--limit", type=float, default=8.0)
+    ap.add_argument("--pinned", action="store_true", help="page-locked arrays too")
     ap.add_argument("--gpus", action="store_true")
     ap.add_argument("--shapes", default="1024x1024x1024")
     ap.add_argument("--counts", default="", help="GPU counts (default 1, 2, 4, ... up to all)")
@@ -203,45 +206,53 @@ def main():
     up, down, both = bandwidth(cp, [cp.cuda.Device().id])
     print(f"pinned bandwidth: up {up:.1f} GB/s, down {down:.1f}, both at once {both:.1f}")
     n = a.n
-    x = random_array((n, n, n))
-    out = np.empty_like(x)
-    gb = x.nbytes / 1e9
+    import cupyx
+    arrays = {"pageable": (random_array((n, n, n)), np.empty((n, n, n), np.float32))}
+    if a.pinned:
+        xp = cupyx.empty_pinned((n, n, n), np.float32)
+        xp[...] = arrays["pageable"][0]
+        arrays["page-locked"] = (xp, cupyx.empty_pinned((n, n, n), np.float32))
+    gb = arrays["pageable"][0].nbytes / 1e9
     ideal_serial = gb / up + gb / down   # one direction at a time
     ideal_duplex = 2 * gb / both         # both directions at once
     w = kernel7()
-    cases = [("gaussian sigma 4", lambda **k: ndfilt.gaussian_filter(x, 4.0, mode="nearest",
-                                                                    output=out, **k)),
-             ("correlate 7^3", lambda **k: ndfilt.correlate(x, w, mode="nearest", output=out,
-                                                            method="direct", **k))]
-    rows = []
-    for name, f in cases:
-        r = {"case": name, "shape": [n] * 3, "gb_in": gb, "limit_gb": a.limit}
-        ndfilt.set_device("cuda")
-        ndfilt.set_memory_limit(0)
-        try:
-            r["gpu_in_memory_s"] = timing.wall_ms(f, reps=3) / 1e3
-            ref = out.copy()
-        except Exception as e:  # more than the GPU holds
-            r["gpu_in_memory_s"], ref = None, None
-            r["gpu_in_memory_error"] = str(e)[:200]
-        ndfilt.set_memory_limit(int(a.limit * 1e9))
-        r["slabs_s"] = timing.wall_ms(f, reps=3) / 1e3
-        r["slab_rows"] = ndfilt.slabs()
-        r["solver"] = ndfilt.last_solver()
-        if ref is not None:
-            r["max_diff"] = rel_diff(out, ref)
-        ndfilt.set_memory_limit(0)
-        ndfilt.set_device("cpu")
-        r["cpu_s"] = timing.wall_ms(f, reps=1, budget=5) / 1e3 if name.startswith("g") else None
-        r["bus_serial_s"], r["bus_duplex_s"] = ideal_serial, ideal_duplex
-        r["of_serial_bus"] = ideal_serial / r["slabs_s"]
-        r["of_duplex_bus"] = ideal_duplex / r["slabs_s"]
-        rows.append(r)
-        print(f"{name}: slabs {r['slabs_s']:.2f} s ({r['slab_rows']} rows a slab), "
-              f"{100 * r['of_serial_bus']:.0f}% of the one-way bus time {ideal_serial:.2f} s, "
-              f"{100 * r['of_duplex_bus']:.0f}% of the duplex {ideal_duplex:.2f} s; in memory "
-              f"{r['gpu_in_memory_s']}, cpu {r['cpu_s']} s, diff {r.get('max_diff')}",
-              flush=True)
+    rows, refs = [], {}  # each case's result with no limit, from pageable arrays
+    for memory, (x, out) in arrays.items():
+        cases = [("gaussian sigma 4", lambda **k: ndfilt.gaussian_filter(
+                      x, 4.0, mode="nearest", output=out, **k)),
+                 ("correlate 7^3", lambda **k: ndfilt.correlate(
+                      x, w, mode="nearest", output=out, method="direct", **k))]
+        for name, f in cases:
+            r = {"case": name, "memory": memory, "shape": [n] * 3, "gb_in": gb,
+                 "limit_gb": a.limit}
+            ndfilt.set_device("cuda")
+            ndfilt.set_memory_limit(0)
+            try:
+                r["gpu_no_limit_s"] = timing.wall_ms(f, reps=3) / 1e3
+                if memory == "pageable":
+                    refs[name] = out.copy()
+            except Exception as e:  # more than the GPU holds
+                r["gpu_no_limit_s"] = None
+                r["gpu_no_limit_error"] = str(e)[:200]
+            ndfilt.set_memory_limit(int(a.limit * 1e9))
+            r["slabs_s"] = timing.wall_ms(f, reps=3) / 1e3
+            r["slab_rows"] = ndfilt.slabs()
+            r["solver"] = ndfilt.last_solver()
+            if name in refs:
+                r["max_diff"] = rel_diff(out, refs[name])
+            ndfilt.set_memory_limit(0)
+            ndfilt.set_device("cpu")
+            r["cpu_s"] = timing.wall_ms(f, reps=1, budget=5) / 1e3 \
+                if name.startswith("g") and memory == "pageable" else None
+            r["bus_serial_s"], r["bus_duplex_s"] = ideal_serial, ideal_duplex
+            r["of_serial_bus"] = ideal_serial / r["slabs_s"]
+            r["of_duplex_bus"] = ideal_duplex / r["slabs_s"]
+            rows.append(r)
+            print(f"{name} {memory}: slabs {r['slabs_s']:.2f} s ({r['slab_rows']} rows a slab), "
+                  f"{100 * r['of_serial_bus']:.0f}% of the one-way bus time {ideal_serial:.2f} s, "
+                  f"{100 * r['of_duplex_bus']:.0f}% of the duplex {ideal_duplex:.2f} s; no limit "
+                  f"{r['gpu_no_limit_s']}, cpu {r['cpu_s']} s, diff {r.get('max_diff')}",
+                  flush=True)
     meta = {"commit": timing.commit(), "gpu": timing.gpu_name(cp),
             "date": time.strftime("%Y-%m-%d"), "threads": os.cpu_count(),
             "bandwidth_gbs": {"up": up, "down": down, "both": both}}
@@ -254,11 +265,12 @@ def main():
           f"once {both:.1f} GB/s. Bus time: the input up and the output down at those rates, "
           "one way at a time or both at once; the slabbed call's share of it is the figure "
           "(100% = the bus's pace).", "",
-          "| case | array | limit | slabs | bus one-way | bus duplex | slab rows | "
-          "GPU in memory | CPU | rel. diff |", "|---|---|---|---|---|---|---|---|---|---|"]
+          "| case | array | memory | limit | slabs | bus one-way | bus duplex | slab rows | "
+          "GPU, no limit | CPU | rel. diff |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        mem = f"{r['gpu_in_memory_s']:.2f} s" if r["gpu_in_memory_s"] else "does not fit"
-        md.append(f"| {r['case']} | {n}^3 f32 ({r['gb_in']:.1f} GB) | {r['limit_gb']:g} GB | "
+        mem = f"{r['gpu_no_limit_s']:.2f} s" if r["gpu_no_limit_s"] else "does not fit"
+        md.append(f"| {r['case']} | {n}^3 f32 ({r['gb_in']:.1f} GB) | {r['memory']} | "
+                  f"{r['limit_gb']:g} GB | "
                   f"{r['slabs_s']:.2f} s | {100 * r['of_serial_bus']:.0f}% | "
                   f"{100 * r['of_duplex_bus']:.0f}% | {r['slab_rows']} | {mem} | "
                   f"{'-' if r['cpu_s'] is None else '%.2f s' % r['cpu_s']} | "

@@ -26,9 +26,11 @@
 #            process; about 2 minutes) into $OUT/user/: user.json, user.md.
 #   dropin   the rest of scipy.ndimage (bench/dropin.py: rank, uniform, derivative and NaN-aware
 #            filters against scipy, OpenCV and cupyx; a few minutes) into $OUT/dropin/.
-#   slabs    numpy arrays past the call's memory limit filtered in slabs of the first axis,
-#            beside the pinned bus bandwidth of the same run (bench/slabs.py, 1280^3 float32;
-#            about 2 minutes) into $OUT/slabs/: slabs.json, slabs.md.
+#   slabs    numpy arrays (pageable and page-locked) past the call's memory limit filtered in
+#            slabs of the first axis, beside the pinned bus bandwidth of the same run
+#            (bench/slabs.py; GPU_CHECK_SLAB_N, default 1280: N^3 float32; GPU_CHECK_SLAB_LIMIT,
+#            default 8 GB; about 2 minutes at 1280, 6 at 2304, which needs about 250 GB of host
+#            memory) into $OUT/slabs/: slabs.json, slabs.md.
 #   gpus     on a machine of several GPUs: numpy arrays (pageable and page-locked) filtered on
 #            1, 2, 4, ... of them in one process (bench/slabs.py --gpus, GPU_CHECK_SHAPES, default
 #            1024x1024x1024; about 2 minutes a shape) into $OUT/slabs/: gpus.json, gpus.md.
@@ -212,7 +214,8 @@ fi # user
 if want slabs; then
 # numpy arrays past the call's memory limit, in slabs, beside the bus (bench/slabs.py).
 sum_slabs() { grep -E '^gaussian' "$LOG/slabs.log" | cut -c1-160; }
-bench_part slabs slabs sum_slabs bench/slabs.py --out "$OUT/slabs"
+bench_part slabs slabs sum_slabs bench/slabs.py --out "$OUT/slabs" --pinned \
+  --n "${GPU_CHECK_SLAB_N:-1280}" --limit "${GPU_CHECK_SLAB_LIMIT:-8}"
 fi # slabs
 
 if want gpus; then
