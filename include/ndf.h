@@ -167,6 +167,10 @@ NDF_API int ndf_context_devices(const ndf_context *ctx, int *devices, int cap);
 NDF_API int ndf_context_threads(const ndf_context *ctx);
 NDF_API size_t ndf_context_workspace_limit(const ndf_context *ctx); /* 0: none */
 NDF_API size_t ndf_context_memory_limit(const ndf_context *ctx);    /* 0: the default */
+/* Bytes free now on the context's CUDA devices (the least over them); 0 on the CPU. Plans hold
+ * their device buffers until destroyed, so a caller keeping plans can ask this before making a
+ * large one (a plan sizes its slabs, or chooses them, by the memory free when it is made). */
+NDF_API size_t ndf_context_memory_free(const ndf_context *ctx);
 /* Text of the last failure reported through this context ("" if none), or of
  * the last fallback the planner took (method auto: a solver that ran out of
  * memory making its plan, say how much it needed, and the one used instead).

@@ -23,6 +23,8 @@ int main(void) {
   CHECK(ndf_context_place(c).kind == NDF_PLACE_HOST && ndf_context_threads(c) == 3,
         "cpu, 3 threads");
   CHECK(ndf_context_synchronize(c) == NDF_OK, "sync on cpu");
+  CHECK(ndf_context_memory_free(c) == 0 && ndf_context_memory_free(NULL) == 0,
+        "free device memory of the cpu");
   ndf_context_destroy(c);
 
   setenv("NDF_DEVICE", "cpu", 1);
@@ -47,6 +49,16 @@ int main(void) {
     CHECK(st == NDF_ENODEV, "cuda without a usable GPU gave %s", ndf_status_str(st));
   } else {
     CHECK(st == NDF_OK && ndf_context_place(c).kind == NDF_PLACE_CUDA, "cuda with a GPU");
+    /* the free memory drops by a buffer's size while it is held */
+    const size_t before = ndf_context_memory_free(c);
+    ndf_array big;
+    const int64_t n = 1 << 28; /* 1 GiB of float32 */
+    CHECK(before > (size_t)4 * n && ndf_array_alloc(c, &big, NDF_F32, 1, &n) == NDF_OK,
+          "a 1 GiB buffer on a device with %zu bytes free", before);
+    const size_t during = ndf_context_memory_free(c);
+    CHECK(during + (size_t)4 * n <= before + ((size_t)64 << 20),
+          "free %zu, then %zu with 1 GiB held", before, during);
+    ndf_array_free(c, &big);
     ndf_context_destroy(c);
   }
   o.struct_size = 4;

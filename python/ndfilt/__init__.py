@@ -43,6 +43,7 @@ _device = "auto"         # what numpy inputs run on
 _memory_limit = 0        # set_memory_limit's: numpy inputs' contexts'
 _plans = collections.OrderedDict()  # problem key -> plan pointer (most recent last)
 _MAX_PLANS = 32
+_gpu_plans = set()       # keys of the cached plans on GPU contexts (which hold device buffers)
 _streams = {}            # context pointer -> the stream last set on it
 
 
@@ -130,6 +131,7 @@ def _shutdown():
         for p in _plans.values():
             lib.ndf_plan_destroy(p)
         _plans.clear()
+        _gpu_plans.clear()
         for c in _contexts.values():
             lib.ndf_context_destroy(c)
         _contexts.clear()
@@ -569,6 +571,25 @@ def last_solver():
     return _of_last_plan(lambda p: lib.ndf_plan_last_solver(p).decode(), None)
 
 
+def _drop_plan(key):
+    lib.ndf_plan_destroy(_plans.pop(key))
+    _gpu_plans.discard(key)
+
+
+def _make_room(ctx, descs):
+    """Before a new plan on the GPU context ctx: destroys the least recently used cached plans
+    on GPUs while the device has less free than the new plan's arrays would take there (8
+    bytes an element: a float32 copy and a temporary). A plan holds its device buffers until
+    destroyed, and a new one sizes its slabs, or chooses them, by what is free when it is made:
+    without this, idle plans of earlier large arrays would shrink a new one's slabs to a few
+    rows."""
+    need = 8 * sum(math.prod(d.shape[:d.ndim]) for d in descs)
+    for key in [k for k in _plans if k in _gpu_plans]:  # least recently used first
+        if lib.ndf_context_memory_free(ctx) >= need:
+            break
+        _drop_plan(key)
+
+
 def _run(key, ctx, src, dst, make, bank=None, ops=None):
     """Executes the cached plan for key, first making it with make(byref(handle)); bank: a
     ctypes array of output descriptors (dst is then the first's operand); ops: the operands
@@ -581,13 +602,19 @@ def _run(key, ctx, src, dst, make, bank=None, ops=None):
                 _streams[ctx] = stream
         plan = _plans.get(key)
         if plan is None:
+            gpu = lib.ndf_context_devices(ctx, None, 0) > 0
+            if gpu:
+                _make_room(ctx, [src.desc, dst.desc] + [o.desc for o in ops or ()] +
+                           list(bank[1:] if bank is not None else ()))
             h = C.c_void_p()
             st = make(C.byref(h))
             if st != _lib.OK:
                 _raise(st, ctx)
             plan = _plans[key] = h.value
+            if gpu:
+                _gpu_plans.add(key)
             if len(_plans) > _MAX_PLANS:
-                lib.ndf_plan_destroy(_plans.popitem(last=False)[1])
+                _drop_plan(next(iter(_plans)))
         else:
             _plans.move_to_end(key)
         global _last_plan

@@ -106,6 +106,8 @@ _sig = {
     "ndf_context_place": (Place, [C.c_void_p]),
     "ndf_context_device_name": (C.c_char_p, [C.c_void_p]),
     "ndf_context_threads": (C.c_int, [C.c_void_p]),
+    "ndf_context_memory_free": (C.c_size_t, [C.c_void_p]),
+    "ndf_context_devices": (C.c_int, [C.c_void_p, C.c_void_p, C.c_int]),
     "ndf_context_message": (C.c_char_p, [C.c_void_p]),
     "ndf_context_synchronize": (C.c_int, [C.c_void_p]),
     "ndf_execute": (C.c_int, [C.c_void_p, P(Array), P(Array)]),

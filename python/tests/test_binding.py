@@ -1686,6 +1686,51 @@ class TestTorch(unittest.TestCase):
                                 ks_tol(solver))
 
 
+class TestPlanCache(unittest.TestCase):
+    """Before a new plan on a GPU, cached plans on GPUs are destroyed, least recently used
+    first, until the device has room for the new plan's arrays (a plan holds its device buffers,
+    and a new one sizes its slabs by the free memory). The device's free memory is played by a
+    stand-in, so this runs on the CPU too."""
+
+    def test_least_recent_first_until_room(self):
+        real = ndfilt.lib
+        frees = []
+
+        class Lib:  # the library, its free device memory the next of `frees`
+            def __getattr__(self, name):
+                return getattr(real, name)
+
+            def ndf_context_memory_free(self, ctx):
+                return frees.pop(0)
+
+        ndfilt.set_device("cpu")
+        x = [np.ones((n, 9), np.float32) for n in (5, 6, 7, 8)]
+        for a in x[:3]:
+            ndfilt.gaussian_filter(a, 1.0)
+        keys = list(ndfilt._plans)[-3:]
+        ndfilt.gaussian_filter(x[0], 1.0)  # the first becomes the most recent
+        try:
+            ndfilt.lib = Lib()
+            ndfilt._gpu_plans.update(keys)
+            ctx = ndfilt._context("cpu")
+            desc = ndfilt._desc(ndfilt._lib.F32, (100,), (4,), None, ndfilt._lib.PLACE_HOST, 0)
+            frees[:] = [0, 10, 800, 0]  # room for 100 elements after two plans go
+            ndfilt._make_room(ctx, [desc])
+            self.assertEqual(frees, [0], "asked the free memory once a plan dropped, then stopped")
+            self.assertNotIn(keys[1], ndfilt._plans)
+            self.assertNotIn(keys[2], ndfilt._plans)
+            self.assertIn(keys[0], ndfilt._plans)
+            self.assertEqual(ndfilt._gpu_plans & set(keys), {keys[0]})
+            frees[:] = [10**12]  # room at once: nothing goes
+            ndfilt._make_room(ctx, [desc])
+            self.assertIn(keys[0], ndfilt._plans)
+        finally:
+            ndfilt.lib = real
+            ndfilt._gpu_plans.difference_update(keys)
+        np.testing.assert_allclose(ndfilt.gaussian_filter(x[1], 1.0),
+                                   ndi.gaussian_filter(x[1], 1.0), rtol=1e-5, atol=1e-6)
+
+
 class TestSlabs(unittest.TestCase):
     """set_memory_limit: numpy calls whose work passes the limit run in slabs of the first axis
     (slabs() > 0) and give the unlimited call's result, on the CPU and, where present, the GPU,

@@ -267,6 +267,18 @@ int ndf_context_threads(const ndf_context *c) { return c ? c->threads : 0; }
 size_t ndf_context_workspace_limit(const ndf_context *c) { return c ? c->workspace_limit : 0; }
 size_t ndf_context_memory_limit(const ndf_context *c) { return c ? c->memory_limit : 0; }
 
+size_t ndf_context_memory_free(const ndf_context *c) {
+  if (!c || c->place.kind != NDF_PLACE_CUDA || !ndf__device()) return 0;
+  size_t least = 0;
+  for (int i = 0; i < (c->ndev ? c->ndev : 1); i++) {
+    ndf_context on = *c;
+    if (c->ndev) on.place.device = c->devs[i];
+    const size_t fr = ndf__device()->mem_free(&on);
+    if (i == 0 || fr < least) least = fr;
+  }
+  return least;
+}
+
 ndf_status ndf__workspace_check(const ndf_context *c, const char *solver, double need) {
   if (!c->workspace_limit || need <= (double)c->workspace_limit) return NDF_OK;
   return ndf__fail(c, NDF_ENOMEM,
