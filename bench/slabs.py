@@ -6,6 +6,7 @@ bandwidth measured in the same run:
 
   python3 bench/slabs.py [--out DIR] [--n N] [--limit GB]
   python3 bench/slabs.py --gpus [--out DIR] [--shapes 1024x1024x1024,...] [--counts 1,2,4]
+                        [--memories pageable,page-locked]
 
 For an N^3 float32 numpy array (default 1280: 8.4 GB in and as much out) under a limit of
 --limit GB (default 8): ndfilt's Gaussian sigma 4 (nearest) and correlate 7^3, wall clock per
@@ -156,7 +157,8 @@ def gpus(a):
         xp, op = cupyx.empty_pinned(shape, np.float32), cupyx.empty_pinned(shape, np.float32)
         xp[...] = arrays["pageable"][0]
         arrays["page-locked"] = (xp, op)
-        refs = {}  # each case's result on one GPU from pageable arrays
+        arrays = {m: arrays[m] for m in a.memories.split(",")}
+        refs = {}  # each case's result on one GPU from the first kind of memory
         gb = xp.nbytes / 1e9
         for memory, (x, out) in arrays.items():
             cases = [("gaussian sigma 4", lambda **k: ndfilt.gaussian_filter(
@@ -173,7 +175,7 @@ def gpus(a):
                     t = timing.wall_ms(f, reps=3) / 1e3
                     run = {"gpus": c, "s": t, "gb_per_s": 2 * gb / t, "slab_rows": ndfilt.slabs(),
                            "solver": ndfilt.last_solver()}
-                    if c == 1 and memory == "pageable":
+                    if c == 1 and name not in refs:
                         refs[name] = out.copy()
                     else:
                         run["max_diff"] = rel_diff(out, refs[name])
@@ -207,6 +209,7 @@ def main():
     ap.add_argument("--gpus", action="store_true")
     ap.add_argument("--shapes", default="1024x1024x1024")
     ap.add_argument("--counts", default="", help="GPU counts (default 1, 2, 4, ... up to all)")
+    ap.add_argument("--memories", default="pageable,page-locked", help="--gpus: host memory kinds")
     a = ap.parse_args()
     if a.gpus:
         return gpus(a)
