@@ -80,6 +80,11 @@ def cuda_main(a):
         rs = da.random.RandomState(RandomState=cp.random.RandomState)
         x = rs.random_sample((n, n, n), chunks=(n // 4, n, n)).astype(np.float32).persist()
         distributed.wait(x)
+        held = {}  # how many of x's chunks each worker holds (uneven: tasks move whole chunks)
+        for ws in client.who_has(x).values():
+            for w in ws:
+                held[w] = held.get(w, 0) + 1
+        placement = sorted(held.values(), reverse=True)
         for label, lazy in cases:
             # each chunk's result reduced to its sum on its worker: the filter runs every time
             # (a persisted result would be reused where a graph's keys repeat) and nothing
@@ -90,6 +95,7 @@ def cuda_main(a):
             rows.append({"case": label, "shape": [n] * 3, "chunks": [n // 4, n, n],
                          "workers": workers, "ndfilt_dask_ms": t_nd, "dask_image_ms": t_di,
                          "ndfilt_one_gpu_unchunked_ms": one[label], "max_abs_diff": diff,
+                         "placement": placement,
                          "ndfilt_dask_tasks": task_times(distributed, client,
                                                          lambda: lazy(nd, x).sum().compute()),
                          "dask_image_tasks": task_times(distributed, client,
@@ -100,9 +106,18 @@ def cuda_main(a):
     meta = {"commit": timing.commit(), "gpu": timing.gpu_name(cp), "gpus": ngpu,
             "machine": f"{ngpu} x {timing.gpu_name(cp)}, {os.cpu_count()} host cores",
             "date": time.strftime("%Y-%m-%d")}
-    os.makedirs(a.out, exist_ok=True)
-    with open(os.path.join(a.out, "dask_cuda.json"), "w") as f:
+    write_cuda(a.out, meta, rows)
+
+
+def write_cuda(out_dir, meta, rows):
+    """dask_cuda.json and dask_cuda.md: the timings, and where the workers' time went."""
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "dask_cuda.json"), "w") as f:
         json.dump(timing.clean_json({"meta": meta, "rows": rows}, 4), f, indent=1)
+
+    def spent(t):  # the three largest sums of task time, in seconds
+        top = [(k, v) for k, v in t.items() if k != "wall"][:3]
+        return "; ".join(f"{k} {v:.2f}" for k, v in top)
     lines = [f"## Dask on GPUs (commit {meta['commit']}, {meta['machine']}, "
              "dask_cuda.LocalCUDACluster, a worker a GPU)", "",
              "The same dask array of CuPy chunks (float32, made and kept on the workers), each "
@@ -120,7 +135,21 @@ def cuda_main(a):
                      f"{r['ndfilt_dask_ms']:.0f} | {r['dask_image_ms']:.0f} | "
                      f"{r['dask_image_ms'] / r['ndfilt_dask_ms']:.1f}x | "
                      f"{r['ndfilt_one_gpu_unchunked_ms']:.0f} | {r['max_abs_diff']:.1e} |")
-    with open(os.path.join(a.out, "dask_cuda.md"), "w") as f:
+    lines += ["", "Where one more run's time went: seconds summed over the workers' tasks by "
+              "what they did (compute; transfer: fetching a task's inputs from another worker) "
+              "and the task's name, the three largest, beside the run's wall clock. Compute "
+              "returns when a CUDA call is queued, so a chunk's filter shows as little there.",
+              "", "| case | GPUs | library | wall (s) | largest sums (s) |", "|---|---|---|---|---|"]
+    for r in rows:
+        for lib, k in (("ndfilt.dask", "ndfilt_dask_tasks"), ("dask-image", "dask_image_tasks")):
+            if k in r:
+                lines.append(f"| {r['case']} | {r['workers']} | {lib} | {r[k]['wall']:.2f} | "
+                             f"{spent(r[k])} |")
+    if any("placement" in r for r in rows):
+        lines += ["", "Chunks of the input on each worker: " + "; ".join(
+            f"{r['workers']} workers: {r['placement']}" for r in rows if "placement" in r
+            and r["case"] == rows[0]["case"])]
+    with open(os.path.join(out_dir, "dask_cuda.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -100,6 +100,48 @@ def random_array(shape, seed=3):
     return x
 
 
+def write_gpus(out_dir, meta, rows, counts):
+    """gpus.json and gpus.md of the rows so far. A row may carry the commit of the run it
+    came from (rows of several runs on the same machine kind); meta's bandwidth is its own
+    run's, each row's run in meta["runs"] where there are several."""
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "gpus.json"), "w") as fh:
+        json.dump(timing.clean_json({"meta": meta, "rows": rows}), fh, indent=1)
+    ngpu = meta["gpus"]
+    runs = meta.get("runs", [meta])
+    bus = " ".join(
+        f"Run {r['commit']}: " + "; ".join(
+            f"{g}: {v['up']:.0f}/{v['down']:.0f}/{v['both']:.0f}"
+            for g, v in enumerate(r["bandwidth_gbs"])) +
+        "; every GPU at once (sums): " + "/".join(
+            f"{r['bandwidth_all_gbs'][k]:.0f}" for k in ("up", "down", "both")) + "."
+        for r in runs)
+    md = [f"# Several GPUs in one process ({ngpu} x {meta['gpu']}, {meta['threads']} host cores, "
+          f"{', '.join(r['commit'] for r in runs)})", "",
+          "float32 numpy arrays in and out (pageable: numpy's own memory; page-locked: "
+          "`cupyx.empty_pinned`), wall clock per call (median of three after a warm-up), "
+          "`set_device('cuda:0,1,...')`: slabs of the first axis spread over the GPUs (one GPU "
+          "takes arrays of 1 GB or more in slabs too, its copies up and down overlapping; the "
+          "recursive Gaussian, which fits one GPU, stays on the first). Speed-up against one "
+          "GPU on the same arrays; the difference is from one GPU's result. Pinned bandwidth "
+          "per GPU (up/down/both, GB/s). " + bus, "",
+          "| case | array | memory | " +
+          " | ".join(f"{c} GPU{'s' if c > 1 else ''}" for c in counts) +
+          " | largest rel. diff | run |", "|---|---|---|" + "---|" * len(counts) + "---|---|"]
+    for r in rows:
+        cells = [f"{run['s']:.3f} s ({run['speedup']:.2f}x)" for run in r["runs"]]
+        diff = max(run.get("max_diff", 0) for run in r["runs"])
+        run_of = r.get("commit", meta["commit"])
+        md.append(f"| {r['case']} | {'x'.join(map(str, r['shape']))} ({r['gb_in']:.1f} GB) | "
+                  f"{r['memory']} | " + " | ".join(cells) + f" | {diff:.1e} | {run_of} |")
+        if "two_sweeps" in r:
+            md.append(f"| {r['case']}, two sweeps forced | | {r['memory']} | " +
+                      " | ".join(f"{v['s']:.3f} s ({v['speedup']:.2f}x)" for v in r["two_sweeps"])
+                      + " | | |")
+    with open(os.path.join(out_dir, "gpus.md"), "w") as fh:
+        fh.write("\n".join(md) + "\n")
+
+
 def gpus(a):
     """Several GPUs against one on the same numpy arrays (see the module's text)."""
     import cupy as cp
@@ -121,33 +163,7 @@ def gpus(a):
                 "date": time.strftime("%Y-%m-%d"), "threads": os.cpu_count(),
                 "bandwidth_gbs": [{"up": u, "down": d, "both": b} for u, d, b in bw],
                 "bandwidth_all_gbs": {"up": bw_all[0], "down": bw_all[1], "both": bw_all[2]}}
-        os.makedirs(a.out, exist_ok=True)
-        with open(os.path.join(a.out, "gpus.json"), "w") as fh:
-            json.dump(timing.clean_json({"meta": meta, "rows": rows}), fh, indent=1)
-        md = [f"# Several GPUs in one process ({ngpu} x {meta['gpu']}, {os.cpu_count()} host cores, "
-              f"{meta['commit']})", "",
-              "float32 numpy arrays in and out (pageable: numpy's own memory; page-locked: "
-              "`cupyx.empty_pinned`), wall clock per call (median of three after a warm-up), "
-              "`set_device('cuda:0,1,...')`: slabs of the first axis spread over the GPUs (one GPU "
-              "takes arrays of 1 GB or more in slabs too, its copies up and down overlapping; the "
-              "recursive Gaussian, which fits one GPU, stays on the first). Speed-up against one "
-              "GPU on the same arrays. Pinned bandwidth per GPU (up/down/both, GB/s): " +
-              "; ".join(f"{g}: {u:.0f}/{d:.0f}/{b:.0f}" for g, (u, d, b) in enumerate(bw)) +
-              f"; every GPU at once (sums): {bw_all[0]:.0f}/{bw_all[1]:.0f}/{bw_all[2]:.0f}.", "",
-              "| case | array | memory | " +
-              " | ".join(f"{c} GPU{'s' if c > 1 else ''}" for c in counts) +
-              " | largest rel. diff |", "|---|---|---|" + "---|" * len(counts) + "---|"]
-        for r in rows:
-            cells = [f"{run['s']:.3f} s ({run['speedup']:.2f}x)" for run in r["runs"]]
-            diff = max(run.get("max_diff", 0) for run in r["runs"])
-            md.append(f"| {r['case']} | {'x'.join(map(str, r['shape']))} ({r['gb_in']:.1f} GB) | "
-                      f"{r['memory']} | " + " | ".join(cells) + f" | {diff:.1e} |")
-            if "two_sweeps" in r:
-                md.append(f"| {r['case']}, two sweeps forced | | {r['memory']} | " +
-                          " | ".join(f"{v['s']:.3f} s ({v['speedup']:.2f}x)" for v in r["two_sweeps"])
-                          + " | |")
-        with open(os.path.join(a.out, "gpus.md"), "w") as fh:
-            fh.write("\n".join(md) + "\n")
+        write_gpus(a.out, meta, rows, counts)
 
     rows = []
     import cupyx
