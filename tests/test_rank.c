@@ -27,7 +27,8 @@ static int cmp(const void *a, const void *b) {
 static void one_case(ndf_context *ctx, int cuda, const char *method, uint64_t *r, int c) {
   /* every fifth case a uint8 median of a 3x3 box over the last two axes (cpu_rank's columns) */
   const int med9 = c % 5 == 4;
-  /* every seventh (else) a uint8 box past the networks' 128 samples (the sliding histogram) */
+  /* every seventh (else) an 8- or 16-bit integer box past the networks' 128 samples (the
+   * sliding histogram) */
   const int big8 = !med9 && c % 7 == 6;
   const int nd = (int)t_randint(r, med9 || big8 ? 2 : 1, big8 ? 3 : 4);
   int64_t shape[NDF_MAX_DIMS], k[NDF_MAX_DIMS];
@@ -47,7 +48,10 @@ static void one_case(ndf_context *ctx, int cuda, const char *method, uint64_t *r
     size *= k[d];
   }
   o.cval = (double)t_randint(r, -3, 3);
-  ndf_dtype idt = med9 || big8 ? NDF_U8 : (ndf_dtype)t_randint(r, NDF_U8, NDF_F64);
+  const ndf_dtype ints[3] = {NDF_U8, NDF_U16, NDF_I16};
+  ndf_dtype idt = med9   ? NDF_U8
+                  : big8 ? ints[t_randint(r, 0, 2)]
+                         : (ndf_dtype)t_randint(r, NDF_U8, NDF_F64);
   ndf_dtype odt = t_randint(r, 0, 2) ? idt : (ndf_dtype)t_randint(r, NDF_U8, NDF_F64);
   const int f64 = cuda && (idt == NDF_F64 || odt == NDF_F64);
   if (f64) idt = odt = NDF_F64;
@@ -72,6 +76,12 @@ static void one_case(ndf_context *ctx, int cuda, const char *method, uint64_t *r
   t_arr in, out;
   t_arr_make(&in, r, idt, nd, shape, !f64 && t_randint(r, 0, 1), din);
   t_fill_random(&in, r);
+  if (big8 && idt != NDF_U8 && t_randint(r, 0, 1)) /* values about a 256 boundary, with ties */
+    for (int64_t i = 0; i < n; i++) {
+      const int64_t o_i = ndf__offset(&in.hview, i);
+      const double v = ndf__load(idt, in.hview.data, o_i);
+      ndf__store(idt, in.hview.data, o_i, 200 + fmod(fabs(v), 120.0) - (idt == NDF_I16) * 512);
+    }
   t_arr_upload(&in, ctx);
   if (inplace)
     out = in;

@@ -12,11 +12,11 @@
  * output (by precomputed offsets inside the array, through the modes near its edges) and select
  * the rank: up to 128 samples by a selection network (Batcher's odd-even merge sort pruned to
  * what the rank's position depends on) run on 32 outputs side by side where their windows lie
- * inside the array, else by quickselect; any rank of a uint8 box past 128 samples by a histogram
- * sliding along each row (Huang's). A uint8 median of a 3x3 box over the last two axes goes
- * by columns: each column of three sorted once for the three windows that share it, and the
- * median of nine is the median of the largest column minimum, the median of the column medians
- * and the smallest column maximum. */
+ * inside the array, else by quickselect; any rank of a uint8, uint16 or int16 box past 128
+ * samples by a histogram sliding along each row (Huang's; two levels of bins for 16 bits). A uint8
+ * median of a 3x3 box over the last two axes goes by columns: each column of three sorted once for
+ * the three windows that share it, and the median of nine is the median of the largest column
+ * minimum, the median of the column medians and the smallest column maximum. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,8 +39,10 @@ typedef struct {
   int (*net)[2]; /* selection of up to NET_MAX samples: compare-exchanges, or NULL */
   uint8_t *x8;   /* a uint8 input as it is (the byte paths: networks, columns, histogram, or
                   * separable passes), else NULL */
+  uint16_t *x16; /* a uint16 or int16 input's order-preserving keys (the 16-bit histogram) */
   int med9;      /* a uint8 median of a 3x3 box over the last two axes: by columns */
-  int hist;      /* any rank of a uint8 box past NET_MAX samples: a histogram sliding along rows */
+  int hist;      /* any rank of an 8- or 16-bit integer box past NET_MAX samples: a histogram
+                  * sliding along rows (x8 or x16) */
   int nnet;
   pthread_mutex_t lock; /* x serves one call at a time */
 } state;
@@ -56,8 +58,20 @@ static int separable(const ndf__rank *r) {
   return box ? (r->rank == 0 ? -1 : r->rank == r->n - 1 ? 1 : 0) : 0;
 }
 
+/* Whether any rank of pb's box goes by a histogram: past a network's samples, on 8- or 16-bit
+ * integers. */
+static int histogram(const ndf__problem *pb) {
+  const ndf__rank *r = pb->params;
+  const ndf_dtype t = pb->in.dtype;
+  return (t == NDF_U8 || t == NDF_U16 || t == NDF_I16) && r->n > NET_MAX &&
+         r->n == r->k[0] * r->k[1] * r->k[2] * r->k[3];
+}
+
 /* Separable: a read, three comparisons and a write an element and filtered axis (~4 ns a
- * core); selection: a gather and about two comparisons per footprint sample (~3 ns). */
+ * core); selection: a gather and about two comparisons per footprint sample (~3 ns); a
+ * histogram: a column in and one out per output (~2 ns a sample) and the rank's walk over the
+ * bins (on random samples of every value, ~60 ns for 8 bits and ~500 for 16 on a core of the
+ * development machine). */
 static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
   (void)self;
   const ndf__rank *r = pb->params;
@@ -68,6 +82,10 @@ static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_co
       axes += r->k[d] > 1;
     return n * (2 + 4.0 * axes) * 1e-9 / ctx->threads;
   }
+  if (histogram(pb))
+    return n *
+           (2 + 4.0 * (double)(r->k[0] * r->k[1] * r->k[2]) + (pb->in.dtype == NDF_U8 ? 60 : 500)) *
+           1e-9 / ctx->threads;
   return n * (2 + 3.0 * (double)r->n) * 1e-9 / ctx->threads;
 }
 
@@ -300,52 +318,78 @@ static void median9_line(const ndf__rank *r, const uint8_t *x8, const int64_t *s
   medians9(lo + s, md + s, hi + s, W, o);
 }
 
-/* One output row (idx along axes 0..2) of rank r->rank of a uint8 box of more samples than a
- * network takes (Huang's sliding histogram): the window's samples counted in 256 bins, the
- * rank's value m kept with the count of samples below it; moving one output along the row
- * takes the box's first column of samples out and the next column in, then m moves to where
- * the count below it reaches the rank. lines: room for k0 k1 k2 offsets. Writes the row's W
- * values into o. */
-static void histogram_row(const ndf__rank *r, const uint8_t *x8, const int64_t *shape,
-                          const int64_t *cstride, const int64_t *idx, int64_t *lines, uint8_t *o) {
-  const int64_t *k = r->k, W = shape[3];
-  const uint8_t cv = (uint8_t)r->cval;
-  int64_t nl = 0; /* the box's lines along the last axis: their offsets, -1 for cval's */
-  for (int64_t a0 = 0; a0 < k[0]; a0++)
-    for (int64_t a1 = 0; a1 < k[1]; a1++)
-      for (int64_t a2 = 0; a2 < k[2]; a2++) {
-        const int64_t i0 = ndf__map_index(idx[0] - r->left[0] + a0, shape[0], r->mode[0]);
-        const int64_t i1 = ndf__map_index(idx[1] - r->left[1] + a1, shape[1], r->mode[1]);
-        const int64_t i2 = ndf__map_index(idx[2] - r->left[2] + a2, shape[2], r->mode[2]);
-        lines[nl++] =
-            i0 < 0 || i1 < 0 || i2 < 0 ? -1 : i0 * cstride[0] + i1 * cstride[1] + i2 * cstride[2];
-      }
-  int64_t h[256] = {0};
-#define NDF__COLUMN(c, delta)                                                                      \
-  do {                                                                                             \
-    const int64_t i3 = ndf__map_index((c), W, r->mode[3]);                                         \
+/* One output row (idx along axes 0..2) of rank r->rank of an integer box of more samples than
+ * a network takes (Huang's sliding histogram), written once for 8-bit keys (_u8: 256 bins) and
+ * 16-bit ones (_u16: 65536 bins, and 256 coarse bins counting 256 of them each): the window's
+ * samples counted by key, the rank's key m kept with the count of samples below it; moving one
+ * output along the row takes the box's first column of samples out and the next column in,
+ * then m moves to where the count below it reaches the rank, a whole coarse bin a step where it
+ * may. lines: room for k0 k1 k2 offsets; h and hc: the bins and coarse bins (hc unused for 8-bit
+ * keys), zero, and left zero. Writes the row's W keys into o. */
+#define NDF__HISTOGRAM_ROW(T, SFX, NBINS)                                                          \
+  static inline void column##SFX(const T *xk, T cv, const int64_t *lines, int64_t nl, int64_t i3,  \
+                                 int delta, int32_t *h, int32_t *hc, int64_t m, int64_t *below) {  \
     for (int64_t l = 0; l < nl; l++) {                                                             \
-      const uint8_t v = i3 < 0 || lines[l] < 0 ? cv : x8[lines[l] + i3];                           \
-      h[v] += (delta);                                                                             \
-      below += v < m ? (delta) : 0;                                                                \
+      const T v = i3 < 0 || lines[l] < 0 ? cv : xk[lines[l] + i3];                                 \
+      h[v] += delta;                                                                               \
+      if (NBINS > 256) hc[v >> 8] += delta;                                                        \
+      *below += v < m ? delta : 0;                                                                 \
     }                                                                                              \
-  } while (0)
-  int m = 0;
-  int64_t below = 0;
-  for (int64_t a3 = 0; a3 < k[3]; a3++)
-    NDF__COLUMN(a3 - r->left[3], 1);
-  for (int64_t x = 0; x < W; x++) {
-    if (x) {
-      NDF__COLUMN(x - 1 - r->left[3], -1);
-      NDF__COLUMN(x - 1 - r->left[3] + k[3], 1);
-    }
-    while (below > r->rank)
-      below -= h[--m];
-    while (below + h[m] <= r->rank)
-      below += h[m++];
-    o[x] = (uint8_t)m;
+  }                                                                                                \
+  static void histogram_row##SFX(const ndf__rank *r, const T *xk, T cv, const int64_t *shape,      \
+                                 const int64_t *cstride, const int64_t *idx, int64_t *lines,       \
+                                 int32_t *h, int32_t *hc, T *o) {                                  \
+    const int64_t *k = r->k, W = shape[3], rank = r->rank, left = r->left[3];                      \
+    const ndf_mode mode = r->mode[3];                                                              \
+    int64_t nl = 0; /* the box's lines along the last axis: their offsets, -1 for cval's */        \
+    for (int64_t a0 = 0; a0 < k[0]; a0++)                                                          \
+      for (int64_t a1 = 0; a1 < k[1]; a1++)                                                        \
+        for (int64_t a2 = 0; a2 < k[2]; a2++) {                                                    \
+          const int64_t i0 = ndf__map_index(idx[0] - r->left[0] + a0, shape[0], r->mode[0]);       \
+          const int64_t i1 = ndf__map_index(idx[1] - r->left[1] + a1, shape[1], r->mode[1]);       \
+          const int64_t i2 = ndf__map_index(idx[2] - r->left[2] + a2, shape[2], r->mode[2]);       \
+          lines[nl++] = i0 < 0 || i1 < 0 || i2 < 0                                                 \
+                            ? -1                                                                   \
+                            : i0 * cstride[0] + i1 * cstride[1] + i2 * cstride[2];                 \
+        }                                                                                          \
+    int64_t m = 0, below = 0;                                                                      \
+    for (int64_t a3 = 0; a3 < k[3]; a3++)                                                          \
+      column##SFX(xk, cv, lines, nl, ndf__map_index(a3 - left, W, mode), 1, h, hc, m, &below);     \
+    for (int64_t x = 0; x < W; x++) {                                                              \
+      if (x) {                                                                                     \
+        column##SFX(xk, cv, lines, nl, ndf__map_index(x - 1 - left, W, mode), -1, h, hc, m,        \
+                    &below);                                                                       \
+        column##SFX(xk, cv, lines, nl, ndf__map_index(x - 1 - left + k[3], W, mode), 1, h, hc, m,  \
+                    &below);                                                                       \
+      }                                                                                            \
+      while (below > rank) {                                                                       \
+        if (NBINS > 256 && (m & 255) == 0 && below - hc[(m >> 8) - 1] > rank)                      \
+          below -= hc[(m >> 8) - 1], m -= 256;                                                     \
+        else                                                                                       \
+          below -= h[--m];                                                                         \
+      }                                                                                            \
+      while (below + h[m] <= rank) {                                                               \
+        if (NBINS > 256 && (m & 255) == 0 && below + hc[m >> 8] <= rank)                           \
+          below += hc[m >> 8], m += 256;                                                           \
+        else                                                                                       \
+          below += h[m++];                                                                         \
+      }                                                                                            \
+      o[x] = (T)m;                                                                                 \
+    }                                                                                              \
+    for (int64_t a3 = 0; a3 < k[3]; a3++) /* the last window out: the bins zero again */           \
+      column##SFX(xk, cv, lines, nl, ndf__map_index(W - 1 - left + a3, W, mode), -1, h, hc, m,     \
+                  &below);                                                                         \
   }
-#undef NDF__COLUMN
+NDF__HISTOGRAM_ROW(uint8_t, _u8, 256)
+NDF__HISTOGRAM_ROW(uint16_t, _u16, 65536)
+#undef NDF__HISTOGRAM_ROW
+
+/* The order-preserving 16-bit key of a uint16 or int16 sample, and the sample of a key. */
+static inline uint16_t key16(ndf_dtype t, double v) {
+  return t == NDF_I16 ? (uint16_t)((uint16_t)(int16_t)v ^ 0x8000u) : (uint16_t)v;
+}
+static inline double of_key16(ndf_dtype t, uint16_t k) {
+  return t == NDF_I16 ? (double)(int16_t)(uint16_t)(k ^ 0x8000u) : (double)k;
 }
 
 /* x8: a uint8 input's samples (C order), else NULL */
@@ -368,10 +412,12 @@ static ndf_status selection(const ndf_plan *p, const state *s, const uint8_t *x8
     /* median9_line's columns, its output row, a row of cval */
     uint8_t *cols = s->med9 ? malloc((size_t)(W + 4) * 3 + 2 * (size_t)W) : NULL;
     if (cols) memset(cols + (W + 4) * 3 + W, (uint8_t)r->cval, (size_t)W);
-    /* histogram_row's line offsets and output row */
+    /* histogram_row's line offsets, bins (zero) and output row */
     int64_t *lines = s->hist ? malloc((size_t)(r->k[0] * r->k[1] * r->k[2]) * sizeof *lines) : NULL;
-    uint8_t *hrow = s->hist ? malloc((size_t)W) : NULL;
-    if (!v || (s->med9 && !cols) || (s->hist && (!lines || !hrow))) fail = 1;
+    const size_t nbins = s->x16 ? 65536 + 256 : 256;
+    int32_t *bins = s->hist ? calloc(nbins, sizeof *bins) : NULL;
+    uint16_t *hrow = s->hist ? malloc((size_t)W * sizeof *hrow) : NULL;
+    if (!v || (s->med9 && !cols) || (s->hist && (!lines || !bins || !hrow))) fail = 1;
     ndf__walker w;
 #pragma omp for schedule(dynamic, 16)
     for (int64_t row = 0; row < rows; row++) {
@@ -390,10 +436,19 @@ static ndf_status selection(const ndf_plan *p, const state *s, const uint8_t *x8
           ndf__store(out->dtype, out->data, w.off, o[x]);
         continue;
       }
-      if (lines && hrow) { /* the whole row by a sliding histogram */
-        histogram_row(r, x8, shape, cstride, idx, lines, hrow);
-        for (int64_t x = 0; x < W; x++, ndf__walk_next(&w, out))
-          ndf__store(out->dtype, out->data, w.off, hrow[x]);
+      if (lines && bins && hrow) { /* the whole row by a sliding histogram */
+        if (s->x16) {
+          const ndf_dtype t = p->pb.in.dtype;
+          histogram_row_u16(r, s->x16, key16(t, r->cval), shape, cstride, idx, lines, bins,
+                            bins + 65536, hrow);
+          for (int64_t x = 0; x < W; x++, ndf__walk_next(&w, out))
+            ndf__store(out->dtype, out->data, w.off, of_key16(t, hrow[x]));
+        } else {
+          uint8_t *o = (uint8_t *)hrow;
+          histogram_row_u8(r, x8, (uint8_t)r->cval, shape, cstride, idx, lines, bins, NULL, o);
+          for (int64_t x = 0; x < W; x++, ndf__walk_next(&w, out))
+            ndf__store(out->dtype, out->data, w.off, o[x]);
+        }
         continue;
       }
       for (int64_t x = 0; x < W; x++, ndf__walk_next(&w, out)) {
@@ -458,6 +513,7 @@ static ndf_status selection(const ndf_plan *p, const state *s, const uint8_t *x8
     free(vb8);
     free(cols);
     free(lines);
+    free(bins);
     free(hrow);
   }
   return fail ? ndf__fail(p->ctx, NDF_ENOMEM, "cpu_rank: out of host memory") : NDF_OK;
@@ -506,6 +562,19 @@ static void copy(const ndf_array *a, double *x, uint8_t *x8, int64_t n, int in, 
   }
 }
 
+/* The n elements of a 16-bit integer array a (C order) into x16 as their keys. */
+static void keys16(const ndf_array *a, uint16_t *x16, int64_t n, int threads) {
+#pragma omp parallel num_threads(threads)
+  {
+    const int nt = omp_get_num_threads(), t = omp_get_thread_num();
+    const int64_t lo = n * t / nt, hi = n * (t + 1) / nt;
+    ndf__walker w;
+    if (lo < hi) ndf__walk_at(&w, a, lo);
+    for (int64_t i = lo; i < hi; i++, ndf__walk_next(&w, a))
+      x16[i] = key16(a->dtype, ndf__load(a->dtype, a->data, w.off));
+  }
+}
+
 static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *ops,
                        ndf_array *out) {
   (void)ops;
@@ -527,7 +596,10 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *
     int same = 0;
     const int direct = s->x8 && ndf__is_contiguous(in) && !ndf__overlap(in, out, &same);
     const uint8_t *x8 = direct ? in->data : s->x8;
-    if (!direct) copy(&in4, s->x, s->x8, n, 1, T);
+    if (s->x16)
+      keys16(&in4, s->x16, n, T);
+    else if (!direct)
+      copy(&in4, s->x, s->x8, n, 1, T);
     st = selection(p, s, x8, in4.shape, &out4);
   }
   pthread_mutex_unlock(&s->lock);
@@ -542,6 +614,7 @@ static void free_state(void *v) {
   free(s->at);
   free(s->net);
   free(s->x8);
+  free(s->x16);
   pthread_mutex_destroy(&s->lock);
   free(s);
 }
@@ -592,10 +665,13 @@ static ndf_status make(ndf_plan *p) {
     if (p->pb.in.dtype == NDF_U8 && !(s->x8 = malloc((size_t)(n > 0 ? n : 1))))
       return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_rank: out of host memory");
   }
-  s->hist = p->pb.in.dtype == NDF_U8 && r->n > NET_MAX && r->n == size;
-  if (s->hist && !(s->x8 = malloc((size_t)(n > 0 ? n : 1))))
+  const ndf_dtype t = p->pb.in.dtype;
+  s->hist = histogram(&p->pb);
+  if (s->hist && t == NDF_U8 && !(s->x8 = malloc((size_t)(n > 0 ? n : 1))))
     return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_rank: out of host memory");
-  if (!s->x8 && !(s->x = malloc((size_t)(n > 0 ? n : 1) * sizeof *s->x)))
+  if (s->hist && t != NDF_U8 && !(s->x16 = malloc((size_t)(n > 0 ? n : 1) * sizeof *s->x16)))
+    return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_rank: out of host memory");
+  if (!s->x8 && !s->x16 && !(s->x = malloc((size_t)(n > 0 ? n : 1) * sizeof *s->x)))
     return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_rank: out of host memory");
   return NDF_OK;
 }
