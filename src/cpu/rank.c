@@ -27,7 +27,7 @@
 #include "../core/internal.h"
 #include "../core/select.h"
 
-enum { QB = 64 }; /* columns a task in a separable pass */
+enum { QB = 512 }; /* bytes of a row of columns a task in a separable pass, at most */
 
 enum { NB = 32, NET_MAX = 128 }; /* outputs a network block; samples a network takes */
 
@@ -177,10 +177,12 @@ static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_co
         P *= shape[d];                                                                             \
       for (int d = a + 1; d < NDF_MAX_DIMS; d++)                                                   \
         Q *= shape[d];                                                                             \
-      /* columns a task: up to QB, fewer for long lines (the buffers within ~1 MiB); the           \
+      /* columns a task: up to QB bytes of them, fewer for long lines (the buffers within ~2 MiB:  \
+       * rows of 64 bytes made a uint8 maximum 7x7 of 4096^2 5.1 ms, of 256 bytes 4.1-4.3); the    \
        * contiguous axis a line a task */                                                          \
-      int64_t qb = ((int64_t)1 << 20) / (int64_t)(2 * sizeof(T) * (size_t)(L + k));                \
-      qb = qb < 1 ? 1 : qb > QB ? QB : qb;                                                         \
+      const int64_t qmax = QB / (int64_t)sizeof(T);                                                \
+      int64_t qb = ((int64_t)1 << 21) / (int64_t)(2 * sizeof(T) * (size_t)(L + k));                \
+      qb = qb < 1 ? 1 : qb > qmax ? qmax : qb;                                                     \
       if (qb > Q) qb = Q;                                                                          \
       const int64_t nqb = (Q + qb - 1) / qb, tasks = P * nqb;                                      \
       _Pragma("omp parallel num_threads(T_) reduction(| : fail)") {                                \
