@@ -43,6 +43,10 @@ def cases(quick):
                     lambda x, k=k: ndi.median_filter(x, k),
                     ("medianBlur", lambda cv, x, k=k: cv.medianBlur(x, k)),
                     lambda m, x, k=k: m.median_filter(x, k)))
+    u16 = rng.integers(0, 65536, (512, 512) if quick else (2048, 2048)).astype(np.uint16)
+    out.append(("median 15x15", u16, lambda x: ndfilt.median_filter(x, 15),
+                lambda x: ndi.median_filter(x, 15), None,  # medianBlur: 16 bits up to 5x5
+                lambda m, x: m.median_filter(x, 15)))
     for k in (3, 5):
         out.append((f"median {k}^3", f3, lambda x, k=k: ndfilt.median_filter(x, k),
                     lambda x, k=k: ndi.median_filter(x, k), None,
