@@ -23,6 +23,7 @@ largest difference from the one-GPU result (the recursive Gaussian's two sweeps 
 limit, on the first shape). Writes DIR/gpus.json and DIR/gpus.md."""
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -142,6 +143,27 @@ def write_gpus(out_dir, meta, rows, counts):
         fh.write("\n".join(md) + "\n")
 
 
+class HostArrays:
+    """An input and an output float32 array of a shape for each kind of host memory asked for:
+    "pageable" (numpy's own; the input random, made first) or "page-locked"
+    (`cupyx.empty_pinned`, the input a copy of the pageable one), each pair made when first
+    asked for."""
+
+    def __init__(self, shape):
+        self.shape, self.pairs = shape, {}
+
+    def __getitem__(self, memory):
+        if memory not in self.pairs:
+            import cupyx
+            if memory == "pageable":
+                self.pairs[memory] = (random_array(self.shape), np.empty(self.shape, np.float32))
+            else:
+                x = cupyx.empty_pinned(self.shape, np.float32)
+                x[...] = self["pageable"][0]
+                self.pairs[memory] = (x, cupyx.empty_pinned(self.shape, np.float32))
+        return self.pairs[memory]
+
+
 def gpus(a):
     """Several GPUs against one on the same numpy arrays (see the module's text)."""
     import cupy as cp
@@ -166,17 +188,13 @@ def gpus(a):
         write_gpus(a.out, meta, rows, counts)
 
     rows = []
-    import cupyx
     for first, shape in enumerate(tuple(int(v) for v in t.split("x")) for t in a.shapes.split(",")):
         first = first == 0
-        arrays = {"pageable": (random_array(shape), np.empty(shape, np.float32))}
-        xp, op = cupyx.empty_pinned(shape, np.float32), cupyx.empty_pinned(shape, np.float32)
-        xp[...] = arrays["pageable"][0]
-        arrays["page-locked"] = (xp, op)
-        arrays = {m: arrays[m] for m in a.memories.split(",")}
+        arrays = HostArrays(shape)
         refs = {}  # each case's result on one GPU from the first kind of memory
-        gb = xp.nbytes / 1e9
-        for memory, (x, out) in arrays.items():
+        gb = 4 * math.prod(shape) / 1e9
+        for memory in a.memories.split(","):
+            x, out = arrays[memory]
             cases = [("gaussian sigma 4", lambda **k: ndfilt.gaussian_filter(
                           x, 4.0, mode="nearest", output=out, **k)),
                      ("gaussian sigma 4, recursive", lambda **k: ndfilt.gaussian_filter(
@@ -214,7 +232,7 @@ def gpus(a):
                     ndfilt.set_memory_limit(0)
                 rows.append(r)
                 write()  # after each case: a call that runs out of time keeps what it measured
-        del arrays, xp, op, x, out, refs
+        del arrays, x, out, refs
 
 def main():
     ap = argparse.ArgumentParser()
@@ -233,16 +251,8 @@ def main():
     up, down, both = bandwidth(cp, [cp.cuda.Device().id])
     print(f"pinned bandwidth: up {up:.1f} GB/s, down {down:.1f}, both at once {both:.1f}")
     n = a.n
-    import cupyx
-    arrays = {"pageable": (random_array((n, n, n)), np.empty((n, n, n), np.float32))}
-
-    def of(memory):  # the page-locked pair made when first asked for
-        if memory not in arrays:
-            xp = cupyx.empty_pinned((n, n, n), np.float32)
-            xp[...] = arrays["pageable"][0]
-            arrays[memory] = (xp, cupyx.empty_pinned((n, n, n), np.float32))
-        return arrays[memory]
-    gb = arrays["pageable"][0].nbytes / 1e9
+    arrays = HostArrays((n, n, n))
+    gb = 4 * n ** 3 / 1e9
     ideal_serial = gb / up + gb / down   # one direction at a time
     ideal_duplex = 2 * gb / both         # both directions at once
     w = kernel7()
@@ -258,7 +268,7 @@ def main():
 
     for name in ("gaussian sigma 4", "correlate 7^3"):
         for memory in ("pageable", "page-locked") if a.pinned else ("pageable",):
-            x, out = of(memory)
+            x, out = arrays[memory]
             f = call(name, x, out)
             r = {"case": name, "memory": memory, "shape": [n] * 3, "gb_in": gb,
                  "limit_gb": a.limit}

@@ -535,12 +535,7 @@ static int64_t slab_length(const ndf_context *ctx, const ndf__problem *pb, int64
       (sw ? *sw == '1' : bytes >= 64e6 && (ndev > 1 || (bytes >= 1e9 && N >= 16 * (lo + hi + 1))));
   double cap = (double)ctx->memory_limit;        /* each device's */
   if (cap == 0 && gpu && (spread || work > 1e9)) /* asked only where it may matter */
-    for (int i = 0; i < ndev; i++) {
-      ndf_context on = *ctx;
-      on.place.device = ctx->devs[i];
-      const double fr = 0.8 * (double)ndf__device()->mem_free(&on);
-      if (i == 0 || fr < cap) cap = fr;
-    }
+    cap = 0.8 * (double)ndf_context_memory_free(ctx);
   if (N < 2 || row == 0 || (!spread && (cap <= 0 || work <= cap))) return 0;
   int64_t L = cap > 0 ? (int64_t)(cap / (per_dev * per_row)) : N;
   if (spread) { /* two slabs a worker, each at least four times the reach: the reach's rows

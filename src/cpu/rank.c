@@ -53,9 +53,11 @@ static int applicable(const ndf__solver *self, const ndf__problem *pb, const ndf
   return pb->in.place.kind == NDF_PLACE_HOST && pb->out.place.kind == NDF_PLACE_HOST;
 }
 
+/* Whether the footprint is the whole box. */
+static int box(const ndf__rank *r) { return r->n == r->k[0] * r->k[1] * r->k[2] * r->k[3]; }
+
 static int separable(const ndf__rank *r) {
-  const int box = r->n == r->k[0] * r->k[1] * r->k[2] * r->k[3];
-  return box ? (r->rank == 0 ? -1 : r->rank == r->n - 1 ? 1 : 0) : 0;
+  return box(r) ? (r->rank == 0 ? -1 : r->rank == r->n - 1 ? 1 : 0) : 0;
 }
 
 /* Whether any rank of pb's box goes by a histogram: past a network's samples, on 8- or 16-bit
@@ -63,8 +65,7 @@ static int separable(const ndf__rank *r) {
 static int histogram(const ndf__problem *pb) {
   const ndf__rank *r = pb->params;
   const ndf_dtype t = pb->in.dtype;
-  return (t == NDF_U8 || t == NDF_U16 || t == NDF_I16) && r->n > NET_MAX &&
-         r->n == r->k[0] * r->k[1] * r->k[2] * r->k[3];
+  return (t == NDF_U8 || t == NDF_U16 || t == NDF_I16) && r->n > NET_MAX && box(r);
 }
 
 /* Separable: a read, three comparisons and a write an element and filtered axis (~4 ns a
@@ -438,19 +439,16 @@ static ndf_status selection(const ndf_plan *p, const state *s, const uint8_t *x8
           ndf__store(out->dtype, out->data, w.off, o[x]);
         continue;
       }
-      if (lines && bins && hrow) { /* the whole row by a sliding histogram */
-        if (s->x16) {
-          const ndf_dtype t = p->pb.in.dtype;
+      if (lines && bins && hrow) { /* the whole row by a sliding histogram, its keys in hrow */
+        const ndf_dtype t = p->pb.in.dtype;
+        uint8_t *h8 = (uint8_t *)hrow;
+        if (s->x16)
           histogram_row_u16(r, s->x16, key16(t, r->cval), shape, cstride, idx, lines, bins,
                             bins + 65536, hrow);
-          for (int64_t x = 0; x < W; x++, ndf__walk_next(&w, out))
-            ndf__store(out->dtype, out->data, w.off, of_key16(t, hrow[x]));
-        } else {
-          uint8_t *o = (uint8_t *)hrow;
-          histogram_row_u8(r, x8, (uint8_t)r->cval, shape, cstride, idx, lines, bins, NULL, o);
-          for (int64_t x = 0; x < W; x++, ndf__walk_next(&w, out))
-            ndf__store(out->dtype, out->data, w.off, o[x]);
-        }
+        else
+          histogram_row_u8(r, x8, (uint8_t)r->cval, shape, cstride, idx, lines, bins, NULL, h8);
+        for (int64_t x = 0; x < W; x++, ndf__walk_next(&w, out))
+          ndf__store(out->dtype, out->data, w.off, s->x16 ? of_key16(t, hrow[x]) : h8[x]);
         continue;
       }
       for (int64_t x = 0; x < W; x++, ndf__walk_next(&w, out)) {
