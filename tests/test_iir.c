@@ -279,6 +279,38 @@ static int twin_accuracy_cases(ndf_context *ctx, int cuda, uint64_t *r) {
   return (int)(sizeof ac / sizeof ac[0]);
 }
 
+/* A float64 input is computed in float64 on the CPU (cpu_iir's buffer between passes is then
+ * float64, as scipy computes): every method at sigmas of 0.5 to 16 on float64 arrays of 1 to 3
+ * axes, contiguous or strided, in place or not, held to 1e-8 of the reference (the methods' own
+ * float64 rounding there: up to 1e-9, iir_vyv of order 5 2e-9 at sigma 15.5), which float32
+ * between the passes fails (42 of the 42 cases, up to ~6e-8). */
+static int float64_cases(ndf_context *ctx, int cuda, uint64_t *r) {
+  if (cuda) return 0;
+  const double keep = t_tol;
+  t_tol = 1e-8;
+  int n = 0;
+  for (int k = 0; k < NMETHODS; k++)
+    for (int nd = 1; nd <= 3; nd++) {
+      tcase c;
+      memset(&c, 0, sizeof c);
+      c.method = k;
+      c.nd = nd;
+      for (int d = 0; d < nd; d++) {
+        c.shape[d] = nd == 1 ? t_randint(r, 50, 400) : t_randint(r, 2, d == nd - 1 ? 40 : 20);
+        c.sigma[d] = fmax(SIGMA_MIN, fmin(sigma_max(&methods[k]),
+                                          0.5 * pow(32, 0.5 * (ndf_rand_uniform(r) + 1))));
+        c.mode[d] = NDF_MODE_NEAREST;
+      }
+      c.lay.idt = c.lay.odt = NDF_F64;
+      c.lay.strided_in = c.lay.strided_out = (int)t_randint(r, 0, 1);
+      c.lay.inplace = !c.lay.strided_in && t_randint(r, 0, 1);
+      run_case(ctx, cuda, &c, r);
+      n++;
+    }
+  t_tol = keep;
+  return n;
+}
+
 /* One case of the tables below: method k (methods[]) on float32 of the given shape, nearest,
  * in place or not; sigma 0.5 to 200 (log-uniform) on each axis (shaped: on the first nf), at
  * most smax; iso: one sigma on every axis, then on cuda again without and with each fused (y, x)
@@ -1451,12 +1483,12 @@ int main(int argc, char **argv) {
   const int nacc = twin_accuracy_cases(ctx, cuda, &r), nlong = long_cases(ctx, cuda, &r),
             nstride = stride_cases(ctx, cuda, &r), ntwin = twin_cases(ctx, cuda, &r),
             nsec = sections_cases(ctx, cuda, &r), nch = channels_cases(ctx, cuda, &r),
-            nmis = cuda ? misaligned_cases(ctx, &r) : 0;
+            nmis = cuda ? misaligned_cases(ctx, &r) : 0, nf64 = float64_cases(ctx, cuda, &r);
   printf("%d random, %d layout, %d large-sigma, %d twin-for-accuracy, %d long-line, %d long-step, "
-         "%d twin, %d sections, %d channels and %d misaligned cases on %s: worst relative error "
-         "%.3g (bound %g)\n",
+         "%d twin, %d sections, %d channels, %d misaligned and %d float64 cases on %s: worst "
+         "relative error %.3g (bound %g)\n",
          ncases, nlay + 1, (int)(sizeof large / sizeof large[0]), nacc, nlong, nstride, ntwin, nsec,
-         nch, nmis, dev, worst_seen, t_tol);
+         nch, nmis, nf64, dev, worst_seen, t_tol);
   if (!cuda) {
     design_checks();
     twin_checks(&r);

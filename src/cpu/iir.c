@@ -4,8 +4,9 @@
  * Every axis is filtered as ndf__iir_line filters one line, in float64, but W lines at a time: W
  * neighbouring lines are gathered into a float64 block X[i][w] (line w, sample i), filtered there
  * with the lanes innermost (so the compiler vectorises across lines; the recursion runs along i),
- * and stored back as float32. The work is done in a float32 buffer B of the array's shape: the
- * output itself when it is float32 and C-contiguous, else a temporary stored into it at the end
+ * and stored back. The work is done in a buffer B of the array's shape, float32, or float64 for a
+ * float64 input (which is then computed in float64 throughout, as scipy computes): the output
+ * itself when it has B's dtype and is C-contiguous, else a temporary stored into it at the end
  * (dtype conversion, rounding). The first filtered axis reads the input instead of B, so no pass
  * only copies.
  *
@@ -296,14 +297,16 @@ INLINE void group_at(group *q, const source *src, int64_t so, const int64_t bs[D
  * takes 3.4-3.9 ns a sample against 2.4-2.5 in pairs (one thread of the CI machine). With
  * shorter steps the other half stays in L2, and the pair's third buffer (48 KB in all for
  * 256-sample lines) costs more than it saves: y on 256^3 1.7 against 2.0 ns. */
-CLONES static void lines(const ndf__iir *f, const source *src, int64_t so, float *B,
-                         const int64_t bs[D], int64_t bo, const int64_t n[D], int axis, int64_t g0,
-                         int64_t g1, vec_t *X, vec_t *T, vec_t *X2) {
+CLONES static void lines(const ndf__iir *f, const source *src, int64_t so, const source *dst,
+                         int64_t bo, const int64_t n[D], int axis, int64_t g0, int64_t g1, vec_t *X,
+                         vec_t *T, vec_t *X2) {
   vec_t *const Xs[2] = {X, X2};
   double(*const xs[2])[W] = {(double(*)[W])X, (double(*)[W])X2}; /* a sample's W lanes */
   double(*x)[W] = xs[0];
   const int64_t L = n[axis], nl = lines_of(n, axis);
-  const int64_t sa = src->s[axis], ba = bs[axis];
+  const int64_t *bs = dst->s, sa = src->s[axis], ba = bs[axis];
+  float *const B = dst->dtype == NDF_F32 ? (float *)dst->data : NULL;
+  double *const B64 = dst->dtype == NDF_F64 ? (double *)dst->data : NULL;
   for (int64_t g = g0; g < g1; g++) {
     group q, q2;
     group_at(&q, src, so, bs, bo, n, axis, g, nl);
@@ -318,6 +321,11 @@ CLONES static void lines(const ndf__iir *f, const source *src, int64_t so, float
         for (int k = 0; k < m; k++)
           for (int w = 0; w < W; w++)
             xs[k][i][w] = p[i * sa + k * W + w];
+    } else if (src->dtype == NDF_F64 && q.run) { /* W doubles: one whole cache line a step */
+      const double *p = (const double *)src->data + q.sb[0];
+      for (int64_t i = 0; i < L; i++)
+        for (int w = 0; w < W; w++)
+          x[i][w] = p[i * sa + w];
     } else if (src->dtype == NDF_F32) {
       const float *p = src->data;
       for (int64_t i = sa == 1 ? rows_in(X, p, q.sb, L) : 0; i < L; i++)
@@ -330,7 +338,11 @@ CLONES static void lines(const ndf__iir *f, const source *src, int64_t so, float
     }
     for (int k = 0; k < m; k++)
       filter_block(f, Xs[k], T, L);
-    if (q.run) {
+    if (B64) {
+      for (int64_t i = 0; i < L; i++)
+        for (int w = 0; w < q.lanes; w++)
+          B64[q.bb[w] + i * ba] = x[i][w];
+    } else if (q.run) {
       float *b = B + q.bb[0];
       for (int64_t i = 0; i < L; i++)
         for (int k = 0; k < m; k++)
@@ -388,11 +400,14 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *
     bs[d] = bs[d + 1] * n[d + 1];
   const int64_t N = bs[0] * n[0];
   if (N == 0) return NDF_OK;
-  const int direct = out->dtype == NDF_F32 && ndf__is_contiguous(out);
-  float *B = direct ? out->data : malloc((size_t)N * sizeof(float));
+  const ndf_dtype bt = in->dtype == NDF_F64 ? NDF_F64 : NDF_F32; /* B's */
+  const size_t esize = bt == NDF_F64 ? sizeof(double) : sizeof(float);
+  const int direct = out->dtype == bt && ndf__is_contiguous(out);
+  void *B = direct ? out->data : malloc((size_t)N * esize);
   if (!B)
-    return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_iir: out of host memory (%lld floats)", (long long)N);
-  const source sb = {B, NDF_F32, {bs[0], bs[1], bs[2], bs[3]}};
+    return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_iir: out of host memory (%lld elements)",
+                     (long long)N);
+  const source sb = {B, bt, {bs[0], bs[1], bs[2], bs[3]}};
   const int64_t slabs = n[0] * n[1];
   const int slab = (f[2] || f[3]) && slabs >= 2 * threads;
   int fail = 0;
@@ -413,7 +428,7 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *
         int first = 1;
         for (int a = D - 1; a >= 2; a--) {
           if (!f[a]) continue;
-          lines(f[a], first ? &sin : &sb, first ? so : bo, B, bs, bo, sn, a, 0, groups(sn, a), X,
+          lines(f[a], first ? &sin : &sb, first ? so : bo, &sb, bo, sn, a, 0, groups(sn, a), X,
                 X + nmax * G, X + 2 * nmax * G);
           first = 0;
         }
@@ -425,7 +440,7 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *
       const int64_t ng = groups(n, a);
 #pragma omp for schedule(static)
       for (int64_t h = 0; h < (ng + 1) / 2; h++) /* pairs of groups (lines) */
-        lines(f[a], from_in ? &sin : &sb, 0, B, bs, 0, n, a, 2 * h, 2 * h + 2 < ng ? 2 * h + 2 : ng,
+        lines(f[a], from_in ? &sin : &sb, 0, &sb, 0, n, a, 2 * h, 2 * h + 2 < ng ? 2 * h + 2 : ng,
               X, X + nmax * G, X + 2 * nmax * G);
       from_in = 0;
     }
@@ -434,7 +449,8 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *
   if (!fail && !direct) {
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (int64_t i = 0; i < N; i++)
-      ndf__store(out->dtype, out->data, ndf__offset(out, i), B[i]);
+      ndf__store(out->dtype, out->data, ndf__offset(out, i),
+                 bt == NDF_F64 ? ((const double *)B)[i] : ((const float *)B)[i]);
   }
   if (!direct) free(B);
   return fail ? ndf__fail(p->ctx, NDF_ENOMEM, "cpu_iir: out of host memory for line buffers")
@@ -454,4 +470,5 @@ const ndf__solver ndf__cpu_iir = {.name = "cpu_iir",
                                   .applicable = applicable,
                                   .cost = cost,
                                   .make = make,
-                                  .finite_only = ndf__always_finite_only};
+                                  .finite_only = ndf__always_finite_only,
+                                  .f64 = 1};

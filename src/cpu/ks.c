@@ -560,4 +560,5 @@ const ndf__solver ndf__cpu_ks = {.name = "cpu_ks",
                                  .place = NDF_PLACE_HOST,
                                  .applicable = applicable,
                                  .cost = cost,
-                                 .make = make};
+                                 .make = make,
+                                 .f64 = 1};
