@@ -15,6 +15,7 @@
 
 #include "common.h"
 #include "core/boundary.h"
+#include "core/select.h"
 
 static int cmp(const void *a, const void *b) {
   const double x = *(const double *)a, y = *(const double *)b;
@@ -30,7 +31,10 @@ static void one_case(ndf_context *ctx, int cuda, const char *method, uint64_t *r
   /* every seventh (else) an 8- or 16-bit integer box past the networks' 128 samples (the
    * sliding histogram) */
   const int big8 = !med9 && c % 7 == 6;
-  const int nd = (int)t_randint(r, med9 || big8 ? 2 : 1, big8 ? 3 : 4);
+  /* every sixth (else) a median of a box 3 to 7 wide over the last two axes or 3 to 5 over the
+   * last three, or of a footprint of 5, 7, 9 or 25 samples in one (cuda_rank's tile) */
+  const int medk = !med9 && !big8 && c % 6 == 5, medk3 = medk && t_randint(r, 0, 1);
+  const int nd = (int)t_randint(r, med9 || big8 || medk ? 2 + medk3 : 1, big8 ? 3 : 4);
   int64_t shape[NDF_MAX_DIMS], k[NDF_MAX_DIMS];
   int64_t n = 1, size = 1;
   double cv; /* cval as scipy casts it to an integer input's dtype */
@@ -39,8 +43,11 @@ static void one_case(ndf_context *ctx, int cuda, const char *method, uint64_t *r
     shape[d] = t_randint(r, 1, nd > 2 ? 9 : 30);
     if (d == nd - 1 && t_randint(r, 0, 1)) /* rows long enough for 32 outputs side by side */
       shape[d] = t_randint(r, 33, nd > 2 ? 70 : 120);
+    if (medk && d == nd - 2 && t_randint(r, 0, 1)) /* more than one tile of 32 rows */
+      shape[d] = t_randint(r, 33, 70);
     k[d] = med9   ? (d >= nd - 2 ? 3 : 1)
            : big8 ? (d >= nd - 2 ? t_randint(r, 12, 16) : t_randint(r, 1, 2))
+           : medk ? (d >= nd - 2 - medk3 ? 2 * t_randint(r, 1, medk3 ? 2 : 3) + 1 : 1)
                   : t_randint(r, 1, 5);
     o.mode[d] = (ndf_mode)t_randint(r, 0, 4);
     o.origin[d] = (int)t_randint(r, -(k[d] / 2), (k[d] - 1) / 2);
@@ -69,8 +76,20 @@ static void one_case(ndf_context *ctx, int cuda, const char *method, uint64_t *r
   for (int64_t j = 0; j < size; j++)
     m += fp[j] = !holes || t_randint(r, 0, 2) > 0;
   if (m == 0) m += fp[0] = 1;
+  if (medk && holes) { /* as many samples as the tile's counts, where the box has them */
+    const int64_t counts[4] = {5, 7, 9, 25}, want = counts[t_randint(r, 0, 3)];
+    while (m > want && m > 1) {
+      const int64_t j = t_randint(r, 0, size - 1);
+      m -= fp[j];
+      fp[j] = 0;
+    }
+  }
   const int64_t which = t_randint(r, 0, 3);
-  const int64_t rank = med9 ? 4 : which == 0 ? 0 : which == 1 ? -1 : t_randint(r, -m, m - 1);
+  const int64_t rank = med9         ? 4
+                       : medk       ? m / 2
+                       : which == 0 ? 0
+                       : which == 1 ? -1
+                                    : t_randint(r, -m, m - 1);
   const int64_t rk = rank < 0 ? rank + m : rank;
 
   t_arr in, out;
@@ -175,6 +194,30 @@ static void bad_calls(ndf_context *ctx) {
   CHECK(p == NULL, "a refused plan is NULL");
 }
 
+/* The forgetful selection of cuda_rank's median tile (select.h), here in C: the median of 1 to
+ * 130 values, with and without ties, against a sort. */
+#define FMIN(a, b) ((b) < (a) ? (b) : (a))
+#define FMAX(a, b) ((b) < (a) ? (a) : (b))
+NDF__FORGETFUL_MEDIAN(forgetful_median, double, static, FMIN, FMAX, )
+
+static void forgetful_checks(uint64_t *r) {
+  double v[130], w[130];
+  int bad = 0;
+  for (int t = 0; t < 20000 && bad < 5; t++) {
+    const int n = (int)t_randint(r, 1, 130), range = t % 3 ? 1000 : (int)t_randint(r, 1, 4);
+    for (int i = 0; i < n; i++)
+      v[i] = w[i] = (double)t_randint(r, 0, range - 1);
+    qsort(w, (size_t)n, sizeof *w, cmp);
+    const double got = forgetful_median(v, n);
+    if (got != w[n / 2]) {
+      fprintf(stderr, "  forgetful median of %d values (0 to %d): %g, the sort's %g\n", n,
+              range - 1, got, w[n / 2]);
+      bad++;
+    }
+  }
+  t_failures += bad;
+}
+
 int main(int argc, char **argv) {
   ndf_context *ctx;
   const char *dev = argc > 1 ? argv[1] : "cpu";
@@ -186,6 +229,7 @@ int main(int argc, char **argv) {
   for (int c = 0; c < ncases; c++)
     one_case(ctx, !strcmp(dev, "cuda"), method, &r, c);
   bad_calls(ctx);
+  forgetful_checks(&r);
   ndf_context_destroy(ctx);
   printf("%d cases; %d failures\n", ncases, t_failures);
   return t_failures ? 1 : 0;

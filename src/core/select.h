@@ -45,4 +45,44 @@
     return v[r];                                                                                   \
   }
 
+/* The median of v[0..n) as scipy defines it (rank n/2, the upper one for even n), reordering v:
+ * forgetful selection, for a GPU thread's registers (every index a constant once n is and the
+ * loops are unrolled). A buffer of m = n/2 + 2 values holds at least m - 1 above its least
+ * value and m - 1 below its largest, so neither is the median (rank n/2 of n); both leave, and
+ * the median is of rank one less among the n - 2 others. The next sample takes their place, so
+ * the buffer shrinks by one a sample read; the last 3 (odd n) or 4 (even) are sorted. A step
+ * sorts the buffer's pairs (v[0], v[1]), (v[2], v[3]), ..., then moves the least of the lows
+ * to v[0] and the largest of the highs to v[hi] (an odd one out, v[hi], in both): 3 m / 2
+ * compare-exchanges, about (3/8) n^2 for the median. Q: qualifiers; MIN and MAX: the
+ * comparisons; UNROLL: what precedes each loop (CUDA's _Pragma("unroll"), or nothing). */
+#define NDF__FORGETFUL_MEDIAN(name, T, Q, MIN, MAX, UNROLL)                                        \
+  Q T name(T *v, const int n) {                                                                    \
+    int hi = n / 2 + 1 < n - 1 ? n / 2 + 1 : n - 1, r = n / 2; /* the buffer: v[0..hi] */          \
+    UNROLL for (int s = hi + 1; s < n; s++, hi--, r--) {                                           \
+      UNROLL for (int i = 0; i + 1 <= hi; i += 2) { /* lows at even, highs at odd indices */       \
+        const T a = v[i], b = v[i + 1];                                                            \
+        v[i] = MIN(a, b);                                                                          \
+        v[i + 1] = MAX(a, b);                                                                      \
+      }                                                                                            \
+      UNROLL for (int i = 2; i <= hi; i += 2) { /* the least to v[0] */                            \
+        const T a = v[0], b = v[i];                                                                \
+        v[0] = MIN(a, b);                                                                          \
+        v[i] = MAX(a, b);                                                                          \
+      }                                                                                            \
+      UNROLL for (int i = 1; i < hi; i += 2) { /* the largest to v[hi] */                          \
+        const T a = v[i], b = v[hi];                                                               \
+        v[i] = MIN(a, b);                                                                          \
+        v[hi] = MAX(a, b);                                                                         \
+      }                                                                                            \
+      v[0] = v[s];                                                                                 \
+    }                                                                                              \
+    UNROLL for (int i = 0; i < hi; i++) /* sort the last ones */                                   \
+        UNROLL for (int j = 0; j < hi - i; j++) {                                                  \
+      const T a = v[j], b = v[j + 1];                                                              \
+      v[j] = MIN(a, b);                                                                            \
+      v[j + 1] = MAX(a, b);                                                                        \
+    }                                                                                              \
+    return v[r];                                                                                   \
+  }
+
 #endif

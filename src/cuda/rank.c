@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* rank.c - host side of cuda_rank (rank_kernel.cu): rank filters on the GPU, a thread an
- * output, any footprint. A rank filter's result is one of its samples: float32 holds every sample
- * of the library's integer dtypes exactly, and float64 device arrays are filtered as they are (a
- * native plan: contiguous, nothing staged), so the result is exact for every dtype. */
+ * output, any footprint; the median of a few samples through a tile in shared memory. A rank
+ * filter's result is one of its samples: float32 holds every sample of the library's integer dtypes
+ * exactly, and float64 device arrays are filtered as they are (a native plan: contiguous, nothing
+ * staged), so the result is exact for every dtype. */
 #include <stdlib.h>
 #include <string.h>
 
 #include <cuda_runtime_api.h>
 
+#include "../core/dev_switch.h"
 #include "../core/elem.h"
 #include "host.h"
 
@@ -17,7 +19,9 @@ typedef struct {
   int64_t k[4], left[4];
   int64_t *off;
   int *at;
+  int *at_host; /* at[] on the host, for the median's tile */
   int count;
+  int tile; /* the median by median_tile */
 } pass;
 
 /* A general footprint is one pass; a box's minimum or maximum is one pass per axis it spans
@@ -27,6 +31,13 @@ typedef struct {
   int np;
   int64_t n[4];
 } state;
+
+/* The median of a few samples through median_tile (rank_kernel.cu), off unless the development
+ * switch NDF_CUDA_RANK_TILE is 1 until the kernel has been checked and timed on a GPU. */
+static int tile_takes(int f64, const int64_t n[4], const int64_t k[4], int count, int rank) {
+  const char *on = ndf__dev_switch("NDF_CUDA_RANK_TILE");
+  return on && on[0] == '1' && ndf__median_tile_takes(f64, n, k, count, rank);
+}
 
 static int extreme_of(const ndf__rank *r) {
   return r->rank == 0 ? -1 : r->rank == r->n - 1 ? 1 : 0;
@@ -58,9 +69,16 @@ static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_co
   const double n = (double)ndf_array_size(&pb->in),
                m = by_axes(r) ? (double)(k[0] + k[1] + k[2] + k[3]) : (double)r->n;
   const double bytes = pb->in.dtype == NDF_F64 ? 16 : 8;
-  const double per = extreme_of(r) ? m * 0.05e-12
-                     : m <= 128    ? m * (m <= 16 ? m / 4 : 6) * 0.1e-12
-                                   : m * bytes * 4 * 0.05e-12;
+  int64_t n4[4];
+  for (int d = 0; d < 4; d++)
+    n4[d] = d < 4 - pb->in.ndim ? 1 : pb->in.shape[d - 4 + pb->in.ndim];
+  /* the tile's forgetful selection: about (3/4) m^2 minimum-or-maximum operations */
+  const int tile =
+      !by_axes(r) && tile_takes(pb->in.dtype == NDF_F64, n4, r->k, (int)r->n, (int)r->rank);
+  const double per = tile            ? m * m * 0.05e-12
+                     : extreme_of(r) ? m * 0.05e-12
+                     : m <= 128      ? m * (m <= 16 ? m / 4 : 6) * 0.1e-12
+                                     : m * bytes * 4 * 0.05e-12;
   return 5e-6 + n * (per / ndf__rate_scale(ctx) + bytes / (3e12 * ndf__bw_scale(ctx)));
 }
 
@@ -70,6 +88,7 @@ static void free_state(void *v) {
   for (int i = 0; i < s->np; i++) {
     cudaFree(s->ps[i].off);
     cudaFree(s->ps[i].at);
+    free(s->ps[i].at_host);
   }
   free(s);
 }
@@ -86,8 +105,10 @@ static int run(const state *s, const ndf__rank *r, const void *src, void *dst, i
   for (int i = 0; i < s->np && e == 0; i++) { /* the last pass writes dst */
     const pass *q = &s->ps[i];
     void *to = (s->np - 1 - i) % 2 ? tmp : dst;
-    e = ndf__launch_rank(src, to, f64, s->n, q->k, q->left, mode, r->cval, q->off, q->at, q->count,
-                         s->np > 1 ? 0 : (int)r->rank, extreme_of(r), st);
+    e = q->tile ? ndf__launch_median_tile(src, to, f64, s->n, q->k, q->left, mode, r->cval,
+                                          q->at_host, q->count, st)
+                : ndf__launch_rank(src, to, f64, s->n, q->k, q->left, mode, r->cval, q->off, q->at,
+                                   q->count, s->np > 1 ? 0 : (int)r->rank, extreme_of(r), st);
     src = to;
   }
   if (tmp) cudaFreeAsync(tmp, st);
@@ -139,7 +160,7 @@ static cudaError_t make_pass(pass *q, const unsigned char *fp, const int64_t n[4
   if (e == cudaSuccess)
     e = cudaMemcpy(q->at, at, (size_t)m * 4 * sizeof *at, cudaMemcpyHostToDevice);
   free(off);
-  free(at);
+  q->at_host = at;
   return e;
 }
 
@@ -171,6 +192,7 @@ static ndf_status make(ndf_plan *p) {
     memcpy(q->k, r->k, sizeof q->k);
     memcpy(q->left, r->left, sizeof q->left);
     e = make_pass(q, r->fp, s->n);
+    q->tile = e == cudaSuccess && tile_takes(p->native, s->n, q->k, q->count, (int)r->rank);
   }
   if (e == cudaErrorMemoryAllocation)
     return ndf__fail(p->ctx, NDF_ENOMEM, "cuda_rank: out of memory for the footprint");

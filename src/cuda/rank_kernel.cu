@@ -5,7 +5,13 @@
  * selects the rank among them in local memory (up to 128 samples), or, for larger footprints,
  * finds it by bisection over the samples' order-preserving integer keys: a count of the samples
  * at or below the middle key per step (32 steps for float32, 64 for float64), so any footprint
- * runs in the same few registers. */
+ * runs in the same few registers.
+ *
+ * A median of a few samples (MEDIAN_COUNTS: the boxes 3 to 7 wide in 2-D, 3 and 5 in 3-D, and
+ * any footprint of as many samples) goes to median_tile instead: a block copies its tile of
+ * outputs and their halo into shared memory once, applying the modes there, and each thread
+ * selects its outputs' medians in registers by forgetful selection (select.h), the footprint's
+ * offsets in the tile being kernel parameters (constant memory, one broadcast a sample). */
 #include <stdint.h>
 
 #include "../core/boundary.h"
@@ -39,6 +45,10 @@ __device__ __forceinline__ T sample(const rank_args<T> &a, const int64_t c[4], i
 
 NDF__SELECT_RANK(select_rank, float, __device__)
 NDF__SELECT_RANK(select_rank, double, __device__)
+NDF__FORGETFUL_MEDIAN(forgetful_median, float, __device__ __forceinline__, fminf, fmaxf,
+                      _Pragma("unroll"))
+NDF__FORGETFUL_MEDIAN(forgetful_median, double, __device__ __forceinline__, fmin, fmax,
+                      _Pragma("unroll"))
 
 /* Keys that order as the floats do (-0 before +0, NaN past the infinities by sign). */
 __device__ __forceinline__ uint32_t key_of(float x) {
@@ -137,7 +147,143 @@ static int launch(const T *in, T *out, const int64_t n[4], const int64_t k[4],
   return (int)cudaGetLastError();
 }
 
+/* median_tile: a block of 32 x 8 threads takes a tile of 32 x (8 py) x pz outputs (x, y, z: the
+ * view's last three axes; one index of the first), each thread py x pz of them, one column of
+ * the tile; the tile and its halo, sx x sy x sz samples, lie in shared memory. */
+enum { MEDIAN_MAXN = 125, MEDIAN_TX = 32, MEDIAN_TY = 8 };
+
+template <typename T> struct median_args {
+  const T *in;
+  T *out;
+  int64_t n[4];
+  int64_t left[4];
+  int mode[4];
+  T cval;
+  int64_t tiles[3]; /* along x, y, z */
+  int sx, sy, sz, py, pz;
+  int off[MEDIAN_MAXN]; /* each sample's offset in the tile from its window's first */
+};
+
+template <typename T, int N>
+__global__ void __launch_bounds__(MEDIAN_TX *MEDIAN_TY) median_tile(const median_args<T> a) {
+  extern __shared__ __align__(16) unsigned char median_smem[];
+  T *tile = reinterpret_cast<T *>(median_smem);
+  int64_t b = blockIdx.x;
+  const int64_t x0 = b % a.tiles[0] * MEDIAN_TX;
+  b /= a.tiles[0];
+  const int64_t y0 = b % a.tiles[1] * (MEDIAN_TY * a.py);
+  b /= a.tiles[1];
+  const int64_t z0 = b % a.tiles[2] * a.pz;
+  b /= a.tiles[2]; /* now the index along the first axis */
+  const int64_t plane = a.n[1] * a.n[2] * a.n[3];
+  const T *in = a.in + b * plane;
+  const int t = threadIdx.y * MEDIAN_TX + threadIdx.x, size = a.sx * a.sy * a.sz;
+  for (int i = t; i < size; i += MEDIAN_TX * MEDIAN_TY) {
+    const int lx = i % a.sx, ly = i / a.sx % a.sy, lz = i / a.sx / a.sy;
+    const int64_t x = ndf__map_index(x0 - a.left[3] + lx, a.n[3], a.mode[3]),
+                  y = ndf__map_index(y0 - a.left[2] + ly, a.n[2], a.mode[2]),
+                  z = ndf__map_index(z0 - a.left[1] + lz, a.n[1], a.mode[1]);
+    tile[i] = x < 0 || y < 0 || z < 0 ? a.cval : in[(z * a.n[2] + y) * a.n[3] + x];
+  }
+  __syncthreads();
+  const int64_t x = x0 + threadIdx.x;
+  if (x >= a.n[3]) return;
+  for (int pz = 0; pz < a.pz; pz++) {
+    const int64_t z = z0 + pz;
+    if (z >= a.n[1]) break;
+    for (int py = 0; py < a.py; py++) {
+      const int ly = threadIdx.y + MEDIAN_TY * py;
+      const int64_t y = y0 + ly;
+      if (y >= a.n[2]) break;
+      const T *w = tile + (pz * a.sy + ly) * a.sx + threadIdx.x;
+      T v[N];
+#pragma unroll
+      for (int j = 0; j < N; j++)
+        v[j] = w[a.off[j]];
+      a.out[b * plane + (z * a.n[2] + y) * a.n[3] + x] = forgetful_median(v, N);
+    }
+  }
+}
+
+/* The tile for a box k (k[0] = 1) of T: 32 x (8 py) x pz outputs, py up to 4 and pz up to 4
+ * where the box spans z, within 48 KiB of shared memory; 0 if even one row of outputs does not
+ * fit. */
+template <typename T> static size_t median_geometry(const int64_t k[4], int *py, int *pz) {
+  for (*pz = k[1] > 1 ? 4 : 1; *pz >= 1; --*pz)
+    for (*py = 4; *py >= 1; --*py) {
+      const size_t bytes = (size_t)(MEDIAN_TX + k[3] - 1) * (size_t)(MEDIAN_TY * *py + k[2] - 1) *
+                           (size_t)(*pz + k[1] - 1) * sizeof(T);
+      if (bytes <= 48 * 1024) return bytes;
+    }
+  return 0;
+}
+
+template <typename T, int N>
+static int median_launch(median_args<T> &a, size_t smem, int64_t blocks, cudaStream_t s) {
+  median_tile<T, N><<<(unsigned)blocks, dim3(MEDIAN_TX, MEDIAN_TY), smem, s>>>(a);
+  return (int)cudaGetLastError();
+}
+
+/* The counts median_tile is built for (a template instance each). */
+#define MEDIAN_COUNTS(X) X(3) X(5) X(7) X(9) X(25) X(27) X(49) X(125)
+
+template <typename T>
+static int median(const T *in, T *out, const int64_t n[4], const int64_t k[4],
+                  const int64_t left[4], const int mode[4], double cval, const int *at, int count,
+                  cudaStream_t s) {
+  int py, pz;
+  const size_t smem = median_geometry<T>(k, &py, &pz);
+  median_args<T> a;
+  a.in = in;
+  a.out = out;
+  for (int d = 0; d < 4; d++) {
+    a.n[d] = n[d];
+    a.left[d] = left[d];
+    a.mode[d] = mode[d];
+  }
+  a.cval = (T)cval;
+  a.py = py;
+  a.pz = pz;
+  a.sx = (int)(MEDIAN_TX + k[3] - 1);
+  a.sy = (int)(MEDIAN_TY * py + k[2] - 1);
+  a.sz = (int)(pz + k[1] - 1);
+  a.tiles[0] = (n[3] + MEDIAN_TX - 1) / MEDIAN_TX;
+  a.tiles[1] = (n[2] + MEDIAN_TY * py - 1) / (MEDIAN_TY * py);
+  a.tiles[2] = (n[1] + pz - 1) / pz;
+  for (int j = 0; j < count; j++)
+    a.off[j] = (at[4 * j + 1] * a.sy + at[4 * j + 2]) * a.sx + at[4 * j + 3];
+  const int64_t blocks = a.tiles[0] * a.tiles[1] * a.tiles[2] * n[0];
+  switch (count) {
+#define MEDIAN_CASE(c)                                                                             \
+  case c: return median_launch<T, c>(a, smem, blocks, s);
+    MEDIAN_COUNTS(MEDIAN_CASE)
+#undef MEDIAN_CASE
+  default: return (int)cudaErrorInvalidValue;
+  }
+}
+
 } // namespace
+
+extern "C" int ndf__median_tile_takes(int f64, const int64_t n[4], const int64_t k[4], int count,
+                                      int rank) {
+  int py, pz, counted = 0;
+#define MEDIAN_IS(c) counted |= count == c;
+  MEDIAN_COUNTS(MEDIAN_IS)
+#undef MEDIAN_IS
+  const int64_t blocks =
+      (n[3] + MEDIAN_TX - 1) / MEDIAN_TX * ((n[2] + MEDIAN_TY - 1) / MEDIAN_TY) * n[1] * n[0];
+  return counted && rank == count / 2 && k[0] == 1 && blocks < INT32_MAX &&
+         (f64 ? median_geometry<double>(k, &py, &pz) : median_geometry<float>(k, &py, &pz)) > 0;
+}
+
+extern "C" int ndf__launch_median_tile(const void *in, void *out, int f64, const int64_t n[4],
+                                       const int64_t k[4], const int64_t left[4], const int mode[4],
+                                       double cval, const int *at, int count, void *stream) {
+  cudaStream_t s = (cudaStream_t)stream;
+  if (n[0] * n[1] * n[2] * n[3] == 0) return 0;
+  if (f64) return median((const double *)in, (double *)out, n, k, left, mode, cval, at, count, s);
+  return median((const float *)in, (float *)out, n, k, left, mode, cval, at, count, s);
+}
 
 extern "C" int ndf__launch_rank(const void *in, void *out, int f64, const int64_t n[4],
                                 const int64_t k[4], const int64_t left[4], const int mode[4],
