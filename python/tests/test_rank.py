@@ -169,9 +169,9 @@ class TestRank(unittest.TestCase):
                  ndi.median_filter(x, size=(5, 7, 3), mode=mode), f"median 5x7x3 {mode}")
 
     def test_integer_histograms(self):
-        """Any rank of an 8- or 16-bit integer box past 128 samples (a sliding histogram) is
-        scipy's, for values over the whole range and values about a 256 boundary (the 16-bit
-        histogram's coarse bins), every mode, an origin, cval cast to the dtype."""
+        """Any rank of an 8- or 16-bit integer box or footprint past 128 samples (a sliding
+        histogram) is scipy's, for values over the whole range and values about a 256 boundary
+        (the 16-bit histogram's coarse bins), every mode, an origin, cval cast to the dtype."""
         rng = np.random.default_rng(SEED + 5)
         for dt in (np.uint8, np.uint16, np.int16):
             info = np.iinfo(dt)
@@ -187,6 +187,19 @@ class TestRank(unittest.TestCase):
                     r = int(rng.integers(1, np.prod(size) - 1))
                     same(self, ndfilt.rank_filter(x, r, **kw), ndi.rank_filter(x, r, **kw),
                          f"rank {r} {dt.__name__} {size} {mode}")
+            # footprints with holes: a disk of 149 samples, and a ring whose lines hold two
+            # runs each
+            yy, xx = np.mgrid[-7:8, -7:8]
+            disk = xx * xx + yy * yy <= 49
+            ring = disk & (xx * xx + yy * yy > 4)  # 136 samples
+            for fp in (disk, ring):
+                for mode in ("reflect", "constant", "wrap"):
+                    kw = dict(footprint=fp, mode=mode, cval=5, origin=(1, -2))
+                    same(self, ndfilt.median_filter(wide, **kw), ndi.median_filter(wide, **kw),
+                         f"median {dt.__name__} footprint of {fp.sum()} {mode}")
+                    r = int(rng.integers(1, fp.sum() - 1))
+                    same(self, ndfilt.rank_filter(wide, r, **kw),
+                         ndi.rank_filter(wide, r, **kw), f"rank {r} {dt.__name__} {mode}")
 
     def test_output_and_inplace(self):
         rng = np.random.default_rng(SEED + 3)

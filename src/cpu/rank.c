@@ -12,8 +12,9 @@
  * output (by precomputed offsets inside the array, through the modes near its edges) and select
  * the rank: up to 128 samples by a selection network (Batcher's odd-even merge sort pruned to
  * what the rank's position depends on) run on 32 outputs side by side where their windows lie
- * inside the array, else by quickselect; any rank of a uint8, uint16 or int16 box past 128
- * samples by a histogram sliding along each row (Huang's; two levels of bins for 16 bits). A uint8
+ * inside the array, else by quickselect; any rank of a uint8, uint16 or int16 footprint past 128
+ * samples by a histogram sliding along each row (Huang's; two levels of bins for 16 bits; a step
+ * takes out the samples that leave the footprint and adds those that enter it). A uint8
  * median of a 3x3 box over the last two axes goes by columns: each column of three sorted once for
  * the three windows that share it, and the median of nine is the median of the largest column
  * minimum, the median of the column medians and the smallest column maximum. */
@@ -31,18 +32,28 @@ enum { QB = 512 }; /* bytes of a row of columns a task in a separable pass, at m
 
 enum { NB = 32, NET_MAX = 128 }; /* outputs a network block; samples a network takes */
 
+/* A sample of the footprint for the sliding histogram: its line along the last axis (an index
+ * into the footprint's lines that hold samples) and its position a3 on it. */
+typedef struct {
+  int32_t line, a3;
+} hentry;
+
 typedef struct {
   double *x;    /* the input in float64, C order (NULL where x8 holds it) */
   int64_t *off; /* the footprint's offsets in x, for outputs whose footprint lies inside */
   int64_t (*at)[NDF_MAX_DIMS]; /* the footprint's offsets per axis (from the window's start) */
-  int sep;       /* a box's minimum (-1) or maximum (+1) by separable passes; 0: selection */
-  int (*net)[2]; /* selection of up to NET_MAX samples: compare-exchanges, or NULL */
-  uint8_t *x8;   /* a uint8 input as it is (the byte paths: networks, columns, histogram, or
-                  * separable passes), else NULL */
-  uint16_t *x16; /* a uint16 or int16 input's order-preserving keys (the 16-bit histogram) */
-  int med9;      /* a uint8 median of a 3x3 box over the last two axes: by columns */
-  int hist;      /* any rank of an 8- or 16-bit integer box past NET_MAX samples: a histogram
-                  * sliding along rows (x8 or x16) */
+  int sep;             /* a box's minimum (-1) or maximum (+1) by separable passes; 0: selection */
+  int (*net)[2];       /* selection of up to NET_MAX samples: compare-exchanges, or NULL */
+  uint8_t *x8;         /* a uint8 input as it is (the byte paths: networks, columns, histogram, or
+                        * separable passes), else NULL */
+  uint16_t *x16;       /* a uint16 or int16 input's order-preserving keys (the 16-bit histogram) */
+  int med9;            /* a uint8 median of a 3x3 box over the last two axes: by columns */
+  int hist;            /* any rank of an 8- or 16-bit integer footprint past NET_MAX samples: a
+                        * histogram sliding along rows (x8 or x16) */
+  int64_t (*hline)[3]; /* the histogram's lines: (a0, a1, a2) of those that hold samples */
+  hentry *hall, *hout, *hin; /* its samples: all, those leaving and those entering at a step,
+                              * each list in increasing a3 */
+  int64_t nhline, nall, nout, nin;
   int nnet;
   pthread_mutex_t lock; /* x serves one call at a time */
 } state;
@@ -60,17 +71,32 @@ static int separable(const ndf__rank *r) {
   return box(r) ? (r->rank == 0 ? -1 : r->rank == r->n - 1 ? 1 : 0) : 0;
 }
 
-/* Whether any rank of pb's box goes by a histogram: past a network's samples, on 8- or 16-bit
- * integers. */
+/* Whether any rank of pb's footprint goes by a histogram: past a network's samples, on 8- or
+ * 16-bit integers. */
 static int histogram(const ndf__problem *pb) {
   const ndf__rank *r = pb->params;
   const ndf_dtype t = pb->in.dtype;
-  return (t == NDF_U8 || t == NDF_U16 || t == NDF_I16) && r->n > NET_MAX && box(r);
+  return (t == NDF_U8 || t == NDF_U16 || t == NDF_I16) && r->n > NET_MAX;
+}
+
+/* Footprint sample j (C order over the box k), or 0 outside the box along the last axis. */
+static int fp_at(const ndf__rank *r, int64_t line, int64_t a3) {
+  return a3 >= 0 && a3 < r->k[3] && r->fp[line * r->k[3] + a3];
+}
+
+/* The samples that leave a window (or enter it) as it moves one step along the last axis: those
+ * of the footprint with no neighbour before them on their line (or after). A box's: 2 k0 k1 k2. */
+static int64_t histogram_edges(const ndf__rank *r) {
+  int64_t e = 0;
+  for (int64_t l = 0; l < r->k[0] * r->k[1] * r->k[2]; l++)
+    for (int64_t a3 = 0; a3 < r->k[3]; a3++)
+      e += fp_at(r, l, a3) * (!fp_at(r, l, a3 - 1) + !fp_at(r, l, a3 + 1));
+  return e;
 }
 
 /* Separable: a read, three comparisons and a write an element and filtered axis (~4 ns a
  * core); selection: a gather and about two comparisons per footprint sample (~3 ns); a
- * histogram: a column in and one out per output (~2 ns a sample) and the rank's walk over the
+ * histogram: the samples leaving and entering per output (~2 ns each) and the rank's walk over the
  * bins (on random samples of every value, ~60 ns for 8 bits and ~500 for 16 on a core of the
  * development machine). */
 static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
@@ -84,9 +110,8 @@ static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_co
     return n * (2 + 4.0 * axes) * 1e-9 / ctx->threads;
   }
   if (histogram(pb))
-    return n *
-           (2 + 4.0 * (double)(r->k[0] * r->k[1] * r->k[2]) + (pb->in.dtype == NDF_U8 ? 60 : 500)) *
-           1e-9 / ctx->threads;
+    return n * (2 + 2.0 * (double)histogram_edges(r) + (pb->in.dtype == NDF_U8 ? 60 : 500)) * 1e-9 /
+           ctx->threads;
   return n * (2 + 3.0 * (double)r->n) * 1e-9 / ctx->threads;
 }
 
@@ -321,49 +346,49 @@ static void median9_line(const ndf__rank *r, const uint8_t *x8, const int64_t *s
   medians9(lo + s, md + s, hi + s, W, o);
 }
 
-/* One output row (idx along axes 0..2) of rank r->rank of an integer box of more samples than
- * a network takes (Huang's sliding histogram), written once for 8-bit keys (_u8: 256 bins) and
- * 16-bit ones (_u16: 65536 bins, and 256 coarse bins counting 256 of them each): the window's
- * samples counted by key, the rank's key m kept with the count of samples below it; moving one
- * output along the row takes the box's first column of samples out and the next column in,
- * then m moves to where the count below it reaches the rank, a whole coarse bin a step where it
- * may. lines: room for k0 k1 k2 offsets; h and hc: the bins and coarse bins (hc unused for 8-bit
- * keys), zero, and left zero. Writes the row's W keys into o. */
+/* One output row (idx along axes 0..2) of rank r->rank of an integer footprint of more samples
+ * than a network takes (Huang's sliding histogram), written once for 8-bit keys (_u8: 256 bins)
+ * and 16-bit ones (_u16: 65536 bins, and 256 coarse bins counting 256 of them each): the
+ * window's samples counted by key, the rank's key m kept with the count of samples below it;
+ * moving one output along the row takes the samples that leave the footprint out (s->hout; a
+ * box's first column) and those that enter it in (s->hin; the next column), then m moves to
+ * where the count below it reaches the rank, a whole coarse bin a step where it may. lines: room
+ * for s->nhline offsets; h and hc: the bins and coarse bins (hc unused for 8-bit keys), zero,
+ * and left zero. Writes the row's W keys into o. */
 #define NDF__HISTOGRAM_ROW(T, SFX, NBINS)                                                          \
-  static inline void column##SFX(const T *xk, T cv, const int64_t *lines, int64_t nl, int64_t i3,  \
-                                 int delta, int32_t *h, int32_t *hc, int64_t m, int64_t *below) {  \
-    for (int64_t l = 0; l < nl; l++) {                                                             \
-      const T v = i3 < 0 || lines[l] < 0 ? cv : xk[lines[l] + i3];                                 \
+  /* samples e[0..ne) of the window whose position 0 on the last axis is x0, counted by delta */   \
+  static inline void count##SFX(const T *xk, T cv, const int64_t *lines, const hentry *e,          \
+                                int64_t ne, int64_t x0, int64_t W, ndf_mode mode, int delta,       \
+                                int32_t *h, int32_t *hc, int64_t m, int64_t *below) {              \
+    int64_t a3 = -1, i3 = -1;                                                                      \
+    for (int64_t j = 0; j < ne; j++) {                                                             \
+      if (e[j].a3 != a3) i3 = ndf__map_index(x0 + (a3 = e[j].a3), W, mode);                        \
+      const int64_t l = lines[e[j].line];                                                          \
+      const T v = i3 < 0 || l < 0 ? cv : xk[l + i3];                                               \
       h[v] += delta;                                                                               \
       if (NBINS > 256) hc[v >> 8] += delta;                                                        \
       *below += v < m ? delta : 0;                                                                 \
     }                                                                                              \
   }                                                                                                \
-  static void histogram_row##SFX(const ndf__rank *r, const T *xk, T cv, const int64_t *shape,      \
-                                 const int64_t *cstride, const int64_t *idx, int64_t *lines,       \
-                                 int32_t *h, int32_t *hc, T *o) {                                  \
-    const int64_t *k = r->k, W = shape[3], rank = r->rank, left = r->left[3];                      \
+  static void histogram_row##SFX(const ndf__rank *r, const state *s, const T *xk, T cv,            \
+                                 const int64_t *shape, const int64_t *cstride, const int64_t *idx, \
+                                 int64_t *lines, int32_t *h, int32_t *hc, T *o) {                  \
+    const int64_t W = shape[3], rank = r->rank, left = r->left[3];                                 \
     const ndf_mode mode = r->mode[3];                                                              \
-    int64_t nl = 0; /* the box's lines along the last axis: their offsets, -1 for cval's */        \
-    for (int64_t a0 = 0; a0 < k[0]; a0++)                                                          \
-      for (int64_t a1 = 0; a1 < k[1]; a1++)                                                        \
-        for (int64_t a2 = 0; a2 < k[2]; a2++) {                                                    \
-          const int64_t i0 = ndf__map_index(idx[0] - r->left[0] + a0, shape[0], r->mode[0]);       \
-          const int64_t i1 = ndf__map_index(idx[1] - r->left[1] + a1, shape[1], r->mode[1]);       \
-          const int64_t i2 = ndf__map_index(idx[2] - r->left[2] + a2, shape[2], r->mode[2]);       \
-          lines[nl++] = i0 < 0 || i1 < 0 || i2 < 0                                                 \
-                            ? -1                                                                   \
-                            : i0 * cstride[0] + i1 * cstride[1] + i2 * cstride[2];                 \
-        }                                                                                          \
+    for (int64_t l = 0; l < s->nhline; l++) { /* the lines' offsets, -1 for cval's */              \
+      int64_t i[3], o3 = 0;                                                                        \
+      for (int d = 0; d < 3; d++) {                                                                \
+        i[d] = ndf__map_index(idx[d] - r->left[d] + s->hline[l][d], shape[d], r->mode[d]);         \
+        o3 += i[d] * cstride[d];                                                                   \
+      }                                                                                            \
+      lines[l] = i[0] < 0 || i[1] < 0 || i[2] < 0 ? -1 : o3;                                       \
+    }                                                                                              \
     int64_t m = 0, below = 0;                                                                      \
-    for (int64_t a3 = 0; a3 < k[3]; a3++)                                                          \
-      column##SFX(xk, cv, lines, nl, ndf__map_index(a3 - left, W, mode), 1, h, hc, m, &below);     \
+    count##SFX(xk, cv, lines, s->hall, s->nall, -left, W, mode, 1, h, hc, m, &below);              \
     for (int64_t x = 0; x < W; x++) {                                                              \
       if (x) {                                                                                     \
-        column##SFX(xk, cv, lines, nl, ndf__map_index(x - 1 - left, W, mode), -1, h, hc, m,        \
-                    &below);                                                                       \
-        column##SFX(xk, cv, lines, nl, ndf__map_index(x - 1 - left + k[3], W, mode), 1, h, hc, m,  \
-                    &below);                                                                       \
+        count##SFX(xk, cv, lines, s->hout, s->nout, x - 1 - left, W, mode, -1, h, hc, m, &below);  \
+        count##SFX(xk, cv, lines, s->hin, s->nin, x - left, W, mode, 1, h, hc, m, &below);         \
       }                                                                                            \
       while (below > rank) {                                                                       \
         if (NBINS > 256 && (m & 255) == 0 && below - hc[(m >> 8) - 1] > rank)                      \
@@ -379,9 +404,8 @@ static void median9_line(const ndf__rank *r, const uint8_t *x8, const int64_t *s
       }                                                                                            \
       o[x] = (T)m;                                                                                 \
     }                                                                                              \
-    for (int64_t a3 = 0; a3 < k[3]; a3++) /* the last window out: the bins zero again */           \
-      column##SFX(xk, cv, lines, nl, ndf__map_index(W - 1 - left + a3, W, mode), -1, h, hc, m,     \
-                  &below);                                                                         \
+    /* the last window out: the bins zero again */                                                 \
+    count##SFX(xk, cv, lines, s->hall, s->nall, W - 1 - left, W, mode, -1, h, hc, m, &below);      \
   }
 NDF__HISTOGRAM_ROW(uint8_t, _u8, 256)
 NDF__HISTOGRAM_ROW(uint16_t, _u16, 65536)
@@ -416,7 +440,7 @@ static ndf_status selection(const ndf_plan *p, const state *s, const uint8_t *x8
     uint8_t *cols = s->med9 ? malloc((size_t)(W + 4) * 3 + 2 * (size_t)W) : NULL;
     if (cols) memset(cols + (W + 4) * 3 + W, (uint8_t)r->cval, (size_t)W);
     /* histogram_row's line offsets, bins (zero) and output row */
-    int64_t *lines = s->hist ? malloc((size_t)(r->k[0] * r->k[1] * r->k[2]) * sizeof *lines) : NULL;
+    int64_t *lines = s->hist ? malloc((size_t)s->nhline * sizeof *lines) : NULL;
     const size_t nbins = s->x16 ? 65536 + 256 : 256;
     int32_t *bins = s->hist ? calloc(nbins, sizeof *bins) : NULL;
     uint16_t *hrow = s->hist ? malloc((size_t)W * sizeof *hrow) : NULL;
@@ -443,10 +467,10 @@ static ndf_status selection(const ndf_plan *p, const state *s, const uint8_t *x8
         const ndf_dtype t = p->pb.in.dtype;
         uint8_t *h8 = (uint8_t *)hrow;
         if (s->x16)
-          histogram_row_u16(r, s->x16, key16(t, r->cval), shape, cstride, idx, lines, bins,
+          histogram_row_u16(r, s, s->x16, key16(t, r->cval), shape, cstride, idx, lines, bins,
                             bins + 65536, hrow);
         else
-          histogram_row_u8(r, x8, (uint8_t)r->cval, shape, cstride, idx, lines, bins, NULL, h8);
+          histogram_row_u8(r, s, x8, (uint8_t)r->cval, shape, cstride, idx, lines, bins, NULL, h8);
         for (int64_t x = 0; x < W; x++, ndf__walk_next(&w, out))
           ndf__store(out->dtype, out->data, w.off, s->x16 ? of_key16(t, hrow[x]) : h8[x]);
         continue;
@@ -615,8 +639,47 @@ static void free_state(void *v) {
   free(s->net);
   free(s->x8);
   free(s->x16);
+  free(s->hline);
+  free(s->hall);
+  free(s->hout);
+  free(s->hin);
   pthread_mutex_destroy(&s->lock);
   free(s);
+}
+
+/* The histogram's lines and its lists of samples (all, leaving, entering), each in increasing
+ * a3 (count_ then maps a position once for the samples that share it). */
+static int by_a3(const void *a, const void *b) {
+  const hentry *x = a, *y = b;
+  return x->a3 != y->a3 ? (x->a3 > y->a3) - (x->a3 < y->a3)
+                        : (x->line > y->line) - (x->line < y->line);
+}
+static ndf_status histogram_samples(const ndf__rank *r, state *s) {
+  const int64_t nl = r->k[0] * r->k[1] * r->k[2], edges = histogram_edges(r);
+  s->hline = malloc((size_t)nl * sizeof *s->hline);
+  s->hall = malloc((size_t)r->n * sizeof *s->hall);
+  s->hout = malloc((size_t)edges * sizeof *s->hout);
+  s->hin = malloc((size_t)edges * sizeof *s->hin);
+  if (!s->hline || !s->hall || !s->hout || !s->hin) return NDF_ENOMEM;
+  for (int64_t l = 0; l < nl; l++) {
+    int any = 0;
+    for (int64_t a3 = 0; a3 < r->k[3]; a3++) {
+      if (!fp_at(r, l, a3)) continue;
+      const hentry e = {(int32_t)s->nhline, (int32_t)a3};
+      s->hall[s->nall++] = e;
+      if (!fp_at(r, l, a3 - 1)) s->hout[s->nout++] = e;
+      if (!fp_at(r, l, a3 + 1)) s->hin[s->nin++] = e;
+      any = 1;
+    }
+    if (!any) continue;
+    s->hline[s->nhline][0] = l / (r->k[1] * r->k[2]);
+    s->hline[s->nhline][1] = l / r->k[2] % r->k[1];
+    s->hline[s->nhline++][2] = l % r->k[2];
+  }
+  qsort(s->hall, (size_t)s->nall, sizeof *s->hall, by_a3);
+  qsort(s->hout, (size_t)s->nout, sizeof *s->hout, by_a3);
+  qsort(s->hin, (size_t)s->nin, sizeof *s->hin, by_a3);
+  return NDF_OK;
 }
 
 static ndf_status make(ndf_plan *p) {
@@ -667,6 +730,8 @@ static ndf_status make(ndf_plan *p) {
   }
   const ndf_dtype t = p->pb.in.dtype;
   s->hist = histogram(&p->pb);
+  if (s->hist && histogram_samples(r, s) != NDF_OK)
+    return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_rank: out of host memory");
   if (s->hist && t == NDF_U8 && !(s->x8 = malloc((size_t)(n > 0 ? n : 1))))
     return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_rank: out of host memory");
   if (s->hist && t != NDF_U8 && !(s->x16 = malloc((size_t)(n > 0 ? n : 1) * sizeof *s->x16)))
