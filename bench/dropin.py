@@ -47,6 +47,13 @@ def cases(quick):
     out.append(("median 15x15", u16, lambda x: ndfilt.median_filter(x, 15),
                 lambda x: ndi.median_filter(x, 15), None,  # medianBlur: 16 bits up to 5x5
                 lambda m, x: m.median_filter(x, 15)))
+    # a footprint with holes past 128 samples: the histogram on the CPU (OpenCV: boxes only)
+    yy, xx = np.mgrid[-7:8, -7:8]
+    disk = xx * xx + yy * yy <= 49
+    u8d = u8[:512, :512] if quick else u8[:2048, :2048].copy()
+    out.append(("median disk r7 (149)", u8d, lambda x: ndfilt.median_filter(x, footprint=disk),
+                lambda x: ndi.median_filter(x, footprint=disk), None,
+                lambda m, x: m.median_filter(x, footprint=__import__("cupy").asarray(disk))))
     for k in (3, 5):
         out.append((f"median {k}^3", f3, lambda x, k=k: ndfilt.median_filter(x, k),
                     lambda x, k=k: ndi.median_filter(x, k), None,
