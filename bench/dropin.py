@@ -10,8 +10,9 @@ CPU: ndfilt on its CPU path against scipy.ndimage and, where it has the filter, 
 (cv2.medianBlur, cv2.blur, cv2.erode/dilate) with as many threads; wall clock, median of a few
 calls after a warm-up (scipy, one thread, once where it takes over a second). GPU (when CuPy
 sees one): ndfilt on CuPy arrays against cupyx.scipy.ndimage, CUDA events (a filter that
-ndfilt has no GPU solver for yet says so in the row's errors). Each row carries the largest difference from scipy's
-result. Writes DIR/dropin.json and DIR/dropin.md (bench/results/dropin/ is that layout;
+ndfilt has no GPU solver for yet says so in the row's errors). Each row carries the largest
+difference from scipy's result. Writes DIR/dropin.json, DIR/dropin.md and (with matplotlib)
+DIR/dropin.png, each call's speed-up over scipy (bench/results/dropin/ is that layout;
 scripts/gpu-check.sh part `dropin`)."""
 import argparse
 import json
@@ -94,6 +95,38 @@ def diff(a, b):
     return float(np.abs(a[ok] - b[ok]).max() / max(np.abs(b[ok]).max(), 1e-30)) if ok.any() else 0
 
 
+def plot(doc, out):
+    """dropin.png: each case's speed-up over scipy for every column that timed it (log)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    rows = doc["rows"]
+    cols = sorted({k for r in rows for k in r["ms"] if k != "scipy"},
+                  key=lambda k: (not k.startswith("ndfilt"), k))
+    fig, ax = plt.subplots(figsize=(9, 0.42 * len(rows) * max(len(cols), 2) / 2 + 1.5))
+    h = 0.8 / len(cols)
+    for j, c in enumerate(cols):
+        ys = [i + (j - (len(cols) - 1) / 2) * h for i, r in enumerate(rows) if c in r["ms"]]
+        xs = [r["ms"]["scipy"] / r["ms"][c] for r in rows if c in r["ms"]]
+        ax.barh(ys, xs, height=h, color=f"C{j}", label=c)
+    ax.set_xscale("log")
+    ax.axvline(1, color="k", lw=0.8)
+    ax.set_yticks(range(len(rows)), [r["case"] for r in rows], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("speed-up over scipy.ndimage (log; scipy one thread)")
+    m = doc["meta"]
+    ax.set_title(f"The rest of scipy.ndimage, {m['commit']}, {m['cpus']} CPUs, GPU {m['gpu']}",
+                 fontsize=9)
+    ax.grid(True, axis="x", which="major", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "dropin.png"), dpi=110)
+    plt.close(fig)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="dropin-out")
@@ -159,6 +192,7 @@ def main():
         L += ["", "OpenCV was not installed on this machine; GPU columns need CuPy and a GPU."]
     with open(os.path.join(a.out, "dropin.md"), "w") as f:
         f.write("\n".join(L) + "\n")
+    plot(doc, a.out)
     print("\n".join(L))
 
 
