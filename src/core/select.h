@@ -53,7 +53,7 @@
  * the buffer shrinks by one a sample read; the last 3 (odd n) or 4 (even) are sorted. A step
  * sorts the buffer's pairs (v[0], v[1]), (v[2], v[3]), ..., then moves the least of the lows
  * to v[0] and the largest of the highs to v[hi] (an odd one out, v[hi], in both): 3 m / 2
- * compare-exchanges, about (3/8) n^2 for the median. Q: qualifiers; MIN and MAX: the
+ * compare-exchanges, about (3/16) n^2 for the median. Q: qualifiers; MIN and MAX: the
  * comparisons; UNROLL: what precedes each loop (CUDA's _Pragma("unroll"), or nothing). */
 #define NDF__FORGETFUL_MEDIAN(name, T, Q, MIN, MAX, UNROLL)                                        \
   Q T name(T *v, const int n) {                                                                    \

@@ -72,7 +72,7 @@ static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_co
   int64_t n4[4];
   for (int d = 0; d < 4; d++)
     n4[d] = d < 4 - pb->in.ndim ? 1 : pb->in.shape[d - 4 + pb->in.ndim];
-  /* the tile's forgetful selection: about (3/4) m^2 minimum-or-maximum operations */
+  /* the tile's forgetful selection: about (3/8) m^2 minimum-or-maximum operations */
   const int tile =
       !by_axes(r) && tile_takes(pb->in.dtype == NDF_F64, n4, r->k, (int)r->n, (int)r->rank);
   const double per = tile            ? m * m * 0.05e-12
