@@ -209,11 +209,28 @@ static void forgetful_checks(uint64_t *r) {
     const int n = (int)t_randint(r, 1, 130), range = t % 3 ? 1000 : (int)t_randint(r, 1, 4);
     for (int i = 0; i < n; i++)
       v[i] = w[i] = (double)t_randint(r, 0, range - 1);
+    /* a second window b sharing v's first c samples, its own after them: the steps up to c
+     * once, then the buffer goes on with each window's samples */
+    const int top = NDF__FORGETFUL_TOP(n), c = top + 1 < n ? (int)t_randint(r, top + 1, n) : n;
+    double a[130], b[130], wb[130];
+    for (int i = 0; i < n; i++) {
+      a[i] = v[i];
+      b[i] = wb[i] = i < c ? v[i] : (double)t_randint(r, 0, range - 1);
+    }
     qsort(w, (size_t)n, sizeof *w, cmp);
+    qsort(wb, (size_t)n, sizeof *wb, cmp);
     const double got = forgetful_median(v, n);
-    if (got != w[n / 2]) {
-      fprintf(stderr, "  forgetful median of %d values (0 to %d): %g, the sort's %g\n", n,
-              range - 1, got, w[n / 2]);
+    forgetful_median_steps(a, n, top + 1, c);
+    for (int i = 0; i <= 2 * top + 1 - c; i++)
+      b[i] = a[i];
+    forgetful_median_steps(a, n, c, n);
+    forgetful_median_steps(b, n, c, n);
+    const double ga = forgetful_median_finish(a, n), gb = forgetful_median_finish(b, n);
+    if (got != w[n / 2] || ga != w[n / 2] || gb != wb[n / 2]) {
+      fprintf(stderr,
+              "  forgetful median of %d values (0 to %d): %g, the sort's %g; sharing the first "
+              "%d: %g and %g, the sorts' %g and %g\n",
+              n, range - 1, got, w[n / 2], c, ga, gb, w[n / 2], wb[n / 2]);
       bad++;
     }
   }

@@ -54,11 +54,20 @@
  * sorts the buffer's pairs (v[0], v[1]), (v[2], v[3]), ..., then moves the least of the lows
  * to v[0] and the largest of the highs to v[hi] (an odd one out, v[hi], in both): 3 m / 2
  * compare-exchanges, about (3/16) n^2 for the median. Q: qualifiers; MIN and MAX: the
- * comparisons; UNROLL: what precedes each loop (CUDA's _Pragma("unroll"), or nothing). */
+ * comparisons; UNROLL: what precedes each loop (CUDA's _Pragma("unroll"), or nothing).
+ *
+ * Defines name(v, n), and its parts for outputs that share samples, with NDF__FORGETFUL_TOP(n)
+ * the buffer's last index before the first step (the buffer is v[0..top]): name_steps(v, n,
+ * from, to), the steps that read v[from..to) (from > top; after reading v[s - 1] the buffer is
+ * v[0..2 top + 1 - s]); name_finish(v, n), the median once every sample is read. Two windows whose
+ * first c samples (c > top) are the same and in the same order share the steps up to c: then only
+ * the buffer, v[0..2 top + 1 - c], goes on with each window's own samples. */
+#define NDF__FORGETFUL_TOP(n) ((n) / 2 + 1 < (n)-1 ? (n) / 2 + 1 : (n)-1)
 #define NDF__FORGETFUL_MEDIAN(name, T, Q, MIN, MAX, UNROLL)                                        \
-  Q T name(T *v, const int n) {                                                                    \
-    int hi = n / 2 + 1 < n - 1 ? n / 2 + 1 : n - 1, r = n / 2; /* the buffer: v[0..hi] */          \
-    UNROLL for (int s = hi + 1; s < n; s++, hi--, r--) {                                           \
+  Q void name##_steps(T *v, const int n, const int from, const int to) {                           \
+    const int top = NDF__FORGETFUL_TOP(n);                                                         \
+    UNROLL for (int s = from; s < to; s++) {                                                       \
+      const int hi = 2 * top + 1 - s;               /* the buffer before this step: v[0..hi] */    \
       UNROLL for (int i = 0; i + 1 <= hi; i += 2) { /* lows at even, highs at odd indices */       \
         const T a = v[i], b = v[i + 1];                                                            \
         v[i] = MIN(a, b);                                                                          \
@@ -76,13 +85,20 @@
       }                                                                                            \
       v[0] = v[s];                                                                                 \
     }                                                                                              \
+  }                                                                                                \
+  Q T name##_finish(T *v, const int n) {                                                           \
+    const int top = NDF__FORGETFUL_TOP(n), steps = n - 1 - top, hi = top - steps;                  \
     UNROLL for (int i = 0; i < hi; i++) /* sort the last ones */                                   \
         UNROLL for (int j = 0; j < hi - i; j++) {                                                  \
       const T a = v[j], b = v[j + 1];                                                              \
       v[j] = MIN(a, b);                                                                            \
       v[j + 1] = MAX(a, b);                                                                        \
     }                                                                                              \
-    return v[r];                                                                                   \
+    return v[n / 2 - steps];                                                                       \
+  }                                                                                                \
+  Q T name(T *v, const int n) {                                                                    \
+    name##_steps(v, n, NDF__FORGETFUL_TOP(n) + 1, n);                                              \
+    return name##_finish(v, n);                                                                    \
   }
 
 #endif

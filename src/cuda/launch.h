@@ -50,12 +50,13 @@ int ndf__launch_rank(const void *in, void *out, int f64, const int64_t n[4], con
                      const int64_t left[4], const int mode[4], double cval, const int64_t *off,
                      const int *at, int count, int rank, int extreme, void *stream);
 /* cuda_rank's median of a footprint of count samples (at[] on the host, as for
- * ndf__launch_rank) through a tile in shared memory; ndf__median_tile_takes says whether it
+ * ndf__launch_rank) through a tile in shared memory (pairs: neighbours along y share their
+ * common samples' steps where the footprint allows); ndf__median_tile_takes says whether it
  * takes the problem (a count it is built for, the median's rank, k[0] = 1, a tile that fits). */
 int ndf__median_tile_takes(int f64, const int64_t n[4], const int64_t k[4], int count, int rank);
 int ndf__launch_median_tile(const void *in, void *out, int f64, const int64_t n[4],
                             const int64_t k[4], const int64_t left[4], const int mode[4],
-                            double cval, const int *at, int count, void *stream);
+                            double cval, const int *at, int count, int pairs, void *stream);
 /* 1 into *flag (a device int the caller zeroed) if the strided device array of dtype holds a
  * NaN or an infinity as float32 arithmetic sees it. */
 int ndf__launch_nonfinite(const void *src, int dtype, ndf__view4 v, int *flag, void *stream);

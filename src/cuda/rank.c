@@ -33,10 +33,14 @@ typedef struct {
 } state;
 
 /* The median of a few samples through median_tile (rank_kernel.cu), off unless the development
- * switch NDF_CUDA_RANK_TILE is 1 until the kernel has been checked and timed on a GPU. */
-static int tile_takes(int f64, const int64_t n[4], const int64_t k[4], int count, int rank) {
+ * switch NDF_CUDA_RANK_TILE is 1 (outputs alone) or 2 (in pairs where they can) until the
+ * kernel has been checked and timed on a GPU. */
+static int tile_mode(void) {
   const char *on = ndf__dev_switch("NDF_CUDA_RANK_TILE");
-  return on && on[0] == '1' && ndf__median_tile_takes(f64, n, k, count, rank);
+  return on && (on[0] == '1' || on[0] == '2') ? on[0] - '0' : 0;
+}
+static int tile_takes(int f64, const int64_t n[4], const int64_t k[4], int count, int rank) {
+  return tile_mode() && ndf__median_tile_takes(f64, n, k, count, rank);
 }
 
 static int extreme_of(const ndf__rank *r) {
@@ -106,7 +110,7 @@ static int run(const state *s, const ndf__rank *r, const void *src, void *dst, i
     const pass *q = &s->ps[i];
     void *to = (s->np - 1 - i) % 2 ? tmp : dst;
     e = q->tile ? ndf__launch_median_tile(src, to, f64, s->n, q->k, q->left, mode, r->cval,
-                                          q->at_host, q->count, st)
+                                          q->at_host, q->count, tile_mode() == 2, st)
                 : ndf__launch_rank(src, to, f64, s->n, q->k, q->left, mode, r->cval, q->off, q->at,
                                    q->count, s->np > 1 ? 0 : (int)r->rank, extreme_of(r), st);
     src = to;

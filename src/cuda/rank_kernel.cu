@@ -147,10 +147,13 @@ static int launch(const T *in, T *out, const int64_t n[4], const int64_t k[4],
   return (int)cudaGetLastError();
 }
 
-/* median_tile: a block of 32 x 8 threads takes a tile of 32 x (8 py) x pz outputs (x, y, z: the
- * view's last three axes; one index of the first), each thread py x pz of them, one column of
- * the tile; the tile and its halo, sx x sy x sz samples, lie in shared memory. */
-enum { MEDIAN_MAXN = 125, MEDIAN_TX = 32, MEDIAN_TY = 8 };
+/* median_tile: a block of 32 x 8 threads takes a tile of 32 x (8 py r) x pz outputs (x, y, z:
+ * the view's last three axes; one index of the first), each thread py x pz of them (r = 1) or of
+ * pairs of neighbours along y (r = 2), one column of the tile; the tile and its halo, sx x sy x
+ * sz samples, lie in shared memory. A pair's windows share all but the samples along their y
+ * edges (42 of 49 for 7 x 7, 100 of 125 for 5^3): the pair takes its common samples through
+ * the selection's steps once, then each window goes on from that buffer with its own P. */
+enum { MEDIAN_MAXN = 125, MEDIAN_MAXP = 25, MEDIAN_TX = 32, MEDIAN_TY = 8 };
 
 template <typename T> struct median_args {
   const T *in;
@@ -161,17 +164,21 @@ template <typename T> struct median_args {
   T cval;
   int64_t tiles[3]; /* along x, y, z */
   int sx, sy, sz, py, pz;
-  int off[MEDIAN_MAXN]; /* each sample's offset in the tile from its window's first */
+  /* each sample's offset in the tile from its window's first: alone, off[0..N); in pairs, the
+   * common ones off[0..N - P), the first window's own off[N - P..N), the second's (from the
+   * first's window) off[N..N + P) */
+  int off[MEDIAN_MAXN + MEDIAN_MAXP];
 };
 
-template <typename T, int N>
+template <typename T, int N, int P>
 __global__ void __launch_bounds__(MEDIAN_TX *MEDIAN_TY) median_tile(const median_args<T> a) {
   extern __shared__ __align__(16) unsigned char median_smem[];
   T *tile = reinterpret_cast<T *>(median_smem);
+  constexpr int R = P ? 2 : 1, C = N - P;
   int64_t b = blockIdx.x;
   const int64_t x0 = b % a.tiles[0] * MEDIAN_TX;
   b /= a.tiles[0];
-  const int64_t y0 = b % a.tiles[1] * (MEDIAN_TY * a.py);
+  const int64_t y0 = b % a.tiles[1] * (MEDIAN_TY * R * a.py);
   b /= a.tiles[1];
   const int64_t z0 = b % a.tiles[2] * a.pz;
   b /= a.tiles[2]; /* now the index along the first axis */
@@ -188,51 +195,120 @@ __global__ void __launch_bounds__(MEDIAN_TX *MEDIAN_TY) median_tile(const median
   __syncthreads();
   const int64_t x = x0 + threadIdx.x;
   if (x >= a.n[3]) return;
+  T *out = a.out + b * plane + x;
   for (int pz = 0; pz < a.pz; pz++) {
     const int64_t z = z0 + pz;
     if (z >= a.n[1]) break;
     for (int py = 0; py < a.py; py++) {
-      const int ly = threadIdx.y + MEDIAN_TY * py;
+      const int ly = R * (threadIdx.y + MEDIAN_TY * py);
       const int64_t y = y0 + ly;
       if (y >= a.n[2]) break;
       const T *w = tile + (pz * a.sy + ly) * a.sx + threadIdx.x;
-      T v[N];
+      T va[N];
+      if constexpr (P == 0) {
 #pragma unroll
-      for (int j = 0; j < N; j++)
-        v[j] = w[a.off[j]];
-      a.out[b * plane + (z * a.n[2] + y) * a.n[3] + x] = forgetful_median(v, N);
+        for (int j = 0; j < N; j++)
+          va[j] = w[a.off[j]];
+        out[(z * a.n[2] + y) * a.n[3]] = forgetful_median(va, N);
+      } else {
+        T vb[N];
+#pragma unroll
+        for (int j = 0; j < N; j++)
+          va[j] = w[a.off[j]];
+#pragma unroll
+        for (int j = C; j < N; j++)
+          vb[j] = w[a.off[j + P]];
+        constexpr int top = NDF__FORGETFUL_TOP(N);
+        forgetful_median_steps(va, N, top + 1, C);
+#pragma unroll
+        for (int j = 0; j <= 2 * top + 1 - C; j++)
+          vb[j] = va[j];
+        forgetful_median_steps(va, N, C, N);
+        forgetful_median_steps(vb, N, C, N);
+        out[(z * a.n[2] + y) * a.n[3]] = forgetful_median_finish(va, N);
+        if (y + 1 < a.n[2]) out[(z * a.n[2] + y + 1) * a.n[3]] = forgetful_median_finish(vb, N);
+      }
     }
   }
 }
 
-/* The tile for a box k (k[0] = 1) of T: 32 x (8 py) x pz outputs, py up to 4 and pz up to 4
+/* The tile for a box k (k[0] = 1) of T: 32 x (8 py r) x pz outputs, py up to 4 and pz up to 4
  * where the box spans z, within 48 KiB of shared memory; 0 if even one row of outputs does not
  * fit. */
-template <typename T> static size_t median_geometry(const int64_t k[4], int *py, int *pz) {
+template <typename T> static size_t median_geometry(const int64_t k[4], int r, int *py, int *pz) {
   for (*pz = k[1] > 1 ? 4 : 1; *pz >= 1; --*pz)
     for (*py = 4; *py >= 1; --*py) {
-      const size_t bytes = (size_t)(MEDIAN_TX + k[3] - 1) * (size_t)(MEDIAN_TY * *py + k[2] - 1) *
-                           (size_t)(*pz + k[1] - 1) * sizeof(T);
+      const size_t bytes = (size_t)(MEDIAN_TX + k[3] - 1) *
+                           (size_t)(MEDIAN_TY * r * *py + k[2] - 1) * (size_t)(*pz + k[1] - 1) *
+                           sizeof(T);
       if (bytes <= 48 * 1024) return bytes;
     }
   return 0;
 }
 
-template <typename T, int N>
+template <typename T, int N, int P>
 static int median_launch(median_args<T> &a, size_t smem, int64_t blocks, cudaStream_t s) {
-  median_tile<T, N><<<(unsigned)blocks, dim3(MEDIAN_TX, MEDIAN_TY), smem, s>>>(a);
+  median_tile<T, N, P><<<(unsigned)blocks, dim3(MEDIAN_TX, MEDIAN_TY), smem, s>>>(a);
   return (int)cudaGetLastError();
 }
 
-/* The counts median_tile is built for (a template instance each). */
+/* The counts median_tile is built for (a template instance each), alone and, with the samples
+ * of a window's y edge (the boxes'), in pairs. */
 #define MEDIAN_COUNTS(X) X(3) X(5) X(7) X(9) X(25) X(27) X(49) X(125)
+#define MEDIAN_PAIRS(X) X(9, 3) X(25, 5) X(49, 7) X(27, 9) X(125, 25)
+
+/* Splits the footprint (count samples at at[4j..4j+3] in the box k) for pairs of neighbours
+ * along y: the samples both windows hold (those with a footprint sample before them along y),
+ * the first window's own (none before them) and the second's (none after them, one row down),
+ * as positions (z, y, x) in the first window's box extended by a row. Returns the count of
+ * each window's own, or -1 where the footprint is not one of MEDIAN_PAIRS' or the common samples
+ * would not fill the selection's buffer. */
+static int median_split(const int64_t k[4], const int *at, int count, int pos[][3]) {
+  unsigned char in[MEDIAN_MAXN * 8] = {0}; /* the footprint over the box, (z, y, x) */
+  const int64_t size = k[1] * k[2] * k[3];
+  if (size > (int64_t)sizeof in) return -1;
+  for (int j = 0; j < count; j++)
+    in[(at[4 * j + 1] * k[2] + at[4 * j + 2]) * k[3] + at[4 * j + 3]] = 1;
+  int nc = 0, na = 0, nb = 0; /* common, the first's own, the second's own */
+  int own_a[MEDIAN_MAXP][3], own_b[MEDIAN_MAXP][3];
+  for (int j = 0; j < count; j++) {
+    const int z = at[4 * j + 1], y = at[4 * j + 2], xx = at[4 * j + 3];
+    const int before = y > 0 && in[(z * k[2] + y - 1) * k[3] + xx],
+              after = y + 1 < k[2] && in[(z * k[2] + y + 1) * k[3] + xx];
+    if (before) {
+      pos[nc][0] = z, pos[nc][1] = y, pos[nc][2] = xx;
+      nc++;
+    } else {
+      if (na < MEDIAN_MAXP) own_a[na][0] = z, own_a[na][1] = y, own_a[na][2] = xx;
+      na++;
+    }
+    if (!after) {
+      if (nb < MEDIAN_MAXP) own_b[nb][0] = z, own_b[nb][1] = y + 1, own_b[nb][2] = xx;
+      nb++;
+    }
+  }
+  const int np = na; /* as many as nb: each column's runs start and end alike */
+  int known = 0;
+#define MEDIAN_IS_PAIR(n, p) known |= count == n && np == p;
+  MEDIAN_PAIRS(MEDIAN_IS_PAIR)
+#undef MEDIAN_IS_PAIR
+  if (!known || na != nb || nc < count / 2 + 2) return -1;
+  for (int j = 0; j < np; j++)
+    for (int d = 0; d < 3; d++) {
+      pos[nc + j][d] = own_a[j][d];
+      pos[count + j][d] = own_b[j][d];
+    }
+  return np;
+}
 
 template <typename T>
 static int median(const T *in, T *out, const int64_t n[4], const int64_t k[4],
                   const int64_t left[4], const int mode[4], double cval, const int *at, int count,
-                  cudaStream_t s) {
+                  int pairs, cudaStream_t s) {
+  int pos[MEDIAN_MAXN + MEDIAN_MAXP][3];
+  const int P = pairs ? median_split(k, at, count, pos) : -1, r = P > 0 ? 2 : 1;
   int py, pz;
-  const size_t smem = median_geometry<T>(k, &py, &pz);
+  const size_t smem = median_geometry<T>(k, r, &py, &pz);
   median_args<T> a;
   a.in = in;
   a.out = out;
@@ -245,17 +321,27 @@ static int median(const T *in, T *out, const int64_t n[4], const int64_t k[4],
   a.py = py;
   a.pz = pz;
   a.sx = (int)(MEDIAN_TX + k[3] - 1);
-  a.sy = (int)(MEDIAN_TY * py + k[2] - 1);
+  a.sy = (int)(MEDIAN_TY * r * py + k[2] - 1);
   a.sz = (int)(pz + k[1] - 1);
   a.tiles[0] = (n[3] + MEDIAN_TX - 1) / MEDIAN_TX;
-  a.tiles[1] = (n[2] + MEDIAN_TY * py - 1) / (MEDIAN_TY * py);
+  a.tiles[1] = (n[2] + MEDIAN_TY * r * py - 1) / (MEDIAN_TY * r * py);
   a.tiles[2] = (n[1] + pz - 1) / pz;
-  for (int j = 0; j < count; j++)
-    a.off[j] = (at[4 * j + 1] * a.sy + at[4 * j + 2]) * a.sx + at[4 * j + 3];
+  if (P > 0)
+    for (int j = 0; j < count + P; j++)
+      a.off[j] = (pos[j][0] * a.sy + pos[j][1]) * a.sx + pos[j][2];
+  else
+    for (int j = 0; j < count; j++)
+      a.off[j] = (at[4 * j + 1] * a.sy + at[4 * j + 2]) * a.sx + at[4 * j + 3];
   const int64_t blocks = a.tiles[0] * a.tiles[1] * a.tiles[2] * n[0];
+  if (P > 0) {
+#define MEDIAN_PAIR_CASE(c, p)                                                                     \
+  if (count == c && P == p) return median_launch<T, c, p>(a, smem, blocks, s);
+    MEDIAN_PAIRS(MEDIAN_PAIR_CASE)
+#undef MEDIAN_PAIR_CASE
+  }
   switch (count) {
 #define MEDIAN_CASE(c)                                                                             \
-  case c: return median_launch<T, c>(a, smem, blocks, s);
+  case c: return median_launch<T, c, 0>(a, smem, blocks, s);
     MEDIAN_COUNTS(MEDIAN_CASE)
 #undef MEDIAN_CASE
   default: return (int)cudaErrorInvalidValue;
@@ -272,17 +358,22 @@ extern "C" int ndf__median_tile_takes(int f64, const int64_t n[4], const int64_t
 #undef MEDIAN_IS
   const int64_t blocks =
       (n[3] + MEDIAN_TX - 1) / MEDIAN_TX * ((n[2] + MEDIAN_TY - 1) / MEDIAN_TY) * n[1] * n[0];
+  /* the pairs' tile (twice the rows) fits wherever one row of pairs does; the single tile
+   * is the bound */
   return counted && rank == count / 2 && k[0] == 1 && blocks < INT32_MAX &&
-         (f64 ? median_geometry<double>(k, &py, &pz) : median_geometry<float>(k, &py, &pz)) > 0;
+         (f64 ? median_geometry<double>(k, 2, &py, &pz) : median_geometry<float>(k, 2, &py, &pz)) >
+             0;
 }
 
 extern "C" int ndf__launch_median_tile(const void *in, void *out, int f64, const int64_t n[4],
                                        const int64_t k[4], const int64_t left[4], const int mode[4],
-                                       double cval, const int *at, int count, void *stream) {
+                                       double cval, const int *at, int count, int pairs,
+                                       void *stream) {
   cudaStream_t s = (cudaStream_t)stream;
   if (n[0] * n[1] * n[2] * n[3] == 0) return 0;
-  if (f64) return median((const double *)in, (double *)out, n, k, left, mode, cval, at, count, s);
-  return median((const float *)in, (float *)out, n, k, left, mode, cval, at, count, s);
+  if (f64)
+    return median((const double *)in, (double *)out, n, k, left, mode, cval, at, count, pairs, s);
+  return median((const float *)in, (float *)out, n, k, left, mode, cval, at, count, pairs, s);
 }
 
 extern "C" int ndf__launch_rank(const void *in, void *out, int f64, const int64_t n[4],
