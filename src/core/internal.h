@@ -80,6 +80,20 @@ typedef struct ndf__sep {
   double w[];
 } ndf__sep;
 
+/* An array of shape[0..ndim) seen as [P][L][Q] about axis a (L its length): P the product of
+ * the axes before it, Q of those after (a separable pass's view). */
+static inline void ndf__split_axis(const int64_t *shape, int ndim, int a, int64_t *P, int64_t *Q) {
+  *P = *Q = 1;
+  for (int d = 0; d < a; d++)
+    *P *= shape[d];
+  for (int d = a + 1; d < ndim; d++)
+    *Q *= shape[d];
+}
+
+/* The value of a box along each filtered axis of c (all its weights along an axis are that
+ * value) into v[k]; 0 if some axis's weights differ (cpu_box's and cuda_box's filters). */
+int ndf__sep_box(const ndf__sep *c, double *v);
+
 /* One axis of a separable filter as the caller gave it, before convolve's flip (n == 0: the
  * axis is not filtered). */
 typedef struct ndf__axis_in {

@@ -33,25 +33,13 @@ typedef struct {
   pthread_mutex_t lock; /* the temporaries serve one call at a time */
 } state;
 
-/* The value of the box along each filtered axis (all its weights are it), or 0 if some axis's
- * weights differ. */
-static int box_weights(const ndf__sep *c, double *v) {
-  for (int k = 0; k < c->naxes; k++) {
-    const double *w = c->w + c->ax[k].off;
-    for (int64_t j = 1; j < c->ax[k].n; j++)
-      if (w[j] != w[0]) return 0;
-    v[k] = w[0];
-  }
-  return 1;
-}
-
 static int applicable(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
   (void)self;
   (void)ctx;
   double v[NDF_MAX_DIMS];
   const ndf__sep *c = pb->params;
   return pb->in.place.kind == NDF_PLACE_HOST && pb->out.place.kind == NDF_PLACE_HOST &&
-         box_weights(c, v);
+         ndf__sep_box(c, v);
 }
 
 /* Two compensated float64 additions an element and pass (about 3.2 ns a core), plus a read and
@@ -113,7 +101,7 @@ static ndf_status make(ndf_plan *p) {
   p->exec = exec;
   p->free_state = free_state;
   s->threads = p->ctx->threads;
-  box_weights(p->pb.params, s->v);
+  ndf__sep_box(p->pb.params, s->v);
   s->f64 = in->dtype == NDF_F64;
   const double full = (double)ndf_array_size(in) * (s->f64 ? sizeof(double) : sizeof(float));
   if (full > 0x1p62)

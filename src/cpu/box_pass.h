@@ -83,11 +83,8 @@ static void X(run)(const ndf_plan *p, state *s, const ndf_array *in, ndf_array *
   int next = 1;
   for (int k = 0; k < c->naxes; k++) {
     const int a = c->ax[k].axis;
-    int64_t P = 1, Q = 1;
-    for (int d = 0; d < a; d++)
-      P *= in->shape[d];
-    for (int d = a + 1; d < in->ndim; d++)
-      Q *= in->shape[d];
+    int64_t P, Q;
+    ndf__split_axis(in->shape, in->ndim, a, &P, &Q);
     R *dst = k == c->naxes - 1 && direct_out ? (R *)out->data : (R *)s->tmp[next];
     X(pass)(s, src, dst, P, in->shape[a], Q, &c->ax[k], s->v[k], c->cval);
     src = dst;

@@ -154,11 +154,9 @@ static void X(extend_line)(R *b, int64_t len, const ndf__sepaxis *ax, R cval) {
 static void X(pass_plane)(const state *s, const R *src, R *dst, const ndf_array *g,
                           const ndf__sepaxis *ax, R cval) {
   const int a = ax->axis;
-  int64_t P = 1, Q = 1, L = g->shape[a];
-  for (int d = 0; d < a; d++)
-    P *= g->shape[d];
-  for (int d = a + 1; d < g->ndim; d++)
-    Q *= g->shape[d];
+  const int64_t L = g->shape[a];
+  int64_t P, Q;
+  ndf__split_axis(g->shape, g->ndim, a, &P, &Q);
   const int64_t nq = (Q + QB - 1) / QB, ni = (L + IB - 1) / IB, tasks = P * nq * ni;
   const R *w = (const R *)s->X(w) + ax->off;
 #pragma omp parallel num_threads(s->threads)

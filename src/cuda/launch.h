@@ -49,6 +49,14 @@ int ndf__launch_corr_direct(const float *in, float *const *outs, int nf, const i
 int ndf__launch_rank(const void *in, void *out, int f64, const int64_t n[4], const int64_t k[4],
                      const int64_t left[4], const int mode[4], double cval, const int64_t *off,
                      const int *at, int count, int rank, int extreme, void *stream);
+/* cuda_box: one pass of a box of n samples (weight w) along the last axis of [nrows][X], or
+ * along L of [P][L][Q], contiguous float32 to float32; ndf__box_takes: whether the rows pass
+ * takes a box of n (its apron in shared memory). */
+int ndf__box_takes(int n);
+int ndf__launch_box_rows(const float *in, float *out, int64_t nrows, int64_t X, int n, int64_t left,
+                         int mode, float cval, double w, void *stream);
+int ndf__launch_box_cols(const float *in, float *out, int64_t P, int64_t L, int64_t Q, int n,
+                         int64_t left, int mode, float cval, double w, void *stream);
 /* cuda_rank's median of a footprint of count samples (at[] on the host, as for
  * ndf__launch_rank) through a tile in shared memory (pairs: neighbours along y share their
  * common samples' steps where the footprint allows); ndf__median_tile_takes says whether it

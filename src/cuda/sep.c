@@ -78,11 +78,8 @@ static int pass(const ndf__sep *c, const state *s, const ndf_array *g, int k, co
                 float *dst, void *stream) {
   const ndf__sepaxis *ax = &c->ax[k];
   const int a = ax->axis, nd = g->ndim;
-  int64_t P = 1, Q = 1;
-  for (int d = 0; d < a; d++)
-    P *= g->shape[d];
-  for (int d = a + 1; d < nd; d++)
-    Q *= g->shape[d];
+  int64_t P, Q;
+  ndf__split_axis(g->shape, nd, a, &P, &Q);
   if (a == nd - 1)
     return ndf__launch_sep_rows(src, dst, P, g->shape[a], s->hw + ax->off, s->dw + ax->off, ax->n,
                                 ax->left, ax->mode, (float)c->cval, stream);

@@ -9,6 +9,16 @@
 
 #include "../core/internal.h"
 
+int ndf__sep_box(const ndf__sep *c, double *v) {
+  for (int k = 0; k < c->naxes; k++) {
+    const double *w = c->w + c->ax[k].off;
+    for (int64_t j = 1; j < c->ax[k].n; j++)
+      if (w[j] != w[0]) return 0;
+    v[k] = w[0];
+  }
+  return 1;
+}
+
 /* A kernel longer than its wrap axis (len samples) folded modulo the period, in float64, from w
  * into f: tap j reads the sample j - left away, which is the sample m - left' away for
  * m = j - left + left' modulo len, so len taps with left' = left mod len give the same output.
