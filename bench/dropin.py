@@ -9,7 +9,9 @@ on the same arrays in one run:
 CPU: ndfilt on its CPU path against scipy.ndimage and, where it has the filter, OpenCV
 (cv2.medianBlur, cv2.blur, cv2.erode/dilate) with as many threads; wall clock, median of a few
 calls after a warm-up (scipy, one thread, once where it takes over a second). GPU (when CuPy
-sees one): ndfilt on CuPy arrays against cupyx.scipy.ndimage, CUDA events (a filter that
+sees one): ndfilt on CuPy arrays against cupyx.scipy.ndimage and cuCIM's copy of it with its
+faster kernels (cucim.skimage._vendored.ndimage, scipy's signatures; from its PyPI wheel where
+it is installed), CUDA events (a filter that
 ndfilt has no GPU solver for yet says so in the row's errors). Each row carries the largest
 difference from scipy's result. Writes DIR/dropin.json, DIR/dropin.md and (with matplotlib)
 DIR/dropin.png, each call's speed-up over scipy (bench/results/dropin/ is that layout;
@@ -145,6 +147,13 @@ def main():
         import cupyx.scipy.ndimage as cndi
     except Exception:
         cp = cndi = None
+    try:
+        import cucim
+        import cucim.skimage._vendored.ndimage as cucim_ndi
+        cucim_version = getattr(cucim, "__version__", "unknown")
+    except Exception as e:  # not installed, or no GPU
+        cucim_ndi = cucim_version = None
+        cucim_why = f"{type(e).__name__}: {e}"[:200]
     ndfilt.set_device("cpu")
     rows = []
     for name, x, nf, sp, cv, gpu in cases(a.quick):
@@ -159,7 +168,10 @@ def main():
             r["diff"][f"OpenCV {cv[0]}"] = diff(cv[1](cv2, x), ref)
         if cp is not None and gpu is not None:
             xd = cp.asarray(x)
-            for col, fn in (("ndfilt gpu", lambda: nf(xd)), ("cupyx", lambda: gpu(cndi, xd))):
+            peers = [("ndfilt gpu", lambda: nf(xd)), ("cupyx", lambda: gpu(cndi, xd))]
+            if cucim_ndi is not None:
+                peers.append(("cuCIM", lambda: gpu(cucim_ndi, xd)))
+            for col, fn in peers:
                 try:
                     r["diff"][col] = diff(cp.asnumpy(fn()), ref)
                     r["ms"][col] = timing.events_ms(fn, reps=10 if col == "ndfilt gpu" else 5)
@@ -168,6 +180,8 @@ def main():
         print(f"{name}: " + ", ".join(f"{k} {v:.2f} ms" for k, v in r["ms"].items()), flush=True)
         rows.append(r)
     doc = {"meta": {"commit": timing.commit(), "gpu": timing.gpu_name(cp), "cpus": threads,
+                    "cucim": cucim_version,
+                    "cucim_missing": None if cucim_ndi is not None or cp is None else cucim_why,
                     "date": time.strftime("%Y-%m-%d"), "opencv": cv2.__version__ if cv2 else None,
                     "quick": a.quick,
                     "how": "CPU: wall clock, median of 5 after a warm-up (one call past 1 s); "

@@ -25,7 +25,8 @@
 #            naive gather, numpy Gaussians through the GPU, the CPU and cupyx, the CLI as a
 #            process; about 2 minutes) into $OUT/user/: user.json, user.md.
 #   dropin   the rest of scipy.ndimage (bench/dropin.py: rank, uniform, derivative and NaN-aware
-#            filters against scipy, OpenCV and cupyx; a few minutes) into $OUT/dropin/.
+#            filters against scipy, OpenCV, cupyx and cuCIM (its wheel and scikit-image's carried
+#            in .whl/); a few minutes) into $OUT/dropin/.
 #   slabs    numpy arrays (pageable and page-locked) past the call's memory limit filtered in
 #            slabs of the first axis, beside the pinned bus bandwidth of the same run
 #            (bench/slabs.py; GPU_CHECK_SLAB_N, default 1280: N^3 float32; GPU_CHECK_SLAB_LIMIT,
@@ -57,6 +58,14 @@ J=$(nproc)
 declare -a rows
 fail=0
 row() { rows+=("$(printf '%-32s %-6s %s' "$1" "$2" "$3")"); [ "$2" = ok ] || fail=1; }
+
+# Python packages the device lacks (dask, dask-cuda, dask-image, cuCIM, scikit-image) travel as
+# wheels in .whl/ (git-ignored; the device's README says how): installed for this run into a
+# folder on PYTHONPATH.
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/ndf-site .whl/*.whl && export PYTHONPATH=/tmp/ndf-site${PYTHONPATH:+:$PYTHONPATH}
+fi
 
 NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
