@@ -55,6 +55,16 @@ static void describe(const tcase *c, const char *method) {
  * weights (one value along each axis: scipy's uniform_filter), which auto may run as cpu_box. */
 static int boxes;
 
+/* Float64 device arrays only, contiguous (the solver forced is cuda_sep64, which takes nothing
+ * else), in place now and then. */
+static int f64_only;
+static void f64_layout(t_layout *l, uint64_t *r) {
+  l->idt = l->odt = NDF_F64;
+  l->strided_in = l->strided_out = 0;
+  l->dev_in = l->dev_out = 1;
+  l->inplace = t_randint(r, 0, 4) == 0;
+}
+
 /* The case's kernels: random weights, boxes, or the reference's Gaussian kernels. */
 static void make_weights(const tcase *c, uint64_t *r, double *w[NDF_MAX_DIMS],
                          double *aw[NDF_MAX_DIMS]) {
@@ -132,7 +142,7 @@ static void run_case(ndf_context *ctx, int cuda, const char *method, const tcase
   const int exact =
       st == NDF_OK && c->lay.idt == NDF_F64 && c->lay.odt == NDF_F64 &&
       (!strcmp(ndf_plan_solver(p), "cpu_sep") || !strcmp(ndf_plan_solver(p), "cpu_box") ||
-       !strcmp(ndf_plan_solver(p), "cpu_corr1d"));
+       !strcmp(ndf_plan_solver(p), "cpu_corr1d") || !strcmp(ndf_plan_solver(p), "cuda_sep64"));
   t_run_finish(&t, ctx, p, st, cuda, method, exact ? 1e-13 : t_tol, &worst_seen, describe_cb, c);
   for (int d = 0; d < c->nd; d++) {
     free(w[d]);
@@ -186,6 +196,7 @@ static void random_case(tcase *c, uint64_t *r, int cuda, int one_axis) {
   c->cval = 2 * ndf_rand_uniform(r);
   c->conv = c->api != API_GAUSS && t_randint(r, 0, 1);
   t_random_layout(&c->lay, r, cuda);
+  if (f64_only) f64_layout(&c->lay, r);
 }
 
 /* The library's gaussian on the CPU against scipy's gaussian_filter outputs. */
@@ -222,6 +233,7 @@ int main(int argc, char **argv) {
   const int cuda = !strcmp(dev, "cuda");
   const int one_axis = method && (strstr(method, "corr1d") || strstr(method, "direct"));
   boxes = method && strstr(method, "box");
+  f64_only = method && strstr(method, "sep64");
   ndf_context *ctx;
   const int rc = t_open(&ctx, dev);
   if (rc) return rc;
@@ -255,6 +267,7 @@ int main(int argc, char **argv) {
         }
         c.lay.idt = c.lay.odt = NDF_F32;
         c.lay.dev_in = c.lay.dev_out = cuda;
+        if (f64_only) f64_layout(&c.lay, &r);
         c.cval = 0.5;
         run_case(ctx, cuda, method, &c, &r);
       }
@@ -275,6 +288,7 @@ int main(int argc, char **argv) {
       c.conv = n % 4 == 1;
       c.lay.idt = c.lay.odt = NDF_F32;
       c.lay.dev_in = c.lay.dev_out = cuda;
+      if (f64_only) f64_layout(&c.lay, &r);
       c.cval = 0.5;
       run_case(ctx, cuda, method, &c, &r);
     }

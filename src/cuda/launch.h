@@ -49,6 +49,11 @@ int ndf__launch_corr_direct(const float *in, float *const *outs, int nf, const i
 int ndf__launch_rank(const void *in, void *out, int f64, const int64_t n[4], const int64_t k[4],
                      const int64_t left[4], const int mode[4], double cval, const int64_t *off,
                      const int *at, int count, int rank, int extreme, void *stream);
+/* cuda_sep64: one pass along L of a contiguous float64 [P][L][Q] array, in float64: n taps
+ * (w_dev, on the device), left of them before the output, the mode's samples past the ends. */
+int ndf__launch_sep64(const double *in, double *out, int64_t P, int64_t L, int64_t Q,
+                      const double *w_dev, int n, int64_t left, int mode, double cval,
+                      void *stream);
 /* cuda_box: one pass of a box of n samples (weight w) along the last axis of [nrows][X], or
  * along L of [P][L][Q], contiguous float32 to float32; ndf__box_takes: whether the rows pass
  * takes a box of n (its apron in shared memory). */
