@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* rank.c - cpu_rank: rank filters (minimum, maximum, median, any rank) over a footprint.
  *
- * The input is first read into a float64 copy, a uint8 one into bytes (every supported dtype is
- * exact in float64, and the result is one of the samples, so the filter is exact in any dtype).
+ * The input is first read into a float64 copy, a uint8 one into bytes, and for a selection a
+ * float32, uint16 or int16 one into float32 (each dtype is exact in its copy, and the result is
+ * one of the samples, so the filter is exact in any dtype).
  * A box's minimum or maximum is separable, one pass per filtered axis. Across lines, by van
  * Herk / Gil-Werman: the line (extended by the mode) split into blocks of the box's length,
  * running extrema kept from each block's start and from its end, out[i] = op(from_end[i],
@@ -39,7 +40,9 @@ typedef struct {
 } hentry;
 
 typedef struct {
-  double *x;    /* the input in float64, C order (NULL where x8 holds it) */
+  double *x;    /* the input in float64, C order (NULL where x8, x32 or x16 holds it) */
+  float *x32;   /* a float32, uint16 or int16 input for the selection, in float32 (exact there):
+                 * a network's compare-exchange on 32 lanes is half the vector registers */
   int64_t *off; /* the footprint's offsets in x, for outputs whose footprint lies inside */
   int64_t (*at)[NDF_MAX_DIMS]; /* the footprint's offsets per axis (from the window's start) */
   int sep;             /* a box's minimum (-1) or maximum (+1) by separable passes; 0: selection */
@@ -280,7 +283,13 @@ static int prune_network(int n, int r, int (*net)[2]) {
     }                                                                                              \
   }
 NDF__RUN_NETWORK(run_network, double)
+NDF__RUN_NETWORK(run_network_f32, float)
 NDF__RUN_NETWORK(run_network_u8, uint8_t)
+
+/* Sample i of the selection's copy of the input (x8, x32 or x). */
+static inline double sample_at(const state *s, const uint8_t *x8, int64_t i) {
+  return x8 ? (double)x8[i] : s->x32 ? (double)s->x32[i] : s->x[i];
+}
 
 static inline uint8_t min8(uint8_t a, uint8_t b) { return b < a ? b : a; }
 static inline uint8_t max8(uint8_t a, uint8_t b) { return b < a ? a : b; }
@@ -433,8 +442,10 @@ static ndf_status selection(const ndf_plan *p, const state *s, const uint8_t *x8
 #pragma omp parallel num_threads(T) reduction(| : fail)
   {
     double *v = malloc((size_t)n * sizeof *v), *vb = NULL;
+    float *vb32 = NULL;
     uint8_t *vb8 = NULL;
-    if (s->net && !x8 && !(vb = malloc((size_t)n * NB * sizeof *vb))) fail = 1;
+    if (s->net && !x8 && !s->x32 && !(vb = malloc((size_t)n * NB * sizeof *vb))) fail = 1;
+    if (s->net && s->x32 && !(vb32 = malloc((size_t)n * NB * sizeof *vb32))) fail = 1;
     if (s->net && x8 && !(vb8 = malloc((size_t)n * NB))) fail = 1;
     /* median9_line's columns, its output row, a row of cval */
     uint8_t *cols = s->med9 ? malloc((size_t)(W + 4) * 3 + 2 * (size_t)W) : NULL;
@@ -480,7 +491,7 @@ static ndf_status selection(const ndf_plan *p, const state *s, const uint8_t *x8
         double res;
         /* outputs x .. xe - 1 have their windows inside the row */
         const int64_t xe = W - r->k[3] + r->left[3] + 1;
-        if ((vb || vb8) && inner && x >= r->left[3] && xe - r->left[3] >= NB && x < xe) {
+        if ((vb || vb32 || vb8) && inner && x >= r->left[3] && xe - r->left[3] >= NB && x < xe) {
           /* NB outputs whose windows lie inside: their samples side by side, one network; the
            * row's last block starts early enough to be whole and keeps its new outputs only */
           const int64_t x0 = x + NB <= xe ? x : xe - NB, skip = x - x0;
@@ -491,6 +502,10 @@ static ndf_status selection(const ndf_plan *p, const state *s, const uint8_t *x8
             for (int64_t j = 0; j < n; j++)
               memcpy(vb8 + j * NB, x8 + start + s->off[j], NB);
             run_network_u8(vb8, (const int(*)[2])s->net, s->nnet);
+          } else if (vb32) {
+            for (int64_t j = 0; j < n; j++)
+              memcpy(vb32 + j * NB, s->x32 + start + s->off[j], NB * sizeof *vb32);
+            run_network_f32(vb32, (const int(*)[2])s->net, s->nnet);
           } else {
             for (int64_t j = 0; j < n; j++)
               memcpy(vb + j * NB, s->x + start + s->off[j], NB * sizeof *vb);
@@ -502,7 +517,9 @@ static ndf_status selection(const ndf_plan *p, const state *s, const uint8_t *x8
             w.off += NB - 1 - skip;
           } else {
             for (int64_t b = skip; b < NB; b++) {
-              const double res_b = vb8 ? vb8[r->rank * NB + b] : vb[r->rank * NB + b];
+              const double res_b = vb8    ? vb8[r->rank * NB + b]
+                                   : vb32 ? vb32[r->rank * NB + b]
+                                          : vb[r->rank * NB + b];
               ndf__store(out->dtype, out->data, w.off, res_b);
               if (b < NB - 1) ndf__walk_next(&w, out);
             }
@@ -515,7 +532,7 @@ static ndf_status selection(const ndf_plan *p, const state *s, const uint8_t *x8
                                 (idx[1] - r->left[1]) * cstride[1] +
                                 (idx[2] - r->left[2]) * cstride[2] + (x - r->left[3]);
           for (int64_t j = 0; j < n; j++)
-            v[j] = x8 ? (double)x8[start + s->off[j]] : s->x[start + s->off[j]];
+            v[j] = sample_at(s, x8, start + s->off[j]);
         } else {
           for (int64_t j = 0; j < n; j++) {
             int64_t at = 0, d;
@@ -525,7 +542,7 @@ static ndf_status selection(const ndf_plan *p, const state *s, const uint8_t *x8
               if (i < 0) break;
               at += i * cstride[d];
             }
-            v[j] = d < NDF_MAX_DIMS ? r->cval : x8 ? (double)x8[at] : s->x[at];
+            v[j] = d < NDF_MAX_DIMS ? r->cval : sample_at(s, x8, at);
           }
         }
         res = select_rank(v, n, r->rank);
@@ -534,6 +551,7 @@ static ndf_status selection(const ndf_plan *p, const state *s, const uint8_t *x8
     }
     free(v);
     free(vb);
+    free(vb32);
     free(vb8);
     free(cols);
     free(lines);
@@ -586,6 +604,23 @@ static void copy(const ndf_array *a, double *x, uint8_t *x8, int64_t n, int in, 
   }
 }
 
+/* The n elements of a float32, uint16 or int16 array a (C order) into x32, exact. */
+static void copy32(const ndf_array *a, float *x32, int64_t n, int threads) {
+#pragma omp parallel num_threads(threads)
+  {
+    const int nt = omp_get_num_threads(), t = omp_get_thread_num();
+    const int64_t lo = n * t / nt, hi = n * (t + 1) / nt;
+    if (lo < hi && a->dtype == NDF_F32 && ndf__is_contiguous(a)) {
+      memcpy(x32 + lo, (const float *)a->data + lo, (size_t)(hi - lo) * sizeof *x32);
+    } else if (lo < hi) {
+      ndf__walker w;
+      ndf__walk_at(&w, a, lo);
+      for (int64_t i = lo; i < hi; i++, ndf__walk_next(&w, a))
+        x32[i] = (float)ndf__load(a->dtype, a->data, w.off);
+    }
+  }
+}
+
 /* The n elements of a 16-bit integer array a (C order) into x16 as their keys. */
 static void keys16(const ndf_array *a, uint16_t *x16, int64_t n, int threads) {
 #pragma omp parallel num_threads(threads)
@@ -622,6 +657,8 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *
     const uint8_t *x8 = direct ? in->data : s->x8;
     if (s->x16)
       keys16(&in4, s->x16, n, T);
+    else if (s->x32)
+      copy32(&in4, s->x32, n, T);
     else if (!direct)
       copy(&in4, s->x, s->x8, n, 1, T);
     st = selection(p, s, x8, in4.shape, &out4);
@@ -634,6 +671,7 @@ static void free_state(void *v) {
   state *s = v;
   if (!s) return;
   free(s->x);
+  free(s->x32);
   free(s->off);
   free(s->at);
   free(s->net);
@@ -736,7 +774,10 @@ static ndf_status make(ndf_plan *p) {
     return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_rank: out of host memory");
   if (s->hist && t != NDF_U8 && !(s->x16 = malloc((size_t)(n > 0 ? n : 1) * sizeof *s->x16)))
     return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_rank: out of host memory");
-  if (!s->x8 && !s->x16 && !(s->x = malloc((size_t)(n > 0 ? n : 1) * sizeof *s->x)))
+  if (!s->x8 && !s->x16 && (t == NDF_F32 || t == NDF_U16 || t == NDF_I16) &&
+      !(s->x32 = malloc((size_t)(n > 0 ? n : 1) * sizeof *s->x32)))
+    return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_rank: out of host memory");
+  if (!s->x8 && !s->x16 && !s->x32 && !(s->x = malloc((size_t)(n > 0 ? n : 1) * sizeof *s->x)))
     return ndf__fail(p->ctx, NDF_ENOMEM, "cpu_rank: out of host memory");
   return NDF_OK;
 }
