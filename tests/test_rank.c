@@ -23,8 +23,8 @@ static int cmp(const void *a, const void *b) {
 }
 
 /* On a GPU (cuda) the arrays lie on the device or the host at random; float64 goes to the
- * device, contiguous, in and out both float64 (cuda_rank filters float64 as it is there and
- * nowhere else). */
+ * device, in and out both float64 (cuda_rank filters float64 as it is there and nowhere else),
+ * strided now and then (through contiguous buffers). */
 static void one_case(ndf_context *ctx, int cuda, const char *method, uint64_t *r, int c) {
   /* every fifth case a uint8 median of a 3x3 box over the last two axes (cpu_rank's columns) */
   const int med9 = c % 5 == 4;
@@ -95,7 +95,7 @@ static void one_case(ndf_context *ctx, int cuda, const char *method, uint64_t *r
   const int64_t rk = rank < 0 ? rank + m : rank;
 
   t_arr in, out;
-  t_arr_make(&in, r, idt, nd, shape, !f64 && t_randint(r, 0, 1), din);
+  t_arr_make(&in, r, idt, nd, shape, t_randint(r, 0, f64 ? 3 : 1) == 1, din);
   t_fill_random(&in, r);
   if (big8 && idt != NDF_U8 && t_randint(r, 0, 1)) /* values about a 256 boundary, with ties */
     for (int64_t i = 0; i < n; i++) {
@@ -107,7 +107,7 @@ static void one_case(ndf_context *ctx, int cuda, const char *method, uint64_t *r
   if (inplace)
     out = in;
   else
-    t_arr_make(&out, r, odt, nd, shape, !f64 && t_randint(r, 0, 1), dout);
+    t_arr_make(&out, r, odt, nd, shape, t_randint(r, 0, f64 ? 3 : 1) == 1, dout);
   double *x = malloc((size_t)n * sizeof *x), *want = malloc((size_t)n * sizeof *want),
          *v = malloc((size_t)m * sizeof *v);
   if (!x || !want || !v) abort();

@@ -55,14 +55,15 @@ static void describe(const tcase *c, const char *method) {
  * weights (one value along each axis: scipy's uniform_filter), which auto may run as cpu_box. */
 static int boxes;
 
-/* Float64 device arrays only, contiguous (the solver forced is cuda_sep64, which takes nothing
- * else), in place now and then. */
+/* Float64 device arrays only (the solver forced is cuda_sep64, which takes nothing else),
+ * strided or in place now and then. */
 static int f64_only;
 static void f64_layout(t_layout *l, uint64_t *r) {
   l->idt = l->odt = NDF_F64;
-  l->strided_in = l->strided_out = 0;
+  l->strided_in = t_randint(r, 0, 3) == 0;
+  l->strided_out = t_randint(r, 0, 3) == 0;
   l->dev_in = l->dev_out = 1;
-  l->inplace = t_randint(r, 0, 4) == 0;
+  l->inplace = !l->strided_in && !l->strided_out && t_randint(r, 0, 4) == 0;
 }
 
 /* The case's kernels: random weights, boxes, or the reference's Gaussian kernels. */

@@ -130,6 +130,34 @@ template <typename T> static int from_f32_t(const float *src, void *dst, ndf__vi
   return (int)cudaGetLastError();
 }
 
+// A float64 view gathered into a contiguous buffer, or a contiguous buffer scattered into one.
+__global__ void gather64(const double *src, ndf__view4 v, double *dst) {
+  int64_t n = ndf__vsize(v), c[4];
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x)
+    dst[i] = src[ndf__voff(v, i, c)];
+}
+__global__ void scatter64(const double *src, double *dst, ndf__view4 v) {
+  int64_t n = ndf__vsize(v), c[4];
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x)
+    dst[ndf__voff(v, i, c)] = src[i];
+}
+
+extern "C" int ndf__launch_gather64(const double *src, ndf__view4 v, double *dst, void *stream) {
+  const int64_t n = v.shape[0] * v.shape[1] * v.shape[2] * v.shape[3];
+  if (n == 0) return 0;
+  gather64<<<ndf__grid(n, 256), 256, 0, (cudaStream_t)stream>>>(src, v, dst);
+  return (int)cudaGetLastError();
+}
+
+extern "C" int ndf__launch_scatter64(const double *src, double *dst, ndf__view4 v, void *stream) {
+  const int64_t n = v.shape[0] * v.shape[1] * v.shape[2] * v.shape[3];
+  if (n == 0) return 0;
+  scatter64<<<ndf__grid(n, 256), 256, 0, (cudaStream_t)stream>>>(src, dst, v);
+  return (int)cudaGetLastError();
+}
+
 extern "C" int ndf__launch_to_f32(const void *src, int dtype, ndf__view4 v, float *dst,
                                   void *stream) {
   switch (dtype) {

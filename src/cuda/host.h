@@ -23,6 +23,15 @@ typedef struct {
 int ndf__cuda_contig_begin(ndf__contig *c, const ndf_array *in, int nout, ndf_array *out,
                            void *stream);
 int ndf__cuda_contig_end(ndf__contig *c, int err, ndf_array *out, void *stream);
+/* The same for a native float64 exec (one output): a native plan takes its device arrays as
+ * they are, and their strides may change from call to call. */
+typedef struct {
+  const double *src;
+  double *dst;
+  double *gin, *gout; /* the buffers, or NULL */
+} ndf__contig64;
+int ndf__cuda_contig64_begin(ndf__contig64 *c, const ndf_array *in, ndf_array *out, void *stream);
+int ndf__cuda_contig64_end(ndf__contig64 *c, int err, ndf_array *out, void *stream);
 
 /* Whether cuFFT could be opened (cufft_load.c: on first use, not linked); if not, *reason says
  * why. */

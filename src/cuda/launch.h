@@ -21,6 +21,10 @@ typedef struct ndf__view4 {
 /* Each returns a cudaError_t (0 on success) after queuing work on stream. */
 int ndf__launch_to_f32(const void *src, int dtype, ndf__view4 v, float *dst, void *stream);
 int ndf__launch_from_f32(const float *src, void *dst, int dtype, ndf__view4 v, void *stream);
+/* A float64 view v of src gathered into contiguous dst, or contiguous src scattered into the
+ * view v of dst. */
+int ndf__launch_gather64(const double *src, ndf__view4 v, double *dst, void *stream);
+int ndf__launch_scatter64(const double *src, double *dst, ndf__view4 v, void *stream);
 int ndf__launch_corr1d_direct(const float *in, ndf__view4 vin, float *out, ndf__view4 vout,
                               int axis4, const float *w, int64_t n, int64_t left, int mode,
                               float cval, void *stream);

@@ -2,8 +2,8 @@
 /* rank.c - host side of cuda_rank (rank_kernel.cu): rank filters on the GPU, a thread an
  * output, any footprint; the median of a few samples through a tile in shared memory. A rank
  * filter's result is one of its samples: float32 holds every sample of the library's integer dtypes
- * exactly, and float64 device arrays are filtered as they are (a native plan: contiguous, nothing
- * staged), so the result is exact for every dtype. */
+ * exactly, and float64 device arrays are filtered as they are (a native plan: nothing staged,
+ * strided views through contiguous float64 buffers), so the result is exact for every dtype. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,9 +58,8 @@ static int applicable(const ndf__solver *self, const ndf__problem *pb, const ndf
   const ndf_array *in = &pb->in, *out = &pb->out;
   const int f64 = in->dtype == NDF_F64 || out->dtype == NDF_F64;
   return ctx->place.kind == NDF_PLACE_CUDA && r->n < INT32_MAX &&
-         (!f64 ||
-          (in->dtype == out->dtype && in->place.kind == NDF_PLACE_CUDA &&
-           out->place.kind == NDF_PLACE_CUDA && ndf__is_contiguous(in) && ndf__is_contiguous(out)));
+         (!f64 || (in->dtype == out->dtype && in->place.kind == NDF_PLACE_CUDA &&
+                   out->place.kind == NDF_PLACE_CUDA));
 }
 
 /* A read of each sample (mostly from cache); a selection among up to 128 makes about log2(n) + 2
@@ -127,8 +126,11 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *
   cudaStream_t st = (cudaStream_t)p->ctx->stream;
   if (ndf_array_size(in) == 0) return NDF_OK;
   int e;
-  if (p->native) { /* float64, contiguous (not in place: the staging layer copies) */
-    e = run(s, r, in->data, out->data, 1, st);
+  if (p->native) { /* float64, any strides (in place, the staging layer hands a copy of in) */
+    ndf__contig64 g;
+    e = ndf__cuda_contig64_begin(&g, in, out, st);
+    if (e == 0) e = run(s, r, g.src, g.dst, 1, st);
+    e = ndf__cuda_contig64_end(&g, e, out, st);
   } else {
     ndf__contig g;
     e = ndf__cuda_contig_begin(&g, in, 1, out, st);

@@ -45,9 +45,13 @@ __device__ __forceinline__ T sample(const rank_args<T> &a, const int64_t c[4], i
 
 NDF__SELECT_RANK(select_rank, float, __device__)
 NDF__SELECT_RANK(select_rank, double, __device__)
-NDF__FORGETFUL_MEDIAN(forgetful_median, float, __device__ __forceinline__, fminf, fmaxf,
+/* Compare-exchanges that keep the values as they are (a NaN stays one of them, as in the CPU's
+ * networks), not fminf and fmaxf, which would drop it and count the other twice. */
+#define KEEP_MIN(a, b) ((b) < (a) ? (b) : (a))
+#define KEEP_MAX(a, b) ((b) < (a) ? (a) : (b))
+NDF__FORGETFUL_MEDIAN(forgetful_median, float, __device__ __forceinline__, KEEP_MIN, KEEP_MAX,
                       _Pragma("unroll"))
-NDF__FORGETFUL_MEDIAN(forgetful_median, double, __device__ __forceinline__, fmin, fmax,
+NDF__FORGETFUL_MEDIAN(forgetful_median, double, __device__ __forceinline__, KEEP_MIN, KEEP_MAX,
                       _Pragma("unroll"))
 
 /* Keys that order as the floats do (-0 before +0, NaN past the infinities by sign). */

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* sep64.c - host side of cuda_sep64: separable filters (correlate1d, sepfilter, the FIR Gaussian
  * and its derivatives, uniform) of float64 device arrays computed in float64, as scipy computes
- * them, where cuda_sep stages them to float32. A native plan: contiguous float64 device arrays
- * in and out, taken as they are (in place, the staging layer hands it a copy of the input); one
- * pass per filtered axis (sep64_kernel.cu), the last writing the output, one float64 temporary
- * between the others.
+ * them, where cuda_sep stages them to float32. A native plan: float64 device arrays in and out,
+ * taken as they are (strided ones through contiguous float64 buffers; in place, the staging
+ * layer hands it a copy of the input); one pass per filtered axis (sep64_kernel.cu), the last
+ * writing the output, one float64 temporary between the others.
  *
  * Off unless the development switch NDF_CUDA_F64 is 1 (gpu-check's build) until it has been
  * checked on a GPU. */
@@ -31,8 +31,7 @@ static int applicable(const ndf__solver *self, const ndf__problem *pb, const ndf
     short_taps &= c->ax[k].n <= INT32_MAX;
   return on && on[0] == '1' && ctx->place.kind == NDF_PLACE_CUDA && short_taps &&
          pb->in.dtype == NDF_F64 && pb->out.dtype == NDF_F64 &&
-         pb->in.place.kind == NDF_PLACE_CUDA && pb->out.place.kind == NDF_PLACE_CUDA &&
-         ndf__is_contiguous(&pb->in) && ndf__is_contiguous(&pb->out);
+         pb->in.place.kind == NDF_PLACE_CUDA && pb->out.place.kind == NDF_PLACE_CUDA;
 }
 
 /* A read and a write of 8 bytes per pass at ~3 TB/s and a float64 FMA a tap at ~30 TFLOP/s (an
@@ -64,20 +63,26 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *
   cudaStream_t st = (cudaStream_t)p->ctx->stream;
   const size_t bytes = (size_t)ndf_array_size(in) * sizeof(double);
   int e = 0;
-  if (c->naxes == 0) { /* a copy */
-    if (in->data != out->data && bytes)
-      e = (int)cudaMemcpyAsync(out->data, in->data, bytes, cudaMemcpyDeviceToDevice, st);
+  if (c->naxes == 0 && in->data != out->data && bytes) { /* a copy, through the views */
+    ndf__contig64 g;
+    e = ndf__cuda_contig64_begin(&g, in, out, st);
+    if (e == 0 && g.dst != g.src)
+      e = (int)cudaMemcpyAsync(g.dst, g.src, bytes, cudaMemcpyDeviceToDevice, st);
+    e = ndf__cuda_contig64_end(&g, e, out, st);
   }
-  const double *src = in->data;
+  ndf__contig64 g; /* the arrays' strides may differ from the plan's */
+  if (c->naxes) e = ndf__cuda_contig64_begin(&g, in, out, st);
+  const double *src = g.src;
   for (int k = 0; k < c->naxes && e == 0; k++) {
     const ndf__sepaxis *ax = &c->ax[k];
-    double *to = (c->naxes - 1 - k) % 2 == 0 ? (double *)out->data : s->tmp;
+    double *to = (c->naxes - 1 - k) % 2 == 0 ? g.dst : s->tmp;
     int64_t P, Q;
     ndf__split_axis(in->shape, in->ndim, ax->axis, &P, &Q);
     e = ndf__launch_sep64(src, to, P, in->shape[ax->axis], Q, s->dw + ax->off, (int)ax->n, ax->left,
                           ax->mode, c->cval, st);
     src = to;
   }
+  if (c->naxes) e = ndf__cuda_contig64_end(&g, e, out, st);
   return e == 0 ? NDF_OK : ndf__cuda_check(p->ctx, e, "cuda_sep64");
 }
 

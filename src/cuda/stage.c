@@ -111,7 +111,7 @@ static void stage_destroy(struct ndf__stage *s) {
 }
 
 static ndf_status stage_create(ndf_plan *p) {
-  if (p->native) return NDF_OK;
+  if (p->native && !p->alt) return NDF_OK; /* a native plan with a twin: the flag's buffers */
   const ndf_array *in = &p->pb.in, *out = &p->pb.out;
   size_t bin = (size_t)ndf_array_size(in) * sizeof(float);
   size_t bout = (size_t)ndf_array_size(out) * sizeof(float) * (size_t)p->pb.nout;
@@ -125,9 +125,9 @@ static ndf_status stage_create(ndf_plan *p) {
   size_t bytes = 0;
   if (e == cudaSuccess && hin) e = cudaMallocHost((void **)&s->h_in, bytes = bin);
   if (e == cudaSuccess && hout) e = cudaMallocHost((void **)&s->h_out, bytes = bout);
-  if (e == cudaSuccess && (hin || in->dtype != NDF_F32))
+  if (e == cudaSuccess && !p->native && (hin || in->dtype != NDF_F32))
     e = cudaMalloc((void **)&s->d_in, bytes = bin);
-  if (e == cudaSuccess && (hout || out->dtype != NDF_F32))
+  if (e == cudaSuccess && !p->native && (hout || out->dtype != NDF_F32))
     e = cudaMalloc((void **)&s->d_out, bytes = bout);
   if (e == cudaSuccess && p->alt && !hin) e = cudaMalloc((void **)&s->d_flag, bytes = sizeof(int));
   if (e == cudaSuccess && p->alt && !hin)
@@ -357,8 +357,17 @@ static ndf_status execute(const ndf_plan *p, const ndf_array *in, const ndf_arra
 
   cudaError_t e = cudaSetDevice(dev);
   if (e != cudaSuccess) return cuda_fail(ctx, e, "cudaSetDevice", 0);
-  if (p->native) return native_execute(p, in, ops, out, same);
+  if (p->native && !p->alt) return native_execute(p, in, ops, out, same);
   pthread_mutex_lock(&s->lock);
+  if (p->native) { /* its twin runs on inputs that hold NaN or Inf, native too where it is */
+    int bad = 0;
+    r = device_nonfinite(p, in, &bad);
+    pthread_mutex_unlock(&s->lock);
+    if (r != NDF_OK) return r;
+    const ndf_plan *q = bad && p->alt->native ? p->alt : p;
+    ndf__note_alt(p, q != p);
+    return native_execute(q, in, ops, out, same);
+  }
   /* A plan with an exact twin runs the twin on inputs that hold NaN or Inf: a host input is
    * checked while it is packed, a device one by a reduction before anything else. */
   int bad = 0;
@@ -370,6 +379,10 @@ static ndf_status execute(const ndf_plan *p, const ndf_array *in, const ndf_arra
     goto done;
   const ndf_plan *q = bad ? p->alt : p;
   ndf__note_alt(p, bad);
+  if (q->native) { /* a native twin takes the caller's device arrays, not the staged ones */
+    r = native_execute(q, in, ops, out, same);
+    goto done;
+  }
   const int inplace_dev = same && !hin && !(q->in_place && in->dtype == NDF_F32);
   if (hin) {
     din = dev_f32(in, s->d_in, dev);
@@ -521,6 +534,38 @@ int ndf__cuda_contig_end(ndf__contig *c, int err, ndf_array *out, void *stream) 
   c->nout = 0;
   c->dst = &c->dst1;
   c->gout = &c->gout1;
+  return (int)e;
+}
+
+int ndf__cuda_contig64_begin(ndf__contig64 *c, const ndf_array *in, ndf_array *out, void *stream) {
+  cudaStream_t st = (cudaStream_t)stream;
+  cudaError_t e = cudaSuccess;
+  c->src = in->data;
+  c->dst = out->data;
+  c->gin = c->gout = NULL;
+  if (!ndf__is_contiguous(in)) {
+    e = cudaMallocAsync((void **)&c->gin, (size_t)ndf_array_size(in) * sizeof(double), st);
+    if (e == cudaSuccess)
+      e = (cudaError_t)ndf__launch_gather64(in->data, ndf__cuda_view4(in), c->gin, st);
+    c->src = c->gin;
+  }
+  if (e == cudaSuccess && !ndf__is_contiguous(out)) {
+    e = cudaMallocAsync((void **)&c->gout, (size_t)ndf_array_size(out) * sizeof(double), st);
+    c->dst = c->gout;
+  }
+  return (int)e;
+}
+
+int ndf__cuda_contig64_end(ndf__contig64 *c, int err, ndf_array *out, void *stream) {
+  cudaStream_t st = (cudaStream_t)stream;
+  cudaError_t e = (cudaError_t)err;
+  if (c->gout) {
+    if (e == cudaSuccess)
+      e = (cudaError_t)ndf__launch_scatter64(c->gout, out->data, ndf__cuda_view4(out), st);
+    cudaFreeAsync(c->gout, st);
+  }
+  if (c->gin) cudaFreeAsync(c->gin, st);
+  c->gin = c->gout = NULL;
   return (int)e;
 }
 
