@@ -66,14 +66,25 @@ int ndf__launch_box_rows(const float *in, float *out, int64_t nrows, int64_t X, 
                          int mode, float cval, double w, void *stream);
 int ndf__launch_box_cols(const float *in, float *out, int64_t P, int64_t L, int64_t Q, int n,
                          int64_t left, int mode, float cval, double w, void *stream);
-/* cuda_rank's median of a footprint of count samples (at[] on the host, as for
- * ndf__launch_rank) through a tile in shared memory (pairs: neighbours along y share their
- * common samples' steps where the footprint allows); ndf__median_tile_takes says whether it
- * takes the problem (a count it is built for, the median's rank, k[0] = 1, a tile that fits). */
-int ndf__median_tile_takes(int f64, const int64_t n[4], const int64_t k[4], int count, int rank);
+/* cuda_rank's median of a footprint of a few samples through a tile in shared memory
+ * (rank_kernel.cu's median_tile), laid out once for a plan by ndf__median_tile_plan: it says
+ * whether the tile takes the problem (a count it is built for, the median's rank, k[0] = 1, a
+ * tile that fits) and fills *t from the samples at at[4j..4j+3] (as for ndf__launch_rank; NULL:
+ * only the answer). pairs: neighbours along y share their common samples' steps where the
+ * footprint allows. */
+enum { NDF__MEDIAN_OFFS = 150 };
+typedef struct {
+  int count, own; /* samples; each window's own where outputs go in pairs, else 0 */
+  int py, pz;     /* a thread's outputs (pairs of them where own) along y, and along z */
+  int sx, sy, sz; /* the tile's extent with its halo */
+  size_t smem;
+  int off[NDF__MEDIAN_OFFS]; /* the samples' offsets in the tile (median_args.off) */
+} ndf__median_tile;
+int ndf__median_tile_plan(ndf__median_tile *t, int f64, const int64_t n[4], const int64_t k[4],
+                          const int *at, int count, int rank, int pairs);
 int ndf__launch_median_tile(const void *in, void *out, int f64, const int64_t n[4],
-                            const int64_t k[4], const int64_t left[4], const int mode[4],
-                            double cval, const int *at, int count, int pairs, void *stream);
+                            const int64_t left[4], const int mode[4], double cval,
+                            const ndf__median_tile *t, void *stream);
 /* 1 into *flag (a device int the caller zeroed) if the strided device array of dtype holds a
  * NaN or an infinity as float32 arithmetic sees it. */
 int ndf__launch_nonfinite(const void *src, int dtype, ndf__view4 v, int *flag, void *stream);

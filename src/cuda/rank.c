@@ -19,9 +19,8 @@ typedef struct {
   int64_t k[4], left[4];
   int64_t *off;
   int *at;
-  int *at_host; /* at[] on the host, for the median's tile */
   int count;
-  int tile; /* the median by median_tile */
+  ndf__median_tile *tile; /* the median by median_tile, laid out; else NULL */
 } pass;
 
 /* A general footprint is one pass; a box's minimum or maximum is one pass per axis it spans
@@ -38,9 +37,6 @@ typedef struct {
 static int tile_mode(void) {
   const char *on = ndf__dev_switch("NDF_CUDA_RANK_TILE");
   return on && (on[0] == '1' || on[0] == '2') ? on[0] - '0' : 0;
-}
-static int tile_takes(int f64, const int64_t n[4], const int64_t k[4], int count, int rank) {
-  return tile_mode() && ndf__median_tile_takes(f64, n, k, count, rank);
 }
 
 static int extreme_of(const ndf__rank *r) {
@@ -72,12 +68,11 @@ static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_co
   const double n = (double)ndf_array_size(&pb->in),
                m = by_axes(r) ? (double)(k[0] + k[1] + k[2] + k[3]) : (double)r->n;
   const double bytes = pb->in.dtype == NDF_F64 ? 16 : 8;
-  int64_t n4[4];
-  for (int d = 0; d < 4; d++)
-    n4[d] = d < 4 - pb->in.ndim ? 1 : pb->in.shape[d - 4 + pb->in.ndim];
   /* the tile's forgetful selection: about (3/8) m^2 minimum-or-maximum operations */
   const int tile =
-      !by_axes(r) && tile_takes(pb->in.dtype == NDF_F64, n4, r->k, (int)r->n, (int)r->rank);
+      !by_axes(r) && tile_mode() &&
+      ndf__median_tile_plan(NULL, pb->in.dtype == NDF_F64, ndf__cuda_view4(&pb->in).shape, r->k,
+                            NULL, (int)r->n, (int)r->rank, 0);
   const double per = tile            ? m * m * 0.05e-12
                      : extreme_of(r) ? m * 0.05e-12
                      : m <= 128      ? m * (m <= 16 ? m / 4 : 6) * 0.1e-12
@@ -91,7 +86,7 @@ static void free_state(void *v) {
   for (int i = 0; i < s->np; i++) {
     cudaFree(s->ps[i].off);
     cudaFree(s->ps[i].at);
-    free(s->ps[i].at_host);
+    free(s->ps[i].tile);
   }
   free(s);
 }
@@ -108,8 +103,7 @@ static int run(const state *s, const ndf__rank *r, const void *src, void *dst, i
   for (int i = 0; i < s->np && e == 0; i++) { /* the last pass writes dst */
     const pass *q = &s->ps[i];
     void *to = (s->np - 1 - i) % 2 ? tmp : dst;
-    e = q->tile ? ndf__launch_median_tile(src, to, f64, s->n, q->k, q->left, mode, r->cval,
-                                          q->at_host, q->count, tile_mode() == 2, st)
+    e = q->tile ? ndf__launch_median_tile(src, to, f64, s->n, q->left, mode, r->cval, q->tile, st)
                 : ndf__launch_rank(src, to, f64, s->n, q->k, q->left, mode, r->cval, q->off, q->at,
                                    q->count, s->np > 1 ? 0 : (int)r->rank, extreme_of(r), st);
     src = to;
@@ -140,8 +134,10 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *
   return e == 0 ? NDF_OK : ndf__cuda_check(p->ctx, e, "cuda_rank");
 }
 
-/* Pass q over the samples of footprint fp (box k, bytes in C order; NULL: all of the box). */
-static cudaError_t make_pass(pass *q, const unsigned char *fp, const int64_t n[4]) {
+/* Pass q over the samples of footprint fp (box k, bytes in C order; NULL: all of the box);
+ * median >= 0: the median's rank, which the tile takes where tile_mode allows. */
+static cudaError_t make_pass(pass *q, const unsigned char *fp, const int64_t n[4], int f64,
+                             int median) {
   const int64_t size = q->k[0] * q->k[1] * q->k[2] * q->k[3];
   int64_t *off = malloc((size_t)size * sizeof *off);
   int *at = malloc((size_t)size * 4 * sizeof *at);
@@ -165,8 +161,17 @@ static cudaError_t make_pass(pass *q, const unsigned char *fp, const int64_t n[4
     e = cudaMemcpy(q->off, off, (size_t)m * sizeof *off, cudaMemcpyHostToDevice);
   if (e == cudaSuccess)
     e = cudaMemcpy(q->at, at, (size_t)m * 4 * sizeof *at, cudaMemcpyHostToDevice);
+  if (e == cudaSuccess && median >= 0 && tile_mode()) {
+    q->tile = malloc(sizeof *q->tile);
+    if (!q->tile) e = cudaErrorMemoryAllocation;
+    if (q->tile &&
+        !ndf__median_tile_plan(q->tile, f64, n, q->k, at, q->count, median, tile_mode() == 2)) {
+      free(q->tile);
+      q->tile = NULL;
+    }
+  }
   free(off);
-  q->at_host = at;
+  free(at);
   return e;
 }
 
@@ -179,9 +184,7 @@ static ndf_status make(ndf_plan *p) {
   p->exec = exec;
   p->free_state = free_state;
   p->native = a->dtype == NDF_F64 || p->pb.out.dtype == NDF_F64;
-  const int pad = 4 - a->ndim;
-  for (int d = 0; d < 4; d++)
-    s->n[d] = d < pad ? 1 : a->shape[d - pad];
+  memcpy(s->n, ndf__cuda_view4(a).shape, sizeof s->n);
   cudaError_t e = cudaSetDevice(p->ctx->place.device);
   if (by_axes(r)) {
     for (int d = 0; d < 4 && e == cudaSuccess; d++) {
@@ -191,14 +194,13 @@ static ndf_status make(ndf_plan *p) {
         q->k[i] = i == d ? r->k[d] : 1;
         q->left[i] = i == d ? r->left[d] : 0;
       }
-      e = make_pass(q, NULL, s->n);
+      e = make_pass(q, NULL, s->n, p->native, -1);
     }
   } else if (e == cudaSuccess) {
     pass *q = &s->ps[s->np++];
     memcpy(q->k, r->k, sizeof q->k);
     memcpy(q->left, r->left, sizeof q->left);
-    e = make_pass(q, r->fp, s->n);
-    q->tile = e == cudaSuccess && tile_takes(p->native, s->n, q->k, q->count, (int)r->rank);
+    e = make_pass(q, r->fp, s->n, p->native, extreme_of(r) ? -1 : (int)r->rank);
   }
   if (e == cudaErrorMemoryAllocation)
     return ndf__fail(p->ctx, NDF_ENOMEM, "cuda_rank: out of memory for the footprint");

@@ -13,6 +13,7 @@
  * selects its outputs' medians in registers by forgetful selection (select.h), the footprint's
  * offsets in the tile being kernel parameters (constant memory, one broadcast a sample). */
 #include <stdint.h>
+#include <string.h>
 
 #include "../core/boundary.h"
 #include "../core/select.h"
@@ -158,6 +159,7 @@ static int launch(const T *in, T *out, const int64_t n[4], const int64_t k[4],
  * edges (42 of 49 for 7 x 7, 100 of 125 for 5^3): the pair takes its common samples through
  * the selection's steps once, then each window goes on from that buffer with its own P. */
 enum { MEDIAN_MAXN = 125, MEDIAN_MAXP = 25, MEDIAN_TX = 32, MEDIAN_TY = 8 };
+static_assert(MEDIAN_MAXN + MEDIAN_MAXP == NDF__MEDIAN_OFFS, "the plan's offsets are the args'");
 
 template <typename T> struct median_args {
   const T *in;
@@ -306,13 +308,9 @@ static int median_split(const int64_t k[4], const int *at, int count, int pos[][
 }
 
 template <typename T>
-static int median(const T *in, T *out, const int64_t n[4], const int64_t k[4],
-                  const int64_t left[4], const int mode[4], double cval, const int *at, int count,
-                  int pairs, cudaStream_t s) {
-  int pos[MEDIAN_MAXN + MEDIAN_MAXP][3];
-  const int P = pairs ? median_split(k, at, count, pos) : -1, r = P > 0 ? 2 : 1;
-  int py, pz;
-  const size_t smem = median_geometry<T>(k, r, &py, &pz);
+static int median(const T *in, T *out, const int64_t n[4], const int64_t left[4], const int mode[4],
+                  double cval, const ndf__median_tile *t, cudaStream_t s) {
+  const int r = t->own ? 2 : 1;
   median_args<T> a;
   a.in = in;
   a.out = out;
@@ -322,30 +320,23 @@ static int median(const T *in, T *out, const int64_t n[4], const int64_t k[4],
     a.mode[d] = mode[d];
   }
   a.cval = (T)cval;
-  a.py = py;
-  a.pz = pz;
-  a.sx = (int)(MEDIAN_TX + k[3] - 1);
-  a.sy = (int)(MEDIAN_TY * r * py + k[2] - 1);
-  a.sz = (int)(pz + k[1] - 1);
+  a.py = t->py;
+  a.pz = t->pz;
+  a.sx = t->sx;
+  a.sy = t->sy;
+  a.sz = t->sz;
   a.tiles[0] = (n[3] + MEDIAN_TX - 1) / MEDIAN_TX;
-  a.tiles[1] = (n[2] + MEDIAN_TY * r * py - 1) / (MEDIAN_TY * r * py);
-  a.tiles[2] = (n[1] + pz - 1) / pz;
-  if (P > 0)
-    for (int j = 0; j < count + P; j++)
-      a.off[j] = (pos[j][0] * a.sy + pos[j][1]) * a.sx + pos[j][2];
-  else
-    for (int j = 0; j < count; j++)
-      a.off[j] = (at[4 * j + 1] * a.sy + at[4 * j + 2]) * a.sx + at[4 * j + 3];
+  a.tiles[1] = (n[2] + MEDIAN_TY * r * t->py - 1) / (MEDIAN_TY * r * t->py);
+  a.tiles[2] = (n[1] + t->pz - 1) / t->pz;
+  memcpy(a.off, t->off, sizeof a.off);
   const int64_t blocks = a.tiles[0] * a.tiles[1] * a.tiles[2] * n[0];
-  if (P > 0) {
 #define MEDIAN_PAIR_CASE(c, p)                                                                     \
-  if (count == c && P == p) return median_launch<T, c, p>(a, smem, blocks, s);
-    MEDIAN_PAIRS(MEDIAN_PAIR_CASE)
+  if (t->count == c && t->own == p) return median_launch<T, c, p>(a, t->smem, blocks, s);
+  MEDIAN_PAIRS(MEDIAN_PAIR_CASE)
 #undef MEDIAN_PAIR_CASE
-  }
-  switch (count) {
+  switch (t->count) {
 #define MEDIAN_CASE(c)                                                                             \
-  case c: return median_launch<T, c, 0>(a, smem, blocks, s);
+  case c: return median_launch<T, c, 0>(a, t->smem, blocks, s);
     MEDIAN_COUNTS(MEDIAN_CASE)
 #undef MEDIAN_CASE
   default: return (int)cudaErrorInvalidValue;
@@ -354,30 +345,50 @@ static int median(const T *in, T *out, const int64_t n[4], const int64_t k[4],
 
 } // namespace
 
-extern "C" int ndf__median_tile_takes(int f64, const int64_t n[4], const int64_t k[4], int count,
-                                      int rank) {
-  int py, pz, counted = 0;
+extern "C" int ndf__median_tile_plan(ndf__median_tile *t, int f64, const int64_t n[4],
+                                     const int64_t k[4], const int *at, int count, int rank,
+                                     int pairs) {
+  int counted = 0;
 #define MEDIAN_IS(c) counted |= count == c;
   MEDIAN_COUNTS(MEDIAN_IS)
 #undef MEDIAN_IS
-  const int64_t blocks =
-      (n[3] + MEDIAN_TX - 1) / MEDIAN_TX * ((n[2] + MEDIAN_TY - 1) / MEDIAN_TY) * n[1] * n[0];
-  /* the pairs' tile (twice the rows) fits wherever one row of pairs does; the single tile
-   * is the bound */
-  return counted && rank == count / 2 && k[0] == 1 && blocks < INT32_MAX &&
-         (f64 ? median_geometry<double>(k, 2, &py, &pz) : median_geometry<float>(k, 2, &py, &pz)) >
-             0;
+  if (!counted || rank != count / 2 || k[0] != 1) return 0;
+  int pos[MEDIAN_MAXN + MEDIAN_MAXP][3]; /* each sample's place (z, y, x) in its window */
+  int own = pairs && at ? median_split(k, at, count, pos) : 0, py, pz;
+  size_t smem = 0;
+  if (own > 0) /* pairs where their tile fits, else the outputs alone */
+    smem = f64 ? median_geometry<double>(k, 2, &py, &pz) : median_geometry<float>(k, 2, &py, &pz);
+  if (!smem) {
+    own = 0;
+    smem = f64 ? median_geometry<double>(k, 1, &py, &pz) : median_geometry<float>(k, 1, &py, &pz);
+  }
+  const int r = own ? 2 : 1;
+  const int64_t blocks = (n[3] + MEDIAN_TX - 1) / MEDIAN_TX *
+                         ((n[2] + MEDIAN_TY * r * py - 1) / (MEDIAN_TY * r * py)) * n[1] * n[0];
+  if (!smem || blocks >= INT32_MAX) return 0;
+  if (!at) return 1;
+  t->count = count;
+  t->own = own;
+  t->py = py;
+  t->pz = pz;
+  t->sx = (int)(MEDIAN_TX + k[3] - 1);
+  t->sy = (int)(MEDIAN_TY * r * py + k[2] - 1);
+  t->sz = (int)(pz + k[1] - 1);
+  t->smem = smem;
+  for (int j = 0; j < count + own; j++) {
+    const int *q = own ? pos[j] : at + 4 * j + 1;
+    t->off[j] = (q[0] * t->sy + q[1]) * t->sx + q[2];
+  }
+  return 1;
 }
 
 extern "C" int ndf__launch_median_tile(const void *in, void *out, int f64, const int64_t n[4],
-                                       const int64_t k[4], const int64_t left[4], const int mode[4],
-                                       double cval, const int *at, int count, int pairs,
-                                       void *stream) {
+                                       const int64_t left[4], const int mode[4], double cval,
+                                       const ndf__median_tile *t, void *stream) {
   cudaStream_t s = (cudaStream_t)stream;
   if (n[0] * n[1] * n[2] * n[3] == 0) return 0;
-  if (f64)
-    return median((const double *)in, (double *)out, n, k, left, mode, cval, at, count, pairs, s);
-  return median((const float *)in, (float *)out, n, k, left, mode, cval, at, count, pairs, s);
+  if (f64) return median((const double *)in, (double *)out, n, left, mode, cval, t, s);
+  return median((const float *)in, (float *)out, n, left, mode, cval, t, s);
 }
 
 extern "C" int ndf__launch_rank(const void *in, void *out, int f64, const int64_t n[4],
