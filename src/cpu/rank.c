@@ -54,9 +54,9 @@ typedef struct {
   int hist;            /* any rank of an 8- or 16-bit integer footprint past NET_MAX samples: a
                         * histogram sliding along rows (x8 or x16) */
   int64_t (*hline)[3]; /* the histogram's lines: (a0, a1, a2) of those that hold samples */
-  hentry *hall, *hout, *hin; /* its samples: all, those leaving and those entering at a step,
-                              * each list in increasing a3 */
-  int64_t nhline, nall, nout, nin;
+  hentry *hall, *hout, *hin; /* its samples: all (r->n), those leaving and those entering at a
+                              * step (nstep each), each list in increasing a3 */
+  int64_t nhline, nstep;
   int nnet;
   pthread_mutex_t lock; /* x serves one call at a time */
 } state;
@@ -201,11 +201,8 @@ static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_co
     for (int a = 0; a < NDF_MAX_DIMS; a++) {                                                       \
       const int64_t k = r->k[a], L = shape[a];                                                     \
       if (k == 1) continue;                                                                        \
-      int64_t P = 1, Q = 1;                                                                        \
-      for (int d = 0; d < a; d++)                                                                  \
-        P *= shape[d];                                                                             \
-      for (int d = a + 1; d < NDF_MAX_DIMS; d++)                                                   \
-        Q *= shape[d];                                                                             \
+      int64_t P, Q;                                                                                \
+      ndf__split_axis(shape, NDF_MAX_DIMS, a, &P, &Q);                                             \
       /* columns a task: up to QB bytes of them, fewer for long lines (the buffers within ~2 MiB:  \
        * rows of 64 bytes made a uint8 maximum 7x7 of 4096^2 5.1 ms, of 256 bytes 4.1-4.3); the    \
        * contiguous axis a line a task */                                                          \
@@ -393,11 +390,11 @@ static void median9_line(const ndf__rank *r, const uint8_t *x8, const int64_t *s
       lines[l] = i[0] < 0 || i[1] < 0 || i[2] < 0 ? -1 : o3;                                       \
     }                                                                                              \
     int64_t m = 0, below = 0;                                                                      \
-    count##SFX(xk, cv, lines, s->hall, s->nall, -left, W, mode, 1, h, hc, m, &below);              \
+    count##SFX(xk, cv, lines, s->hall, r->n, -left, W, mode, 1, h, hc, m, &below);                 \
     for (int64_t x = 0; x < W; x++) {                                                              \
       if (x) {                                                                                     \
-        count##SFX(xk, cv, lines, s->hout, s->nout, x - 1 - left, W, mode, -1, h, hc, m, &below);  \
-        count##SFX(xk, cv, lines, s->hin, s->nin, x - left, W, mode, 1, h, hc, m, &below);         \
+        count##SFX(xk, cv, lines, s->hout, s->nstep, x - 1 - left, W, mode, -1, h, hc, m, &below); \
+        count##SFX(xk, cv, lines, s->hin, s->nstep, x - left, W, mode, 1, h, hc, m, &below);       \
       }                                                                                            \
       while (below > rank) {                                                                       \
         if (NBINS > 256 && (m & 255) == 0 && below - hc[(m >> 8) - 1] > rank)                      \
@@ -414,7 +411,7 @@ static void median9_line(const ndf__rank *r, const uint8_t *x8, const int64_t *s
       o[x] = (T)m;                                                                                 \
     }                                                                                              \
     /* the last window out: the bins zero again */                                                 \
-    count##SFX(xk, cv, lines, s->hall, s->nall, W - 1 - left, W, mode, -1, h, hc, m, &below);      \
+    count##SFX(xk, cv, lines, s->hall, r->n, W - 1 - left, W, mode, -1, h, hc, m, &below);         \
   }
 NDF__HISTOGRAM_ROW(uint8_t, _u8, 256)
 NDF__HISTOGRAM_ROW(uint16_t, _u16, 65536)
@@ -604,33 +601,26 @@ static void copy(const ndf_array *a, double *x, uint8_t *x8, int64_t n, int in, 
   }
 }
 
-/* The n elements of a float32, uint16 or int16 array a (C order) into x32, exact. */
-static void copy32(const ndf_array *a, float *x32, int64_t n, int threads) {
+/* The n elements of a (C order) into the selection's narrow copy: a 16-bit integer array's
+ * keys into x16, or a float32, uint16 or int16 array's values into x32 (exact). */
+static void copy_narrow(const ndf_array *a, uint16_t *x16, float *x32, int64_t n, int threads) {
 #pragma omp parallel num_threads(threads)
   {
     const int nt = omp_get_num_threads(), t = omp_get_thread_num();
     const int64_t lo = n * t / nt, hi = n * (t + 1) / nt;
-    if (lo < hi && a->dtype == NDF_F32 && ndf__is_contiguous(a)) {
+    if (lo < hi && x32 && a->dtype == NDF_F32 && ndf__is_contiguous(a)) {
       memcpy(x32 + lo, (const float *)a->data + lo, (size_t)(hi - lo) * sizeof *x32);
     } else if (lo < hi) {
       ndf__walker w;
       ndf__walk_at(&w, a, lo);
-      for (int64_t i = lo; i < hi; i++, ndf__walk_next(&w, a))
-        x32[i] = (float)ndf__load(a->dtype, a->data, w.off);
+      for (int64_t i = lo; i < hi; i++, ndf__walk_next(&w, a)) {
+        const double v = ndf__load(a->dtype, a->data, w.off);
+        if (x16)
+          x16[i] = key16(a->dtype, v);
+        else
+          x32[i] = (float)v;
+      }
     }
-  }
-}
-
-/* The n elements of a 16-bit integer array a (C order) into x16 as their keys. */
-static void keys16(const ndf_array *a, uint16_t *x16, int64_t n, int threads) {
-#pragma omp parallel num_threads(threads)
-  {
-    const int nt = omp_get_num_threads(), t = omp_get_thread_num();
-    const int64_t lo = n * t / nt, hi = n * (t + 1) / nt;
-    ndf__walker w;
-    if (lo < hi) ndf__walk_at(&w, a, lo);
-    for (int64_t i = lo; i < hi; i++, ndf__walk_next(&w, a))
-      x16[i] = key16(a->dtype, ndf__load(a->dtype, a->data, w.off));
   }
 }
 
@@ -655,10 +645,8 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *
     int same = 0;
     const int direct = s->x8 && ndf__is_contiguous(in) && !ndf__overlap(in, out, &same);
     const uint8_t *x8 = direct ? in->data : s->x8;
-    if (s->x16)
-      keys16(&in4, s->x16, n, T);
-    else if (s->x32)
-      copy32(&in4, s->x32, n, T);
+    if (s->x16 || s->x32)
+      copy_narrow(&in4, s->x16, s->x32, n, T);
     else if (!direct)
       copy(&in4, s->x, s->x8, n, 1, T);
     st = selection(p, s, x8, in4.shape, &out4);
@@ -693,20 +681,21 @@ static int by_a3(const void *a, const void *b) {
                         : (x->line > y->line) - (x->line < y->line);
 }
 static ndf_status histogram_samples(const ndf__rank *r, state *s) {
-  const int64_t nl = r->k[0] * r->k[1] * r->k[2], edges = histogram_edges(r);
+  const int64_t nl = r->k[0] * r->k[1] * r->k[2], step = histogram_edges(r) / 2;
   s->hline = malloc((size_t)nl * sizeof *s->hline);
   s->hall = malloc((size_t)r->n * sizeof *s->hall);
-  s->hout = malloc((size_t)edges * sizeof *s->hout);
-  s->hin = malloc((size_t)edges * sizeof *s->hin);
+  s->hout = malloc((size_t)step * sizeof *s->hout);
+  s->hin = malloc((size_t)step * sizeof *s->hin);
   if (!s->hline || !s->hall || !s->hout || !s->hin) return NDF_ENOMEM;
+  int64_t na = 0, no = 0, ni = 0; /* as many leave as enter: a run's first and last samples */
   for (int64_t l = 0; l < nl; l++) {
     int any = 0;
     for (int64_t a3 = 0; a3 < r->k[3]; a3++) {
       if (!fp_at(r, l, a3)) continue;
       const hentry e = {(int32_t)s->nhline, (int32_t)a3};
-      s->hall[s->nall++] = e;
-      if (!fp_at(r, l, a3 - 1)) s->hout[s->nout++] = e;
-      if (!fp_at(r, l, a3 + 1)) s->hin[s->nin++] = e;
+      s->hall[na++] = e;
+      if (!fp_at(r, l, a3 - 1)) s->hout[no++] = e;
+      if (!fp_at(r, l, a3 + 1)) s->hin[ni++] = e;
       any = 1;
     }
     if (!any) continue;
@@ -714,9 +703,10 @@ static ndf_status histogram_samples(const ndf__rank *r, state *s) {
     s->hline[s->nhline][1] = l / r->k[2] % r->k[1];
     s->hline[s->nhline++][2] = l % r->k[2];
   }
-  qsort(s->hall, (size_t)s->nall, sizeof *s->hall, by_a3);
-  qsort(s->hout, (size_t)s->nout, sizeof *s->hout, by_a3);
-  qsort(s->hin, (size_t)s->nin, sizeof *s->hin, by_a3);
+  s->nstep = step;
+  qsort(s->hall, (size_t)r->n, sizeof *s->hall, by_a3);
+  qsort(s->hout, (size_t)step, sizeof *s->hout, by_a3);
+  qsort(s->hin, (size_t)step, sizeof *s->hin, by_a3);
   return NDF_OK;
 }
 
