@@ -25,18 +25,27 @@ template <> __device__ __forceinline__ int16_t ndf__cast_out<int16_t>(float v) {
   return ndf__cast_int<int16_t, -32768, 32767>(v);
 }
 
-template <typename T> __global__ void to_f32(const T *src, ndf__view4 v, float *dst) {
+// An element stored from a contiguous buffer: from float32 as on the CPU (ndf__cast_out), a
+// float64 as it is (a native float64 plan's buffers).
+template <typename D, typename S> __device__ __forceinline__ D store_as(S v) {
+  return ndf__cast_out<D>(v);
+}
+template <> __device__ __forceinline__ double store_as<double, double>(double v) { return v; }
+
+// A strided view gathered into a contiguous buffer (converted to its type), and a contiguous
+// buffer scattered into a view.
+template <typename S, typename D> __global__ void gather(const S *src, ndf__view4 v, D *dst) {
   int64_t n = ndf__vsize(v), c[4];
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
        i += (int64_t)gridDim.x * blockDim.x)
-    dst[i] = (float)src[ndf__voff(v, i, c)];
+    dst[i] = (D)src[ndf__voff(v, i, c)];
 }
 
-template <typename T> __global__ void from_f32(const float *src, T *dst, ndf__view4 v) {
+template <typename S, typename D> __global__ void scatter(const S *src, D *dst, ndf__view4 v) {
   int64_t n = ndf__vsize(v), c[4];
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
        i += (int64_t)gridDim.x * blockDim.x)
-    dst[ndf__voff(v, i, c)] = ndf__cast_out<T>(src[i]);
+    dst[ndf__voff(v, i, c)] = store_as<D>(src[i]);
 }
 
 // NaN or infinite as float32 arithmetic sees the value (a float64 past float32's range counts).
@@ -118,54 +127,38 @@ extern "C" int ndf__launch_nonfinite(const void *src, int dtype, ndf__view4 v, i
   return 0; /* integers are finite */
 }
 
-template <typename T> static int to_f32_t(const void *src, ndf__view4 v, float *dst, void *s) {
+template <typename S, typename D>
+static int gather_t(const void *src, ndf__view4 v, D *dst, void *s) {
   int64_t n = v.shape[0] * v.shape[1] * v.shape[2] * v.shape[3];
-  to_f32<T><<<ndf__grid(n, 256), 256, 0, (cudaStream_t)s>>>((const T *)src, v, dst);
+  if (n == 0) return 0;
+  gather<S, D><<<ndf__grid(n, 256), 256, 0, (cudaStream_t)s>>>((const S *)src, v, dst);
   return (int)cudaGetLastError();
 }
 
-template <typename T> static int from_f32_t(const float *src, void *dst, ndf__view4 v, void *s) {
+template <typename S, typename D>
+static int scatter_t(const S *src, void *dst, ndf__view4 v, void *s) {
   int64_t n = v.shape[0] * v.shape[1] * v.shape[2] * v.shape[3];
-  from_f32<T><<<ndf__grid(n, 256), 256, 0, (cudaStream_t)s>>>(src, (T *)dst, v);
+  if (n == 0) return 0;
+  scatter<S, D><<<ndf__grid(n, 256), 256, 0, (cudaStream_t)s>>>(src, (D *)dst, v);
   return (int)cudaGetLastError();
-}
-
-// A float64 view gathered into a contiguous buffer, or a contiguous buffer scattered into one.
-__global__ void gather64(const double *src, ndf__view4 v, double *dst) {
-  int64_t n = ndf__vsize(v), c[4];
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-       i += (int64_t)gridDim.x * blockDim.x)
-    dst[i] = src[ndf__voff(v, i, c)];
-}
-__global__ void scatter64(const double *src, double *dst, ndf__view4 v) {
-  int64_t n = ndf__vsize(v), c[4];
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-       i += (int64_t)gridDim.x * blockDim.x)
-    dst[ndf__voff(v, i, c)] = src[i];
 }
 
 extern "C" int ndf__launch_gather64(const double *src, ndf__view4 v, double *dst, void *stream) {
-  const int64_t n = v.shape[0] * v.shape[1] * v.shape[2] * v.shape[3];
-  if (n == 0) return 0;
-  gather64<<<ndf__grid(n, 256), 256, 0, (cudaStream_t)stream>>>(src, v, dst);
-  return (int)cudaGetLastError();
+  return gather_t<double, double>(src, v, dst, stream);
 }
 
 extern "C" int ndf__launch_scatter64(const double *src, double *dst, ndf__view4 v, void *stream) {
-  const int64_t n = v.shape[0] * v.shape[1] * v.shape[2] * v.shape[3];
-  if (n == 0) return 0;
-  scatter64<<<ndf__grid(n, 256), 256, 0, (cudaStream_t)stream>>>(src, dst, v);
-  return (int)cudaGetLastError();
+  return scatter_t<double, double>(src, dst, v, stream);
 }
 
 extern "C" int ndf__launch_to_f32(const void *src, int dtype, ndf__view4 v, float *dst,
                                   void *stream) {
   switch (dtype) {
-  case NDF_U8: return to_f32_t<uint8_t>(src, v, dst, stream);
-  case NDF_U16: return to_f32_t<uint16_t>(src, v, dst, stream);
-  case NDF_I16: return to_f32_t<int16_t>(src, v, dst, stream);
-  case NDF_F32: return to_f32_t<float>(src, v, dst, stream);
-  case NDF_F64: return to_f32_t<double>(src, v, dst, stream);
+  case NDF_U8: return gather_t<uint8_t, float>(src, v, dst, stream);
+  case NDF_U16: return gather_t<uint16_t, float>(src, v, dst, stream);
+  case NDF_I16: return gather_t<int16_t, float>(src, v, dst, stream);
+  case NDF_F32: return gather_t<float, float>(src, v, dst, stream);
+  case NDF_F64: return gather_t<double, float>(src, v, dst, stream);
   }
   return (int)cudaErrorInvalidValue;
 }
@@ -173,11 +166,11 @@ extern "C" int ndf__launch_to_f32(const void *src, int dtype, ndf__view4 v, floa
 extern "C" int ndf__launch_from_f32(const float *src, void *dst, int dtype, ndf__view4 v,
                                     void *stream) {
   switch (dtype) {
-  case NDF_U8: return from_f32_t<uint8_t>(src, dst, v, stream);
-  case NDF_U16: return from_f32_t<uint16_t>(src, dst, v, stream);
-  case NDF_I16: return from_f32_t<int16_t>(src, dst, v, stream);
-  case NDF_F32: return from_f32_t<float>(src, dst, v, stream);
-  case NDF_F64: return from_f32_t<double>(src, dst, v, stream);
+  case NDF_U8: return scatter_t<float, uint8_t>(src, dst, v, stream);
+  case NDF_U16: return scatter_t<float, uint16_t>(src, dst, v, stream);
+  case NDF_I16: return scatter_t<float, int16_t>(src, dst, v, stream);
+  case NDF_F32: return scatter_t<float, float>(src, dst, v, stream);
+  case NDF_F64: return scatter_t<float, double>(src, dst, v, stream);
   }
   return (int)cudaErrorInvalidValue;
 }

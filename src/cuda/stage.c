@@ -477,10 +477,31 @@ static ndf_status copy(ndf_context *ctx, void *dst, const void *src, size_t byte
   return e == cudaSuccess ? NDF_OK : cuda_fail(ctx, e, "ndf_array_copy", bytes);
 }
 
+/* A contiguous stream-ordered buffer for the view a (float32, or float64 for a native float64
+ * exec) into *buf, holding a's elements where fill. */
+static cudaError_t view_buffer(const ndf_array *a, int fill, void **buf, cudaStream_t st) {
+  const int f64 = a->dtype == NDF_F64;
+  cudaError_t e =
+      cudaMallocAsync(buf, (size_t)ndf_array_size(a) * (f64 ? sizeof(double) : sizeof(float)), st);
+  if (e == cudaSuccess && fill)
+    e = (cudaError_t)(f64 ? ndf__launch_gather64(a->data, ndf__cuda_view4(a), *buf, st)
+                          : ndf__launch_to_f32(a->data, NDF_F32, ndf__cuda_view4(a), *buf, st));
+  return e;
+}
+
+/* The buffer buf scattered into the view a unless e is an error, then freed. */
+static cudaError_t view_unbuffer(void *buf, ndf_array *a, cudaError_t e, cudaStream_t st) {
+  if (e == cudaSuccess)
+    e = (cudaError_t)(a->dtype == NDF_F64
+                          ? ndf__launch_scatter64(buf, a->data, ndf__cuda_view4(a), st)
+                          : ndf__launch_from_f32(buf, a->data, NDF_F32, ndf__cuda_view4(a), st));
+  cudaFreeAsync(buf, st);
+  return e;
+}
+
 int ndf__cuda_contig_begin(ndf__contig *c, const ndf_array *in, int nout, ndf_array *out,
                            void *stream) {
   cudaStream_t st = (cudaStream_t)stream;
-  const size_t bytes = (size_t)ndf_array_size(in) * sizeof(float);
   cudaError_t e = cudaSuccess;
   c->src = in->data;
   c->gin = NULL;
@@ -501,16 +522,13 @@ int ndf__cuda_contig_begin(ndf__contig *c, const ndf_array *in, int nout, ndf_ar
     }
   }
   if (!ndf__is_contiguous(in)) {
-    e = cudaMallocAsync((void **)&c->gin, bytes, st);
-    if (e == cudaSuccess)
-      e = (cudaError_t)ndf__launch_to_f32(in->data, NDF_F32, ndf__cuda_view4(in), c->gin, st);
+    e = view_buffer(in, 1, (void **)&c->gin, st);
     c->src = c->gin;
   }
   for (int f = 0; f < nout; f++) {
     c->dst[f] = out[f].data;
     if (e == cudaSuccess && !ndf__is_contiguous(&out[f])) {
-      e = cudaMallocAsync((void **)&c->gout[f], (size_t)ndf_array_size(&out[f]) * sizeof(float),
-                          st);
+      e = view_buffer(&out[f], 0, (void **)&c->gout[f], st);
       c->dst[f] = c->gout[f];
     }
   }
@@ -521,12 +539,7 @@ int ndf__cuda_contig_end(ndf__contig *c, int err, ndf_array *out, void *stream) 
   cudaStream_t st = (cudaStream_t)stream;
   cudaError_t e = (cudaError_t)err;
   for (int f = 0; f < c->nout; f++)
-    if (c->gout[f]) {
-      if (e == cudaSuccess)
-        e = (cudaError_t)ndf__launch_from_f32(c->gout[f], out[f].data, NDF_F32,
-                                              ndf__cuda_view4(&out[f]), st);
-      cudaFreeAsync(c->gout[f], st);
-    }
+    if (c->gout[f]) e = view_unbuffer(c->gout[f], &out[f], e, st);
   if (c->gin) cudaFreeAsync(c->gin, st);
   if (c->dst != &c->dst1) free(c->dst);
   if (c->gout != &c->gout1) free(c->gout);
@@ -544,13 +557,11 @@ int ndf__cuda_contig64_begin(ndf__contig64 *c, const ndf_array *in, ndf_array *o
   c->dst = out->data;
   c->gin = c->gout = NULL;
   if (!ndf__is_contiguous(in)) {
-    e = cudaMallocAsync((void **)&c->gin, (size_t)ndf_array_size(in) * sizeof(double), st);
-    if (e == cudaSuccess)
-      e = (cudaError_t)ndf__launch_gather64(in->data, ndf__cuda_view4(in), c->gin, st);
+    e = view_buffer(in, 1, (void **)&c->gin, st);
     c->src = c->gin;
   }
   if (e == cudaSuccess && !ndf__is_contiguous(out)) {
-    e = cudaMallocAsync((void **)&c->gout, (size_t)ndf_array_size(out) * sizeof(double), st);
+    e = view_buffer(out, 0, (void **)&c->gout, st);
     c->dst = c->gout;
   }
   return (int)e;
@@ -559,11 +570,7 @@ int ndf__cuda_contig64_begin(ndf__contig64 *c, const ndf_array *in, ndf_array *o
 int ndf__cuda_contig64_end(ndf__contig64 *c, int err, ndf_array *out, void *stream) {
   cudaStream_t st = (cudaStream_t)stream;
   cudaError_t e = (cudaError_t)err;
-  if (c->gout) {
-    if (e == cudaSuccess)
-      e = (cudaError_t)ndf__launch_scatter64(c->gout, out->data, ndf__cuda_view4(out), st);
-    cudaFreeAsync(c->gout, st);
-  }
+  if (c->gout) e = view_unbuffer(c->gout, out, e, st);
   if (c->gin) cudaFreeAsync(c->gin, st);
   c->gin = c->gout = NULL;
   return (int)e;
