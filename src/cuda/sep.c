@@ -13,12 +13,20 @@
  * than the two passes: it stalls on its staging and barriers, and the passes
  * are not bound by DRAM, so reading the image once saves little (figures:
  * docs/design/separable.md). So it runs only when asked for by name: the
- * planner never prefers it. */
+ * planner never prefers it.
+ *
+ * cuda_box takes the same passes for a box (one weight along each axis: scipy's uniform filter)
+ * by running sums (box_kernel.cu), at a cost that does not grow with the box, where cuda_sep's
+ * grows with its taps. A running sum carries a NaN or Inf to the end of its segment, where the
+ * direct sum reaches only the window: it is finite-only, and auto runs cuda_sep on inputs that
+ * hold them. It is off unless the development switch NDF_CUDA_BOX is 1 (gpu-check's build)
+ * until its kernels have been checked and timed on a GPU. */
 #include <stdlib.h>
 #include <string.h>
 
 #include <cuda_runtime_api.h>
 
+#include "../core/dev_switch.h"
 #include "../core/elem.h"
 #include "host.h"
 
@@ -27,6 +35,8 @@ typedef struct {
   float *dw;  /* the same on the device (taps past the largest bucket) */
   float *tmp; /* full-size temporary, when there are two or more passes */
   int fused;  /* the last two axes go in one sep_yx pass */
+  int box;    /* cuda_box: running sums of the values v */
+  double v[NDF_MAX_DIMS];
 } state;
 
 /* Whether the last two filtered axes are the array's last two, with the same
@@ -60,6 +70,33 @@ static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_co
   return cost_passes(pb, ctx);
 }
 
+/* Each filtered axis a box the running sums take (the rows pass's apron in shared memory), and
+ * the grids within their limits. */
+static int applicable_box(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
+  (void)self;
+  const char *on = ndf__dev_switch("NDF_CUDA_BOX");
+  const ndf__sep *c = pb->params;
+  double v[NDF_MAX_DIMS];
+  if (!on || on[0] != '1' || ctx->place.kind != NDF_PLACE_CUDA || c->naxes == 0 ||
+      !ndf__sep_box(c, v))
+    return 0;
+  for (int k = 0; k < c->naxes; k++) {
+    const int64_t L = pb->in.shape[c->ax[k].axis];
+    if (c->ax[k].n > INT32_MAX || !ndf__box_takes((int)c->ax[k].n) || L / 64 >= 65535) return 0;
+  }
+  return 1;
+}
+
+/* cuda_box: the same bytes, the segments' starts (up to half as many reads again) and two
+ * compensated float64 additions (~16 operations) at ~30 TFLOP/s an element and pass, whatever
+ * the box's length: cuda_sep is the cheaper up to about 24 taps, this past them. */
+static double cost_box(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
+  (void)self;
+  const ndf__sep *c = pb->params;
+  const double bw = 3e12 * ndf__bw_scale(ctx), flops = 30e12 * ndf__rate_scale(ctx);
+  return 5e-6 + c->naxes * (double)ndf_array_size(&pb->in) * (10.0 / bw + 16.0 / flops);
+}
+
 static double cost_fused(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
   (void)self;
   return cost_passes(pb, ctx) + 1e-6; /* measured no faster than cuda_sep */
@@ -80,6 +117,12 @@ static int pass(const ndf__sep *c, const state *s, const ndf_array *g, int k, co
   const int a = ax->axis, nd = g->ndim;
   int64_t P, Q;
   ndf__split_axis(g->shape, nd, a, &P, &Q);
+  if (s->box && a == nd - 1)
+    return ndf__launch_box_rows(src, dst, P, g->shape[a], (int)ax->n, ax->left, ax->mode,
+                                (float)c->cval, s->v[k], stream);
+  if (s->box)
+    return ndf__launch_box_cols(src, dst, P, g->shape[a], Q, (int)ax->n, ax->left, ax->mode,
+                                (float)c->cval, s->v[k], stream);
   if (a == nd - 1)
     return ndf__launch_sep_rows(src, dst, P, g->shape[a], s->hw + ax->off, s->dw + ax->off, ax->n,
                                 ax->left, ax->mode, (float)c->cval, stream);
@@ -142,11 +185,14 @@ done:
   return r;
 }
 
-static ndf_status make_state(ndf_plan *p, int fuse) {
+/* fuse: the last two axes in one pass where they can (cuda_sep_fused); box: running sums
+ * (cuda_box). */
+static ndf_status make_state(ndf_plan *p, int fuse, int box) {
   const ndf__sep *c = p->pb.params;
   state *s = calloc(1, sizeof *s);
   if (!s) return ndf__fail(p->ctx, NDF_ENOMEM, "cuda_sep: out of host memory");
   s->fused = fuse && fusable(c, p->pb.in.ndim) && ndf_array_size(&p->pb.in) > 0;
+  s->box = box && ndf__sep_box(c, s->v);
   p->state = s;
   p->exec = exec;
   p->free_state = free_state;
@@ -169,8 +215,9 @@ static ndf_status make_state(ndf_plan *p, int fuse) {
   return ndf__cuda_check(p->ctx, e, "cuda_sep plan");
 }
 
-static ndf_status make(ndf_plan *p) { return make_state(p, 0); }
-static ndf_status make_fused(ndf_plan *p) { return make_state(p, 1); }
+static ndf_status make(ndf_plan *p) { return make_state(p, 0, 0); }
+static ndf_status make_fused(ndf_plan *p) { return make_state(p, 1, 0); }
+static ndf_status make_box(ndf_plan *p) { return make_state(p, 0, 1); }
 
 const ndf__solver ndf__cuda_sep = {.name = "cuda_sep",
                                    .op = NDF__OP_SEPFILTER,
@@ -184,3 +231,10 @@ const ndf__solver ndf__cuda_sep_fused = {.name = "cuda_sep_fused",
                                          .applicable = applicable,
                                          .cost = cost_fused,
                                          .make = make_fused};
+const ndf__solver ndf__cuda_box = {.name = "cuda_box",
+                                   .op = NDF__OP_SEPFILTER,
+                                   .place = NDF_PLACE_CUDA,
+                                   .applicable = applicable_box,
+                                   .cost = cost_box,
+                                   .make = make_box,
+                                   .finite_only = ndf__always_finite_only};
