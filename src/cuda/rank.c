@@ -31,12 +31,12 @@ typedef struct {
   int64_t n[4];
 } state;
 
-/* The median of a few samples through median_tile (rank_kernel.cu), off unless the development
- * switch NDF_CUDA_RANK_TILE is 1 (outputs alone) or 2 (in pairs where they can) until the
- * kernel has been checked and timed on a GPU. */
+/* The median of a few samples through median_tile (rank_kernel.cu), in pairs of outputs where
+ * their windows share most samples (2), else alone (1). The development switch
+ * NDF_CUDA_RANK_TILE forces one form, or with 0 the general kernel, for the tests. */
 static int tile_mode(void) {
   const char *on = ndf__dev_switch("NDF_CUDA_RANK_TILE");
-  return on && (on[0] == '1' || on[0] == '2') ? on[0] - '0' : 0;
+  return on && on[0] >= '0' && on[0] <= '2' ? on[0] - '0' : 2;
 }
 
 static int extreme_of(const ndf__rank *r) {

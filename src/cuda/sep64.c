@@ -6,8 +6,8 @@
  * layer hands it a copy of the input); one pass per filtered axis (sep64_kernel.cu), the last
  * writing the output, one float64 temporary between the others.
  *
- * Off unless the development switch NDF_CUDA_F64 is 1 (gpu-check's build) until it has been
- * checked on a GPU. */
+ * The development switch NDF_CUDA_F64=0 turns it off (cuda_sep's float32 arithmetic then takes
+ * float64 arrays), for a benchmark's comparison. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,7 +29,7 @@ static int applicable(const ndf__solver *self, const ndf__problem *pb, const ndf
   int short_taps = 1;
   for (int k = 0; k < c->naxes; k++)
     short_taps &= c->ax[k].n <= INT32_MAX;
-  return on && on[0] == '1' && ctx->place.kind == NDF_PLACE_CUDA && short_taps &&
+  return !(on && on[0] == '0') && ctx->place.kind == NDF_PLACE_CUDA && short_taps &&
          pb->in.dtype == NDF_F64 && pb->out.dtype == NDF_F64 &&
          pb->in.place.kind == NDF_PLACE_CUDA && pb->out.place.kind == NDF_PLACE_CUDA;
 }
