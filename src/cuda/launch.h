@@ -58,14 +58,14 @@ int ndf__launch_rank(const void *in, void *out, int f64, const int64_t n[4], con
 int ndf__launch_sep64(const double *in, double *out, int64_t P, int64_t L, int64_t Q,
                       const double *w_dev, int n, int64_t left, int mode, double cval,
                       void *stream);
-/* cuda_box: one pass of a box of n samples (weight w) along the last axis of [nrows][X], or
- * along L of [P][L][Q], contiguous float32 to float32; ndf__box_takes: whether the rows pass
- * takes a box of n (its apron in shared memory). */
-int ndf__box_takes(int n);
+/* cuda_box: one pass of a box of n samples (weight w) along the last axis of [nrows][X] (rows:
+ * the box's apron in shared memory, where ndf__box_takes(n, X)), or along L of [P][L][Q]
+ * (lines: any n; Q = 1 the last axis), contiguous float32 to float32. */
+int ndf__box_takes(int n, int64_t X);
 int ndf__launch_box_rows(const float *in, float *out, int64_t nrows, int64_t X, int n, int64_t left,
                          int mode, float cval, double w, void *stream);
-int ndf__launch_box_cols(const float *in, float *out, int64_t P, int64_t L, int64_t Q, int n,
-                         int64_t left, int mode, float cval, double w, void *stream);
+int ndf__launch_box_lines(const float *in, float *out, int64_t P, int64_t L, int64_t Q, int n,
+                          int64_t left, int mode, float cval, double w, void *stream);
 /* cuda_rank's median of a footprint of a few samples through a tile in shared memory
  * (rank_kernel.cu's median_tile), laid out once for a plan by ndf__median_tile_plan: it says
  * whether the tile takes the problem (a count it is built for, the median's rank, k[0] = 1, a

@@ -19,8 +19,8 @@
  * by running sums (box_kernel.cu), at a cost that does not grow with the box, where cuda_sep's
  * grows with its taps. A running sum carries a NaN or Inf to the end of its segment, where the
  * direct sum reaches only the window: it is finite-only, and auto runs cuda_sep on inputs that
- * hold them. It is off unless the development switch NDF_CUDA_BOX is 1 (gpu-check's build)
- * until its kernels have been checked and timed on a GPU. */
+ * hold them. The development switch NDF_CUDA_BOX=0 turns it off, for a benchmark's
+ * comparison. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,6 +36,7 @@ typedef struct {
   float *tmp; /* full-size temporary, when there are two or more passes */
   int fused;  /* the last two axes go in one sep_yx pass */
   int box;    /* cuda_box: running sums of the values v */
+  int rows;   /* cuda_box: the rows kernel along the last axis (else the lines kernel) */
   double v[NDF_MAX_DIMS];
 } state;
 
@@ -70,31 +71,31 @@ static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_co
   return cost_passes(pb, ctx);
 }
 
-/* Each filtered axis a box the running sums take (the rows pass's apron in shared memory), and
- * the grids within their limits. */
+/* Boxes along every filtered axis. */
 static int applicable_box(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
   (void)self;
   const char *on = ndf__dev_switch("NDF_CUDA_BOX");
   const ndf__sep *c = pb->params;
   double v[NDF_MAX_DIMS];
-  if (!on || on[0] != '1' || ctx->place.kind != NDF_PLACE_CUDA || c->naxes == 0 ||
-      !ndf__sep_box(c, v))
-    return 0;
-  for (int k = 0; k < c->naxes; k++) {
-    const int64_t L = pb->in.shape[c->ax[k].axis];
-    if (c->ax[k].n > INT32_MAX || !ndf__box_takes((int)c->ax[k].n) || L / 64 >= 65535) return 0;
-  }
-  return 1;
+  int short_box = 1;
+  for (int k = 0; k < c->naxes; k++)
+    short_box &= c->ax[k].n <= INT32_MAX;
+  return !(on && on[0] == '0') && ctx->place.kind == NDF_PLACE_CUDA && short_box &&
+         ndf__sep_box(c, v);
 }
 
-/* cuda_box: the same bytes, the segments' starts (up to half as many reads again) and two
- * compensated float64 additions (~16 operations) at ~30 TFLOP/s an element and pass, whatever
- * the box's length: cuda_sep is the cheaper up to about 24 taps, this past them. */
+/* cuda_box, as measured on an H200 (256^3 float32): ~5.5 ns per thousand elements a pass along
+ * a slower axis (box_lines, whatever the box) and ~15 along the last (box_rows), where a
+ * cuda_sep pass is ~2.8 plus ~0.09 a tap: cuda_sep is the cheaper up to about a hundred taps,
+ * this past them. Both are latency-bound, not at the memory's rate (docs/design/
+ * scipy-dropin.md). */
 static double cost_box(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
   (void)self;
   const ndf__sep *c = pb->params;
-  const double bw = 3e12 * ndf__bw_scale(ctx), flops = 30e12 * ndf__rate_scale(ctx);
-  return 5e-6 + c->naxes * (double)ndf_array_size(&pb->in) * (10.0 / bw + 16.0 / flops);
+  double t = 0;
+  for (int k = 0; k < c->naxes; k++)
+    t += c->ax[k].axis == pb->in.ndim - 1 ? 15e-12 : 5.5e-12;
+  return 5e-6 + t * (double)ndf_array_size(&pb->in) / ndf__bw_scale(ctx);
 }
 
 static double cost_fused(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
@@ -117,12 +118,12 @@ static int pass(const ndf__sep *c, const state *s, const ndf_array *g, int k, co
   const int a = ax->axis, nd = g->ndim;
   int64_t P, Q;
   ndf__split_axis(g->shape, nd, a, &P, &Q);
-  if (s->box && a == nd - 1)
+  if (s->box && a == nd - 1 && s->rows && ndf__box_takes((int)ax->n, g->shape[a]))
     return ndf__launch_box_rows(src, dst, P, g->shape[a], (int)ax->n, ax->left, ax->mode,
                                 (float)c->cval, s->v[k], stream);
   if (s->box)
-    return ndf__launch_box_cols(src, dst, P, g->shape[a], Q, (int)ax->n, ax->left, ax->mode,
-                                (float)c->cval, s->v[k], stream);
+    return ndf__launch_box_lines(src, dst, P, g->shape[a], Q, (int)ax->n, ax->left, ax->mode,
+                                 (float)c->cval, s->v[k], stream);
   if (a == nd - 1)
     return ndf__launch_sep_rows(src, dst, P, g->shape[a], s->hw + ax->off, s->dw + ax->off, ax->n,
                                 ax->left, ax->mode, (float)c->cval, stream);
@@ -193,6 +194,8 @@ static ndf_status make_state(ndf_plan *p, int fuse, int box) {
   if (!s) return ndf__fail(p->ctx, NDF_ENOMEM, "cuda_sep: out of host memory");
   s->fused = fuse && fusable(c, p->pb.in.ndim) && ndf_array_size(&p->pb.in) > 0;
   s->box = box && ndf__sep_box(c, s->v);
+  const char *sw = ndf__dev_switch("NDF_CUDA_BOX");
+  s->rows = !(sw && sw[0] == '2');
   p->state = s;
   p->exec = exec;
   p->free_state = free_state;
