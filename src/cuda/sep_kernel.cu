@@ -34,41 +34,54 @@ template <int NT> struct Taps { float w[NT]; };
 
 // ------------------------------------------------------------------ rows
 
-// Stages line[first + e] for e in [0, len) into s, applying the mode; the
-// RT / rb threads of one row of the block (index t) share the work.
+// Copies line[lo + e] for e in [0, cnt) into s[e], [lo, lo + cnt) inside [0, X): float4 reads
+// where the line is aligned (one conflict-free float4 store where s is too), else scalar.
+__device__ __forceinline__ void stage_inside(float *s, const float *line, int64_t X, int64_t lo,
+                                             int cnt, int t, int nt) {
+  if ((reinterpret_cast<uintptr_t>(line) & 15) == 0) { // whole float4 from global memory
+    const int64_t a0 = lo & ~(int64_t)3;               // aligned start at or before lo
+    const int sh = (int)(lo - a0), n4 = (cnt + sh + 3) / 4;
+    const bool s16 = (reinterpret_cast<uintptr_t>(s) & 15) == 0;
+    const float4 *g4 = reinterpret_cast<const float4 *>(line + a0);
+    for (int k = t; k < n4; k += nt) {
+      const int e = 4 * k - sh;
+      if (a0 + 4 * k + 3 < X) {
+        const float4 v = __ldg(g4 + k);
+        if (sh == 0 && s16 && e + 3 < cnt) {
+          reinterpret_cast<float4 *>(s)[k] = v;
+          continue;
+        }
+        if (e >= 0) s[e] = v.x;
+        if (e + 1 >= 0 && e + 1 < cnt) s[e + 1] = v.y;
+        if (e + 2 >= 0 && e + 2 < cnt) s[e + 2] = v.z;
+        if (e + 3 < cnt) s[e + 3] = v.w;
+      } else {
+        for (int c = 0; c < 4; c++)
+          if (e + c >= 0 && e + c < cnt) s[e + c] = __ldg(line + a0 + 4 * k + c);
+      }
+    }
+    return;
+  }
+  for (int e = t; e < cnt; e += nt)
+    s[e] = __ldg(line + lo + e);
+}
+
+// Stages line[first + e] for e in [0, len) into s, applying the mode; the RT / rb threads of
+// one row of the block (index t) share the work. The samples inside the line are copied as
+// stage_inside copies them; only those of the apron past either end go through the mode (on
+// a line no longer than a tile, every tile is an edge tile).
 __device__ __forceinline__ void stage_line(float *s, const float *line, int64_t X, int64_t first,
                                            int len, int mode, float cval, int t, int nt) {
-  if (first >= 0 && first + len <= X) {
-    if ((reinterpret_cast<uintptr_t>(line) & 15) == 0) { // whole float4 from global memory
-      const int64_t a0 = first & ~(int64_t)3;            // aligned start at or before first
-      const int sh = (int)(first - a0), n4 = (len + sh + 3) / 4;
-      const float4 *g4 = reinterpret_cast<const float4 *>(line + a0);
-      for (int k = t; k < n4; k += nt) {
-        const int e = 4 * k - sh;
-        if (a0 + 4 * k + 3 < X) {
-          const float4 v = __ldg(g4 + k);
-          if (sh == 0 && e + 3 < len) { // aligned in shared memory too: one conflict-free store
-            reinterpret_cast<float4 *>(s)[k] = v;
-            continue;
-          }
-          if (e >= 0) s[e] = v.x;
-          if (e + 1 >= 0 && e + 1 < len) s[e + 1] = v.y;
-          if (e + 2 >= 0 && e + 2 < len) s[e + 2] = v.z;
-          if (e + 3 < len) s[e + 3] = v.w;
-        } else {
-          for (int c = 0; c < 4; c++)
-            if (e + c >= 0 && e + c < len) s[e + c] = __ldg(line + a0 + 4 * k + c);
-        }
-      }
-      return;
-    }
-    for (int e = t; e < len; e += nt)
-      s[e] = __ldg(line + first + e);
-  } else {
-    for (int e = t; e < len; e += nt) {
-      int64_t k = ndf__map_index(first + e, X, mode);
-      s[e] = k < 0 ? cval : __ldg(line + k);
-    }
+  const int64_t lo = first > 0 ? first : 0, hi = first + len < X ? first + len : X;
+  if (lo < hi) stage_inside(s + (lo - first), line, X, lo, (int)(hi - lo), t, nt);
+  const int head = lo < hi ? (int)(lo - first) : len, tail = lo < hi ? (int)(hi - first) : len;
+  for (int e = t; e < head; e += nt) {
+    const int64_t k = ndf__map_index(first + e, X, mode);
+    s[e] = k < 0 ? cval : __ldg(line + k);
+  }
+  for (int e = tail + t; e < len; e += nt) {
+    const int64_t k = ndf__map_index(first + e, X, mode);
+    s[e] = k < 0 ? cval : __ldg(line + k);
   }
 }
 
