@@ -180,9 +180,37 @@ def generic_gradient_magnitude(input, derivative, output=None, mode="reflect", c
                                extra_arguments=(), extra_keywords=None):
     """sqrt of the sum over axes of derivative(input, axis, ...)**2, as
     scipy.ndimage.generic_gradient_magnitude (terms as generic_laplace's)."""
-    acc = _sum_over_axes(input, derivative, output, mode, cval, extra_arguments, extra_keywords,
-                         lambda t: t * t)
-    return _finish(acc ** 0.5, input, output)
+    nd = _ndim(input)
+    modes = _modes(mode, nd)
+    kw = dict(extra_keywords or {})
+    wd = _work_dtype(input, output)
+    acc = None
+    for a in range(nd):
+        t = derivative(input, a, wd, modes[a], cval, *extra_arguments, **kw)
+        acc = _add_square(acc, t, a == nd - 1)
+    return _finish(acc, input, output)
+
+
+@functools.lru_cache(maxsize=None)
+def _square_kernels():
+    """CuPy kernels: acc + t*t into acc, and the same then its square root (one pass over the
+    arrays each, where separate products, sums and roots took one pass each)."""
+    import cupy
+    return (cupy.ElementwiseKernel("T t, T a", "T o", "o = a + t * t", "ndfilt_add_square"),
+            cupy.ElementwiseKernel("T t, T a", "T o", "o = sqrt(a + t * t)", "ndfilt_add_root"))
+
+
+def _add_square(acc, t, last):
+    """acc + t*t (t*t for the first term), its square root after the last term; t unchanged (a
+    derivative the caller gives may return a view), acc ours to change."""
+    if acc is None:
+        acc = t * t
+        return acc ** 0.5 if last else acc
+    if _mod(t) is not np and type(acc) is type(t) and acc.dtype == t.dtype and \
+            acc.shape == t.shape:
+        return _square_kernels()[1 if last else 0](t, acc, acc)
+    acc += t * t
+    return acc ** 0.5 if last else acc
 
 
 def _gaussian_derivative(nd, sigma, order, spacing, fwhm, kwargs):
