@@ -150,17 +150,17 @@ def _finish(acc, input, output):
 
 
 def _sum_over_axes(input, derivative, output, mode, cval, extra_arguments, extra_keywords,
-                   term):
-    """The sum over axes of term(derivative(input, axis, work dtype, mode, cval, ...)), in the
-    work dtype (float32; float64 for a float64 output)."""
+                   add):
+    """acc = add(acc, derivative(input, axis, work dtype, mode, cval, ...), last axis?) over the
+    axes from acc = None, in the work dtype (float32; float64 for a float64 output)."""
     nd = _ndim(input)
     modes = _modes(mode, nd)
     kw = dict(extra_keywords or {})
     wd = _work_dtype(input, output)
     acc = None
     for a in range(nd):
-        t = term(derivative(input, a, wd, modes[a], cval, *extra_arguments, **kw))
-        acc = t if acc is None else acc + t
+        acc = add(acc, derivative(input, a, wd, modes[a], cval, *extra_arguments, **kw),
+                  a == nd - 1)
     return acc
 
 
@@ -171,7 +171,7 @@ def generic_laplace(input, derivative2, output=None, mode="reflect", cval=0.0,
     **extra_keywords), as scipy.ndimage.generic_laplace; the terms are taken as float32 (float64
     for a float64 output) and summed so, then converted to the output."""
     acc = _sum_over_axes(input, derivative2, output, mode, cval, extra_arguments, extra_keywords,
-                         lambda t: t)
+                         lambda acc, t, last: t if acc is None else acc + t)
     return _finish(acc, input, output)
 
 
@@ -180,14 +180,8 @@ def generic_gradient_magnitude(input, derivative, output=None, mode="reflect", c
                                extra_arguments=(), extra_keywords=None):
     """sqrt of the sum over axes of derivative(input, axis, ...)**2, as
     scipy.ndimage.generic_gradient_magnitude (terms as generic_laplace's)."""
-    nd = _ndim(input)
-    modes = _modes(mode, nd)
-    kw = dict(extra_keywords or {})
-    wd = _work_dtype(input, output)
-    acc = None
-    for a in range(nd):
-        t = derivative(input, a, wd, modes[a], cval, *extra_arguments, **kw)
-        acc = _add_square(acc, t, a == nd - 1)
+    acc = _sum_over_axes(input, derivative, output, mode, cval, extra_arguments, extra_keywords,
+                         _add_square)
     return _finish(acc, input, output)
 
 
