@@ -3,6 +3,8 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include <type_traits>
+
 #include "common.cuh"
 #include "ndf.h"
 
@@ -25,12 +27,14 @@ template <> __device__ __forceinline__ int16_t ndf__cast_out<int16_t>(float v) {
   return ndf__cast_int<int16_t, -32768, 32767>(v);
 }
 
-// An element stored from a contiguous buffer: from float32 as on the CPU (ndf__cast_out), a
-// float64 as it is (a native float64 plan's buffers).
+// An element stored from a contiguous buffer: from float32 as on the CPU (ndf__cast_out), one
+// of the view's own type as it is (a native plan's buffers).
 template <typename D, typename S> __device__ __forceinline__ D store_as(S v) {
-  return ndf__cast_out<D>(v);
+  if constexpr (std::is_same<D, S>::value)
+    return v;
+  else
+    return ndf__cast_out<D>(v);
 }
-template <> __device__ __forceinline__ double store_as<double, double>(double v) { return v; }
 
 // A strided view gathered into a contiguous buffer (converted to its type), and a contiguous
 // buffer scattered into a view.
@@ -143,12 +147,28 @@ static int scatter_t(const S *src, void *dst, ndf__view4 v, void *s) {
   return (int)cudaGetLastError();
 }
 
-extern "C" int ndf__launch_gather64(const double *src, ndf__view4 v, double *dst, void *stream) {
-  return gather_t<double, double>(src, v, dst, stream);
+extern "C" int ndf__launch_gather_same(const void *src, int dtype, ndf__view4 v, void *dst,
+                                       void *stream) {
+  switch (dtype) {
+  case NDF_U8: return gather_t<uint8_t, uint8_t>(src, v, (uint8_t *)dst, stream);
+  case NDF_U16: return gather_t<uint16_t, uint16_t>(src, v, (uint16_t *)dst, stream);
+  case NDF_I16: return gather_t<int16_t, int16_t>(src, v, (int16_t *)dst, stream);
+  case NDF_F32: return gather_t<float, float>(src, v, (float *)dst, stream);
+  case NDF_F64: return gather_t<double, double>(src, v, (double *)dst, stream);
+  }
+  return (int)cudaErrorInvalidValue;
 }
 
-extern "C" int ndf__launch_scatter64(const double *src, double *dst, ndf__view4 v, void *stream) {
-  return scatter_t<double, double>(src, dst, v, stream);
+extern "C" int ndf__launch_scatter_same(const void *src, void *dst, int dtype, ndf__view4 v,
+                                        void *stream) {
+  switch (dtype) {
+  case NDF_U8: return scatter_t<uint8_t, uint8_t>((const uint8_t *)src, dst, v, stream);
+  case NDF_U16: return scatter_t<uint16_t, uint16_t>((const uint16_t *)src, dst, v, stream);
+  case NDF_I16: return scatter_t<int16_t, int16_t>((const int16_t *)src, dst, v, stream);
+  case NDF_F32: return scatter_t<float, float>((const float *)src, dst, v, stream);
+  case NDF_F64: return scatter_t<double, double>((const double *)src, dst, v, stream);
+  }
+  return (int)cudaErrorInvalidValue;
 }
 
 extern "C" int ndf__launch_to_f32(const void *src, int dtype, ndf__view4 v, float *dst,

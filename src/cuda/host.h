@@ -23,15 +23,16 @@ typedef struct {
 int ndf__cuda_contig_begin(ndf__contig *c, const ndf_array *in, int nout, ndf_array *out,
                            void *stream);
 int ndf__cuda_contig_end(ndf__contig *c, int err, ndf_array *out, void *stream);
-/* The same for a native float64 exec (one output): a native plan takes its device arrays as
- * they are, and their strides may change from call to call. */
+/* The same for a native exec (one output, the arrays' own dtype): a native plan takes its
+ * device arrays as they are, and their strides may change from call to call. */
 typedef struct {
-  const double *src;
-  double *dst;
-  double *gin, *gout; /* the buffers, or NULL */
-} ndf__contig64;
-int ndf__cuda_contig64_begin(ndf__contig64 *c, const ndf_array *in, ndf_array *out, void *stream);
-int ndf__cuda_contig64_end(ndf__contig64 *c, int err, ndf_array *out, void *stream);
+  const void *src;
+  void *dst;
+  void *gin, *gout; /* the buffers, or NULL */
+} ndf__contig_native;
+int ndf__cuda_contig_native_begin(ndf__contig_native *c, const ndf_array *in, ndf_array *out,
+                                  void *stream);
+int ndf__cuda_contig_native_end(ndf__contig_native *c, int err, ndf_array *out, void *stream);
 
 /* Whether cuFFT could be opened (cufft_load.c: on first use, not linked); if not, *reason says
  * why. */

@@ -21,10 +21,10 @@ typedef struct ndf__view4 {
 /* Each returns a cudaError_t (0 on success) after queuing work on stream. */
 int ndf__launch_to_f32(const void *src, int dtype, ndf__view4 v, float *dst, void *stream);
 int ndf__launch_from_f32(const float *src, void *dst, int dtype, ndf__view4 v, void *stream);
-/* A float64 view v of src gathered into contiguous dst, or contiguous src scattered into the
- * view v of dst. */
-int ndf__launch_gather64(const double *src, ndf__view4 v, double *dst, void *stream);
-int ndf__launch_scatter64(const double *src, double *dst, ndf__view4 v, void *stream);
+/* A view v of src (of dtype) gathered into contiguous dst of the same dtype, or contiguous src
+ * scattered into the view v of dst. */
+int ndf__launch_gather_same(const void *src, int dtype, ndf__view4 v, void *dst, void *stream);
+int ndf__launch_scatter_same(const void *src, void *dst, int dtype, ndf__view4 v, void *stream);
 int ndf__launch_corr1d_direct(const float *in, ndf__view4 vin, float *out, ndf__view4 vout,
                               int axis4, const float *w, int64_t n, int64_t left, int mode,
                               float cval, void *stream);
@@ -80,11 +80,15 @@ typedef struct {
   size_t smem;
   int off[NDF__MEDIAN_OFFS]; /* the samples' offsets in the tile (median_args.off) */
 } ndf__median_tile;
-int ndf__median_tile_plan(ndf__median_tile *t, int f64, const int64_t n[4], const int64_t k[4],
+int ndf__median_tile_plan(ndf__median_tile *t, int esize, const int64_t n[4], const int64_t k[4],
                           const int *at, int count, int rank, int pairs);
-int ndf__launch_median_tile(const void *in, void *out, int f64, const int64_t n[4],
+/* dtype: NDF_F32 or NDF_F64, or (ndf__launch_median_tile_int) NDF_U8, NDF_U16 or NDF_I16. */
+int ndf__launch_median_tile(const void *in, void *out, int dtype, const int64_t n[4],
                             const int64_t left[4], const int mode[4], double cval,
                             const ndf__median_tile *t, void *stream);
+int ndf__launch_median_tile_int(const void *in, void *out, int dtype, const int64_t n[4],
+                                const int64_t left[4], const int mode[4], double cval,
+                                const ndf__median_tile *t, void *stream);
 /* 1 into *flag (a device int the caller zeroed) if the strided device array of dtype holds a
  * NaN or an infinity as float32 arithmetic sees it. */
 int ndf__launch_nonfinite(const void *src, int dtype, ndf__view4 v, int *flag, void *stream);

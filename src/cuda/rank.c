@@ -2,8 +2,9 @@
 /* rank.c - host side of cuda_rank (rank_kernel.cu): rank filters on the GPU, a thread an
  * output, any footprint; the median of a few samples through a tile in shared memory. A rank
  * filter's result is one of its samples: float32 holds every sample of the library's integer dtypes
- * exactly, and float64 device arrays are filtered as they are (a native plan: nothing staged,
- * strided views through contiguous float64 buffers), so the result is exact for every dtype. */
+ * exactly, and float64 device arrays (and uint8, uint16 and int16 ones under a median the tile
+ * takes) are filtered as they are (a native plan: nothing staged, strided views through
+ * contiguous buffers of their dtype), so the result is exact for every dtype. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +30,7 @@ typedef struct {
   pass ps[4];
   int np;
   int64_t n[4];
+  int dtype; /* the passes' samples: float32 (staged), or a native plan's dtype */
 } state;
 
 /* The median of a few samples through median_tile (rank_kernel.cu), in pairs of outputs where
@@ -46,6 +48,22 @@ static int extreme_of(const ndf__rank *r) {
 /* A box's minimum or maximum: one 1-D pass per axis (scipy's separable filter). */
 static int by_axes(const ndf__rank *r) {
   return extreme_of(r) && r->n == r->k[0] * r->k[1] * r->k[2] * r->k[3];
+}
+
+/* The dtype the passes run in: float64 (native), and uint8, uint16 or int16 device arrays as
+ * they are (native) for a median the tile takes; else float32 (staged). */
+static int work_dtype(const ndf__problem *pb) {
+  const ndf__rank *r = pb->params;
+  const ndf_array *in = &pb->in, *out = &pb->out;
+  const ndf_dtype t = in->dtype;
+  if (t == NDF_F64 || out->dtype == NDF_F64) return NDF_F64;
+  if ((t == NDF_U8 || t == NDF_U16 || t == NDF_I16) && out->dtype == t &&
+      in->place.kind == NDF_PLACE_CUDA && out->place.kind == NDF_PLACE_CUDA && !by_axes(r) &&
+      !extreme_of(r) && tile_mode() &&
+      ndf__median_tile_plan(NULL, (int)ndf_dtype_size(t), ndf__cuda_view4(in).shape, r->k, NULL,
+                            (int)r->n, (int)r->rank, 0))
+    return (int)t;
+  return NDF_F32;
 }
 
 static int applicable(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
@@ -67,11 +85,12 @@ static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_co
   const int64_t *k = r->k;
   const double n = (double)ndf_array_size(&pb->in),
                m = by_axes(r) ? (double)(k[0] + k[1] + k[2] + k[3]) : (double)r->n;
-  const double bytes = pb->in.dtype == NDF_F64 ? 16 : 8;
+  const int wt = work_dtype(pb);
+  const double bytes = 2.0 * (double)ndf_dtype_size(wt);
   /* the tile's forgetful selection: about (3/8) m^2 minimum-or-maximum operations */
   const int tile =
       !by_axes(r) && tile_mode() &&
-      ndf__median_tile_plan(NULL, pb->in.dtype == NDF_F64, ndf__cuda_view4(&pb->in).shape, r->k,
+      ndf__median_tile_plan(NULL, (int)ndf_dtype_size(wt), ndf__cuda_view4(&pb->in).shape, r->k,
                             NULL, (int)r->n, (int)r->rank, 0);
   const double per = tile            ? m * m * 0.05e-12
                      : extreme_of(r) ? m * 0.05e-12
@@ -92,20 +111,24 @@ static void free_state(void *v) {
 }
 
 /* The passes from src into dst (never the same memory), through tmp between them. */
-static int run(const state *s, const ndf__rank *r, const void *src, void *dst, int f64,
-               cudaStream_t st) {
+static int run(const state *s, const ndf__rank *r, const void *src, void *dst, cudaStream_t st) {
   int mode[4];
   for (int d = 0; d < 4; d++)
     mode[d] = (int)r->mode[d];
-  const size_t bytes = (size_t)(s->n[0] * s->n[1] * s->n[2] * s->n[3]) * (f64 ? 8 : 4);
+  const size_t bytes =
+      (size_t)(s->n[0] * s->n[1] * s->n[2] * s->n[3]) * ndf_dtype_size((ndf_dtype)s->dtype);
   void *tmp = NULL;
   int e = s->np > 1 ? (int)cudaMallocAsync(&tmp, bytes, st) : 0;
   for (int i = 0; i < s->np && e == 0; i++) { /* the last pass writes dst */
     const pass *q = &s->ps[i];
     void *to = (s->np - 1 - i) % 2 ? tmp : dst;
-    e = q->tile ? ndf__launch_median_tile(src, to, f64, s->n, q->left, mode, r->cval, q->tile, st)
-                : ndf__launch_rank(src, to, f64, s->n, q->k, q->left, mode, r->cval, q->off, q->at,
-                                   q->count, s->np > 1 ? 0 : (int)r->rank, extreme_of(r), st);
+    if (q->tile)
+      e = ndf__launch_median_tile(src, to, s->dtype, s->n, q->left, mode, r->cval, q->tile, st);
+    else if (s->dtype == NDF_F32 || s->dtype == NDF_F64)
+      e = ndf__launch_rank(src, to, s->dtype == NDF_F64, s->n, q->k, q->left, mode, r->cval, q->off,
+                           q->at, q->count, s->np > 1 ? 0 : (int)r->rank, extreme_of(r), st);
+    else /* an integer plan is the tile's alone (work_dtype) */
+      e = (int)cudaErrorInvalidValue;
     src = to;
   }
   if (tmp) cudaFreeAsync(tmp, st);
@@ -120,15 +143,15 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *
   cudaStream_t st = (cudaStream_t)p->ctx->stream;
   if (ndf_array_size(in) == 0) return NDF_OK;
   int e;
-  if (p->native) { /* float64, any strides (in place, the staging layer hands a copy of in) */
-    ndf__contig64 g;
-    e = ndf__cuda_contig64_begin(&g, in, out, st);
-    if (e == 0) e = run(s, r, g.src, g.dst, 1, st);
-    e = ndf__cuda_contig64_end(&g, e, out, st);
+  if (p->native) { /* the arrays' dtype, any strides (in place, the staging layer hands a copy) */
+    ndf__contig_native g;
+    e = ndf__cuda_contig_native_begin(&g, in, out, st);
+    if (e == 0) e = run(s, r, g.src, g.dst, st);
+    e = ndf__cuda_contig_native_end(&g, e, out, st);
   } else {
     ndf__contig g;
     e = ndf__cuda_contig_begin(&g, in, 1, out, st);
-    if (e == 0) e = run(s, r, g.src, g.dst[0], 0, st);
+    if (e == 0) e = run(s, r, g.src, g.dst[0], st);
     e = ndf__cuda_contig_end(&g, e, out, st);
   }
   return e == 0 ? NDF_OK : ndf__cuda_check(p->ctx, e, "cuda_rank");
@@ -136,7 +159,7 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *
 
 /* Pass q over the samples of footprint fp (box k, bytes in C order; NULL: all of the box);
  * median >= 0: the median's rank, which the tile takes where tile_mode allows. */
-static cudaError_t make_pass(pass *q, const unsigned char *fp, const int64_t n[4], int f64,
+static cudaError_t make_pass(pass *q, const unsigned char *fp, const int64_t n[4], int esize,
                              int median) {
   const int64_t size = q->k[0] * q->k[1] * q->k[2] * q->k[3];
   int64_t *off = malloc((size_t)size * sizeof *off);
@@ -165,7 +188,7 @@ static cudaError_t make_pass(pass *q, const unsigned char *fp, const int64_t n[4
     q->tile = malloc(sizeof *q->tile);
     if (!q->tile) e = cudaErrorMemoryAllocation;
     if (q->tile &&
-        !ndf__median_tile_plan(q->tile, f64, n, q->k, at, q->count, median, tile_mode() == 2)) {
+        !ndf__median_tile_plan(q->tile, esize, n, q->k, at, q->count, median, tile_mode() == 2)) {
       free(q->tile);
       q->tile = NULL;
     }
@@ -183,7 +206,9 @@ static ndf_status make(ndf_plan *p) {
   p->state = s;
   p->exec = exec;
   p->free_state = free_state;
-  p->native = a->dtype == NDF_F64 || p->pb.out.dtype == NDF_F64;
+  s->dtype = work_dtype(&p->pb);
+  p->native = s->dtype != NDF_F32;
+  const int esize = (int)ndf_dtype_size((ndf_dtype)s->dtype);
   memcpy(s->n, ndf__cuda_view4(a).shape, sizeof s->n);
   cudaError_t e = cudaSetDevice(p->ctx->place.device);
   if (by_axes(r)) {
@@ -194,13 +219,13 @@ static ndf_status make(ndf_plan *p) {
         q->k[i] = i == d ? r->k[d] : 1;
         q->left[i] = i == d ? r->left[d] : 0;
       }
-      e = make_pass(q, NULL, s->n, p->native, -1);
+      e = make_pass(q, NULL, s->n, esize, -1);
     }
   } else if (e == cudaSuccess) {
     pass *q = &s->ps[s->np++];
     memcpy(q->k, r->k, sizeof q->k);
     memcpy(q->left, r->left, sizeof q->left);
-    e = make_pass(q, r->fp, s->n, p->native, extreme_of(r) ? -1 : (int)r->rank);
+    e = make_pass(q, r->fp, s->n, esize, extreme_of(r) ? -1 : (int)r->rank);
   }
   if (e == cudaErrorMemoryAllocation)
     return ndf__fail(p->ctx, NDF_ENOMEM, "cuda_rank: out of memory for the footprint");

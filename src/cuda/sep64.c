@@ -64,25 +64,25 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *
   const size_t bytes = (size_t)ndf_array_size(in) * sizeof(double);
   int e = 0;
   if (c->naxes == 0 && in->data != out->data && bytes) { /* a copy, through the views */
-    ndf__contig64 g;
-    e = ndf__cuda_contig64_begin(&g, in, out, st);
+    ndf__contig_native g;
+    e = ndf__cuda_contig_native_begin(&g, in, out, st);
     if (e == 0 && g.dst != g.src)
       e = (int)cudaMemcpyAsync(g.dst, g.src, bytes, cudaMemcpyDeviceToDevice, st);
-    e = ndf__cuda_contig64_end(&g, e, out, st);
+    e = ndf__cuda_contig_native_end(&g, e, out, st);
   }
-  ndf__contig64 g; /* the arrays' strides may differ from the plan's */
-  if (c->naxes) e = ndf__cuda_contig64_begin(&g, in, out, st);
-  const double *src = g.src;
+  ndf__contig_native g; /* the arrays' strides may differ from the plan's */
+  if (c->naxes) e = ndf__cuda_contig_native_begin(&g, in, out, st);
+  const double *src = (const double *)g.src;
   for (int k = 0; k < c->naxes && e == 0; k++) {
     const ndf__sepaxis *ax = &c->ax[k];
-    double *to = (c->naxes - 1 - k) % 2 == 0 ? g.dst : s->tmp;
+    double *to = (c->naxes - 1 - k) % 2 == 0 ? (double *)g.dst : s->tmp;
     int64_t P, Q;
     ndf__split_axis(in->shape, in->ndim, ax->axis, &P, &Q);
     e = ndf__launch_sep64(src, to, P, in->shape[ax->axis], Q, s->dw + ax->off, (int)ax->n, ax->left,
                           ax->mode, c->cval, st);
     src = to;
   }
-  if (c->naxes) e = ndf__cuda_contig64_end(&g, e, out, st);
+  if (c->naxes) e = ndf__cuda_contig_native_end(&g, e, out, st);
   return e == 0 ? NDF_OK : ndf__cuda_check(p->ctx, e, "cuda_sep64");
 }
 

@@ -477,24 +477,19 @@ static ndf_status copy(ndf_context *ctx, void *dst, const void *src, size_t byte
   return e == cudaSuccess ? NDF_OK : cuda_fail(ctx, e, "ndf_array_copy", bytes);
 }
 
-/* A contiguous stream-ordered buffer for the view a (float32, or float64 for a native float64
- * exec) into *buf, holding a's elements where fill. */
+/* A contiguous stream-ordered buffer for the view a, of a's dtype (float32 staged, or a native
+ * exec's own), into *buf, holding a's elements where fill. */
 static cudaError_t view_buffer(const ndf_array *a, int fill, void **buf, cudaStream_t st) {
-  const int f64 = a->dtype == NDF_F64;
-  cudaError_t e =
-      cudaMallocAsync(buf, (size_t)ndf_array_size(a) * (f64 ? sizeof(double) : sizeof(float)), st);
+  cudaError_t e = cudaMallocAsync(buf, (size_t)ndf_array_size(a) * ndf_dtype_size(a->dtype), st);
   if (e == cudaSuccess && fill)
-    e = (cudaError_t)(f64 ? ndf__launch_gather64(a->data, ndf__cuda_view4(a), *buf, st)
-                          : ndf__launch_to_f32(a->data, NDF_F32, ndf__cuda_view4(a), *buf, st));
+    e = (cudaError_t)ndf__launch_gather_same(a->data, a->dtype, ndf__cuda_view4(a), *buf, st);
   return e;
 }
 
 /* The buffer buf scattered into the view a unless e is an error, then freed. */
 static cudaError_t view_unbuffer(void *buf, ndf_array *a, cudaError_t e, cudaStream_t st) {
   if (e == cudaSuccess)
-    e = (cudaError_t)(a->dtype == NDF_F64
-                          ? ndf__launch_scatter64(buf, a->data, ndf__cuda_view4(a), st)
-                          : ndf__launch_from_f32(buf, a->data, NDF_F32, ndf__cuda_view4(a), st));
+    e = (cudaError_t)ndf__launch_scatter_same(buf, a->data, a->dtype, ndf__cuda_view4(a), st);
   cudaFreeAsync(buf, st);
   return e;
 }
@@ -550,7 +545,8 @@ int ndf__cuda_contig_end(ndf__contig *c, int err, ndf_array *out, void *stream) 
   return (int)e;
 }
 
-int ndf__cuda_contig64_begin(ndf__contig64 *c, const ndf_array *in, ndf_array *out, void *stream) {
+int ndf__cuda_contig_native_begin(ndf__contig_native *c, const ndf_array *in, ndf_array *out,
+                                  void *stream) {
   cudaStream_t st = (cudaStream_t)stream;
   cudaError_t e = cudaSuccess;
   c->src = in->data;
@@ -567,7 +563,7 @@ int ndf__cuda_contig64_begin(ndf__contig64 *c, const ndf_array *in, ndf_array *o
   return (int)e;
 }
 
-int ndf__cuda_contig64_end(ndf__contig64 *c, int err, ndf_array *out, void *stream) {
+int ndf__cuda_contig_native_end(ndf__contig_native *c, int err, ndf_array *out, void *stream) {
   cudaStream_t st = (cudaStream_t)stream;
   cudaError_t e = (cudaError_t)err;
   if (c->gout) e = view_unbuffer(c->gout, out, e, st);

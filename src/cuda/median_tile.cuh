@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* median_tile.cuh - cuda_rank's median of a few samples (median_tile), its arguments and its
+ * launch over the sample types: included by rank_kernel.cu (float32, float64, and the tile's
+ * plan) and median_int_kernel.cu (uint8, uint16, int16: the samples as they are, no float32
+ * staging), so the instances compile side by side. */
+#ifndef NDF_MEDIAN_TILE_CUH
+#define NDF_MEDIAN_TILE_CUH
+#include <stdint.h>
+#include <string.h>
+
+#include "../core/boundary.h"
+#include "../core/select.h"
+#include "common.cuh"
+#include "ndf.h"
+
+namespace {
+
+/* Compare-exchanges that keep the values as they are (a NaN stays one of them, as in the CPU's
+ * networks), not fminf and fmaxf, which would drop it and count the other twice. */
+#define KEEP_MIN(a, b) ((b) < (a) ? (b) : (a))
+#define KEEP_MAX(a, b) ((b) < (a) ? (a) : (b))
+NDF__FORGETFUL_MEDIAN(forgetful_median, float, __device__ __forceinline__, KEEP_MIN, KEEP_MAX,
+                      _Pragma("unroll"))
+NDF__FORGETFUL_MEDIAN(forgetful_median, double, __device__ __forceinline__, KEEP_MIN, KEEP_MAX,
+                      _Pragma("unroll"))
+NDF__FORGETFUL_MEDIAN(forgetful_median, int, __device__ __forceinline__, KEEP_MIN, KEEP_MAX,
+                      _Pragma("unroll"))
+
+/* The selection's registers: 32-bit integers for the narrow integer samples, which would
+ * otherwise be widened again at each compare-exchange (and spill the larger selections). */
+template <typename T> struct lane { using type = T; };
+template <> struct lane<uint8_t> { using type = int; };
+template <> struct lane<uint16_t> { using type = int; };
+template <> struct lane<int16_t> { using type = int; };
+
+/* median_tile: a block of 32 x 8 threads takes a tile of 32 x (8 py r) x pz outputs (x, y, z:
+ * the view's last three axes; one index of the first), each thread py x pz of them (r = 1) or of
+ * pairs of neighbours along y (r = 2), one column of the tile; the tile and its halo, sx x sy x
+ * sz samples, lie in shared memory. A pair's windows share all but the samples along their y
+ * edges (42 of 49 for 7 x 7, 100 of 125 for 5^3): the pair takes its common samples through
+ * the selection's steps once, then each window goes on from that buffer with its own P. */
+enum { MEDIAN_MAXN = 125, MEDIAN_MAXP = 25, MEDIAN_TX = 32, MEDIAN_TY = 8 };
+static_assert(MEDIAN_MAXN + MEDIAN_MAXP == NDF__MEDIAN_OFFS, "the plan's offsets are the args'");
+
+template <typename T> struct median_args {
+  const T *in;
+  T *out;
+  int64_t n[4];
+  int64_t left[4];
+  int mode[4];
+  T cval;
+  int64_t tiles[3]; /* along x, y, z */
+  int sx, sy, sz, py, pz;
+  /* each sample's offset in the tile from its window's first: alone, off[0..N); in pairs, the
+   * common ones off[0..N - P), the first window's own off[N - P..N), the second's (from the
+   * first's window) off[N..N + P) */
+  int off[MEDIAN_MAXN + MEDIAN_MAXP];
+};
+
+template <typename T, int N, int P>
+__global__ void __launch_bounds__(MEDIAN_TX *MEDIAN_TY) median_tile(const median_args<T> a) {
+  extern __shared__ __align__(16) unsigned char median_smem[];
+  T *tile = reinterpret_cast<T *>(median_smem);
+  constexpr int R = P ? 2 : 1, C = N - P;
+  int64_t b = blockIdx.x;
+  const int64_t x0 = b % a.tiles[0] * MEDIAN_TX;
+  b /= a.tiles[0];
+  const int64_t y0 = b % a.tiles[1] * (MEDIAN_TY * R * a.py);
+  b /= a.tiles[1];
+  const int64_t z0 = b % a.tiles[2] * a.pz;
+  b /= a.tiles[2]; /* now the index along the first axis */
+  const int64_t plane = a.n[1] * a.n[2] * a.n[3];
+  const T *in = a.in + b * plane;
+  const int t = threadIdx.y * MEDIAN_TX + threadIdx.x, size = a.sx * a.sy * a.sz;
+  for (int i = t; i < size; i += MEDIAN_TX * MEDIAN_TY) {
+    const int lx = i % a.sx, ly = i / a.sx % a.sy, lz = i / a.sx / a.sy;
+    const int64_t x = ndf__map_index(x0 - a.left[3] + lx, a.n[3], a.mode[3]),
+                  y = ndf__map_index(y0 - a.left[2] + ly, a.n[2], a.mode[2]),
+                  z = ndf__map_index(z0 - a.left[1] + lz, a.n[1], a.mode[1]);
+    tile[i] = x < 0 || y < 0 || z < 0 ? a.cval : in[(z * a.n[2] + y) * a.n[3] + x];
+  }
+  __syncthreads();
+  const int64_t x = x0 + threadIdx.x;
+  if (x >= a.n[3]) return;
+  T *out = a.out + b * plane + x;
+  for (int pz = 0; pz < a.pz; pz++) {
+    const int64_t z = z0 + pz;
+    if (z >= a.n[1]) break;
+    for (int py = 0; py < a.py; py++) {
+      const int ly = R * (threadIdx.y + MEDIAN_TY * py);
+      const int64_t y = y0 + ly;
+      if (y >= a.n[2]) break;
+      const T *w = tile + (pz * a.sy + ly) * a.sx + threadIdx.x;
+      using V = typename lane<T>::type;
+      V va[N];
+      if constexpr (P == 0) {
+#pragma unroll
+        for (int j = 0; j < N; j++)
+          va[j] = w[a.off[j]];
+        out[(z * a.n[2] + y) * a.n[3]] = (T)forgetful_median(va, N);
+      } else {
+        V vb[N];
+#pragma unroll
+        for (int j = 0; j < N; j++)
+          va[j] = w[a.off[j]];
+#pragma unroll
+        for (int j = C; j < N; j++)
+          vb[j] = w[a.off[j + P]];
+        constexpr int top = NDF__FORGETFUL_TOP(N);
+        forgetful_median_steps(va, N, top + 1, C);
+#pragma unroll
+        for (int j = 0; j <= 2 * top + 1 - C; j++)
+          vb[j] = va[j];
+        forgetful_median_steps(va, N, C, N);
+        forgetful_median_steps(vb, N, C, N);
+        out[(z * a.n[2] + y) * a.n[3]] = (T)forgetful_median_finish(va, N);
+        if (y + 1 < a.n[2]) out[(z * a.n[2] + y + 1) * a.n[3]] = (T)forgetful_median_finish(vb, N);
+      }
+    }
+  }
+}
+
+template <typename T, int N, int P>
+static int median_launch(median_args<T> &a, size_t smem, int64_t blocks, cudaStream_t s) {
+  median_tile<T, N, P><<<(unsigned)blocks, dim3(MEDIAN_TX, MEDIAN_TY), smem, s>>>(a);
+  return (int)cudaGetLastError();
+}
+
+/* The counts median_tile is built for (a template instance each), alone and, with the samples
+ * of a window's y edge (the boxes'), in pairs. */
+#define MEDIAN_COUNTS(X) X(3) X(5) X(7) X(9) X(25) X(27) X(49) X(125)
+#define MEDIAN_PAIRS(X) X(9, 3) X(25, 5) X(49, 7) X(27, 9) X(125, 25)
+
+template <typename T>
+static int median(const T *in, T *out, const int64_t n[4], const int64_t left[4], const int mode[4],
+                  double cval, const ndf__median_tile *t, cudaStream_t s) {
+  const int r = t->own ? 2 : 1;
+  median_args<T> a;
+  a.in = in;
+  a.out = out;
+  for (int d = 0; d < 4; d++) {
+    a.n[d] = n[d];
+    a.left[d] = left[d];
+    a.mode[d] = mode[d];
+  }
+  a.cval = (T)cval;
+  a.py = t->py;
+  a.pz = t->pz;
+  a.sx = t->sx;
+  a.sy = t->sy;
+  a.sz = t->sz;
+  a.tiles[0] = (n[3] + MEDIAN_TX - 1) / MEDIAN_TX;
+  a.tiles[1] = (n[2] + MEDIAN_TY * r * t->py - 1) / (MEDIAN_TY * r * t->py);
+  a.tiles[2] = (n[1] + t->pz - 1) / t->pz;
+  memcpy(a.off, t->off, sizeof a.off);
+  const int64_t blocks = a.tiles[0] * a.tiles[1] * a.tiles[2] * n[0];
+#define MEDIAN_PAIR_CASE(c, p)                                                                     \
+  if (t->count == c && t->own == p) return median_launch<T, c, p>(a, t->smem, blocks, s);
+  MEDIAN_PAIRS(MEDIAN_PAIR_CASE)
+#undef MEDIAN_PAIR_CASE
+  switch (t->count) {
+#define MEDIAN_CASE(c)                                                                             \
+  case c: return median_launch<T, c, 0>(a, t->smem, blocks, s);
+    MEDIAN_COUNTS(MEDIAN_CASE)
+#undef MEDIAN_CASE
+  default: return (int)cudaErrorInvalidValue;
+  }
+}
+
+} // namespace
+
+#endif
