@@ -190,8 +190,11 @@ def _square_kernels():
     """CuPy kernels: acc + t*t into acc, and the same then its square root (one pass over the
     arrays each, where separate products, sums and roots took one pass each)."""
     import cupy
-    return (cupy.ElementwiseKernel("T t, T a", "T o", "o = a + t * t", "ndfilt_add_square"),
-            cupy.ElementwiseKernel("T t, T a", "T o", "o = sqrt(a + t * t)", "ndfilt_add_root"))
+    opts = ("--fmad=false",)  # the product rounded before the sum, as numpy and scipy round it
+    return (cupy.ElementwiseKernel("T t, T a", "T o", "o = a + t * t", "ndfilt_add_square",
+                                   options=opts),
+            cupy.ElementwiseKernel("T t, T a", "T o", "o = sqrt(a + t * t)", "ndfilt_add_root",
+                                   options=opts))
 
 
 def _add_square(acc, t, last):
@@ -201,7 +204,7 @@ def _add_square(acc, t, last):
         acc = t * t
         return acc ** 0.5 if last else acc
     if _mod(t) is not np and type(acc) is type(t) and acc.dtype == t.dtype and \
-            acc.shape == t.shape:
+            acc.dtype.kind == "f" and acc.shape == t.shape:
         return _square_kernels()[1 if last else 0](t, acc, acc)
     acc += t * t
     return acc ** 0.5 if last else acc

@@ -52,7 +52,7 @@ __global__ void __launch_bounds__(CQ)
     for (int64_t sg = blockIdx.y; sg < nseg; sg += gridDim.y) {
       const int64_t i0 = sg * S, i1 = i0 + S < L ? i0 + S : L;
       double sum = 0, err = 0;
-      for (int j0 = 0; j0 < n; j0 += U) {
+      for (int64_t j0 = 0; j0 < n; j0 += U) {
         float v[U];
 #pragma unroll
         for (int u = 0; u < U; u++)
@@ -67,7 +67,7 @@ __global__ void __launch_bounds__(CQ)
           const float *a = in + base + (i - left) * Q;
 #pragma unroll
           for (int u = 0; u < U; u++) {
-            enter[u] = __ldg(a + (u + n) * Q);
+            enter[u] = __ldg(a + ((int64_t)u + n) * Q);
             leave[u] = __ldg(a + u * Q);
           }
         } else {

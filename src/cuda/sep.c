@@ -79,7 +79,7 @@ static int applicable_box(const ndf__solver *self, const ndf__problem *pb, const
   double v[NDF_MAX_DIMS];
   int short_box = 1;
   for (int k = 0; k < c->naxes; k++)
-    short_box &= c->ax[k].n <= INT32_MAX;
+    short_box &= c->ax[k].n <= INT32_MAX - 1024; /* the kernels' int sums of n and a segment */
   return !(on && on[0] == '0') && ctx->place.kind == NDF_PLACE_CUDA && short_box &&
          ndf__sep_box(c, v);
 }
