@@ -82,6 +82,10 @@ typedef struct {
 } ndf__median_tile;
 int ndf__median_tile_plan(ndf__median_tile *t, int esize, const int64_t n[4], const int64_t k[4],
                           const int *at, int count, int rank, int pairs);
+/* cuda_rank: a box's minimum (maximum: 0) or maximum (1) of k samples along axis of the 4-D
+ * contiguous array of shape n, of dtype (NDF_F32, NDF_F64, NDF_U8, NDF_U16 or NDF_I16). */
+int ndf__launch_extreme(const void *in, void *out, int dtype, const int64_t n[4], int axis, int k,
+                        int64_t left, int mode, double cval, int maximum, void *stream);
 /* dtype: NDF_F32 or NDF_F64, or (ndf__launch_median_tile_int) NDF_U8, NDF_U16 or NDF_I16. */
 int ndf__launch_median_tile(const void *in, void *out, int dtype, const int64_t n[4],
                             const int64_t left[4], const int mode[4], double cval,

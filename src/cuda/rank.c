@@ -22,6 +22,7 @@ typedef struct {
   int *at;
   int count;
   ndf__median_tile *tile; /* the median by median_tile, laid out; else NULL */
+  int axis; /* a box's minimum or maximum along this axis by extreme_kernel.cu; else -1 */
 } pass;
 
 /* A general footprint is one pass; a box's minimum or maximum is one pass per axis it spans
@@ -41,6 +42,14 @@ static int tile_mode(void) {
   return on && on[0] >= '0' && on[0] <= '2' ? on[0] - '0' : 2;
 }
 
+/* A box's minimum or maximum by extreme_kernel.cu's passes (the samples as they are, a window
+ * of one axis each), off unless the development switch NDF_CUDA_EXTREME is 1 until the kernels
+ * have run on a GPU; else the general kernel takes the passes. */
+static int extreme_passes(void) {
+  const char *on = ndf__dev_switch("NDF_CUDA_EXTREME");
+  return on && on[0] == '1';
+}
+
 static int extreme_of(const ndf__rank *r) {
   return r->rank == 0 ? -1 : r->rank == r->n - 1 ? 1 : 0;
 }
@@ -51,17 +60,20 @@ static int by_axes(const ndf__rank *r) {
 }
 
 /* The dtype the passes run in: float64 (native), and uint8, uint16 or int16 device arrays as
- * they are (native) for a median the tile takes; else float32 (staged). */
+ * they are (native) for a median the tile takes or a box's extreme by extreme_passes; else
+ * float32 (staged). */
 static int work_dtype(const ndf__problem *pb) {
   const ndf__rank *r = pb->params;
   const ndf_array *in = &pb->in, *out = &pb->out;
   const ndf_dtype t = in->dtype;
   if (t == NDF_F64 || out->dtype == NDF_F64) return NDF_F64;
   if ((t == NDF_U8 || t == NDF_U16 || t == NDF_I16) && out->dtype == t &&
-      in->place.kind == NDF_PLACE_CUDA && out->place.kind == NDF_PLACE_CUDA && !by_axes(r) &&
-      !extreme_of(r) && tile_mode() &&
-      ndf__median_tile_plan(NULL, (int)ndf_dtype_size(t), ndf__cuda_view4(in).shape, r->k, NULL,
-                            (int)r->n, (int)r->rank, 0))
+      in->place.kind == NDF_PLACE_CUDA && out->place.kind == NDF_PLACE_CUDA &&
+      (by_axes(r)
+           ? extreme_passes()
+           : !extreme_of(r) && tile_mode() &&
+                 ndf__median_tile_plan(NULL, (int)ndf_dtype_size(t), ndf__cuda_view4(in).shape,
+                                       r->k, NULL, (int)r->n, (int)r->rank, 0)))
     return (int)t;
   return NDF_F32;
 }
@@ -124,10 +136,13 @@ static int run(const state *s, const ndf__rank *r, const void *src, void *dst, c
     void *to = (s->np - 1 - i) % 2 ? tmp : dst;
     if (q->tile)
       e = ndf__launch_median_tile(src, to, s->dtype, s->n, q->left, mode, r->cval, q->tile, st);
+    else if (q->axis >= 0)
+      e = ndf__launch_extreme(src, to, s->dtype, s->n, q->axis, (int)q->k[q->axis],
+                              q->left[q->axis], mode[q->axis], r->cval, extreme_of(r) > 0, st);
     else if (s->dtype == NDF_F32 || s->dtype == NDF_F64)
       e = ndf__launch_rank(src, to, s->dtype == NDF_F64, s->n, q->k, q->left, mode, r->cval, q->off,
                            q->at, q->count, s->np > 1 ? 0 : (int)r->rank, extreme_of(r), st);
-    else /* an integer plan is the tile's alone (work_dtype) */
+    else /* an integer plan's passes are the tile's or extreme_kernel's (work_dtype) */
       e = (int)cudaErrorInvalidValue;
     src = to;
   }
@@ -220,12 +235,14 @@ static ndf_status make(ndf_plan *p) {
         q->left[i] = i == d ? r->left[d] : 0;
       }
       e = make_pass(q, NULL, s->n, esize, -1);
+      q->axis = extreme_passes() ? d : -1;
     }
   } else if (e == cudaSuccess) {
     pass *q = &s->ps[s->np++];
     memcpy(q->k, r->k, sizeof q->k);
     memcpy(q->left, r->left, sizeof q->left);
     e = make_pass(q, r->fp, s->n, esize, extreme_of(r) ? -1 : (int)r->rank);
+    q->axis = -1;
   }
   if (e == cudaErrorMemoryAllocation)
     return ndf__fail(p->ctx, NDF_ENOMEM, "cuda_rank: out of memory for the footprint");
