@@ -6,8 +6,9 @@
  *   q), consecutive threads on consecutive q (coalesced where Q is wide), a segment of S
  *   outputs each; an output reads its window's n samples through L1 (neighbours share all but
  *   one of them).
- * rows: along the last axis: a block stages a row's segment of RS outputs and its apron in
- *   shared memory (coalesced, the mode applied as it loads), a thread an output.
+ * rows: along the last axis of rows at least RS / 4 long: a block stages a row's segment of RS
+ *   outputs and its apron in shared memory (coalesced, the mode applied as it loads), a thread
+ *   an output.
  * Each window is taken in order from its first sample, r = x > r ? x : r (maximum) or
  * x < r ? x : r (minimum), as the general kernel and the CPU take it, so a NaN counts where
  * theirs does. */
@@ -99,7 +100,7 @@ int launch(const T *in, T *out, const int64_t n4[4], int axis, int n, int64_t le
   const int64_t L = n4[axis];
   if (P * L * Q == 0) return 0;
   const size_t smem = ((size_t)RS + (size_t)n - 1) * sizeof(T);
-  if (Q == 1 && smem <= 48 * 1024) {
+  if (Q == 1 && L >= RS / 4 && smem <= 48 * 1024) { /* short rows would idle most threads */
     const int64_t blocks = P * ((L + RS - 1) / RS);
     extreme_rows<T, MAX><<<(unsigned)(blocks < (1LL << 30) ? blocks : (1LL << 30)), RS, smem, st>>>(
         in, out, P, L, n, left, mode, (T)cval);

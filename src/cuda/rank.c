@@ -3,8 +3,9 @@
  * output, any footprint; the median of a few samples through a tile in shared memory. A rank
  * filter's result is one of its samples: float32 holds every sample of the library's integer dtypes
  * exactly, and float64 device arrays (and uint8, uint16 and int16 ones under a median the tile
- * takes) are filtered as they are (a native plan: nothing staged, strided views through
- * contiguous buffers of their dtype), so the result is exact for every dtype. */
+ * takes or a box's extreme by extreme_kernel.cu's passes) are filtered as they are (a native plan:
+ * nothing staged, strided views through contiguous buffers of their dtype), so the result is exact
+ * for every dtype. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -221,6 +222,8 @@ static ndf_status make(ndf_plan *p) {
   p->state = s;
   p->exec = exec;
   p->free_state = free_state;
+  for (int i = 0; i < 4; i++)
+    s->ps[i].axis = -1;
   s->dtype = work_dtype(&p->pb);
   p->native = s->dtype != NDF_F32;
   const int esize = (int)ndf_dtype_size((ndf_dtype)s->dtype);
@@ -234,15 +237,18 @@ static ndf_status make(ndf_plan *p) {
         q->k[i] = i == d ? r->k[d] : 1;
         q->left[i] = i == d ? r->left[d] : 0;
       }
-      e = make_pass(q, NULL, s->n, esize, -1);
-      q->axis = extreme_passes() ? d : -1;
+      if (extreme_passes()) { /* a window along d: no sample tables */
+        q->axis = d;
+        q->count = (int)q->k[d];
+      } else {
+        e = make_pass(q, NULL, s->n, esize, -1);
+      }
     }
   } else if (e == cudaSuccess) {
     pass *q = &s->ps[s->np++];
     memcpy(q->k, r->k, sizeof q->k);
     memcpy(q->left, r->left, sizeof q->left);
     e = make_pass(q, r->fp, s->n, esize, extreme_of(r) ? -1 : (int)r->rank);
-    q->axis = -1;
   }
   if (e == cudaErrorMemoryAllocation)
     return ndf__fail(p->ctx, NDF_ENOMEM, "cuda_rank: out of memory for the footprint");
