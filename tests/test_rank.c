@@ -34,7 +34,10 @@ static void one_case(ndf_context *ctx, int cuda, const char *method, uint64_t *r
   /* every sixth (else) a median of a box 3 to 7 wide over the last two axes or 3 to 5 over the
    * last three, or of a footprint of 5, 7, 9 or 25 samples in one (cuda_rank's tile) */
   const int medk = !med9 && !big8 && c % 6 == 5, medk3 = medk && t_randint(r, 0, 1);
-  const int nd = (int)t_randint(r, med9 || big8 || medk ? 2 + medk3 : 1, big8 ? 3 : 4);
+  /* every eleventh (else) a box's minimum or maximum along rows past one segment of the GPU's
+   * row passes (256), the window up to 40 long */
+  const int longx = !med9 && !big8 && !medk && c % 11 == 10;
+  const int nd = (int)t_randint(r, med9 || big8 || medk ? 2 + medk3 : 1, big8 ? 3 : longx ? 2 : 4);
   int64_t shape[NDF_MAX_DIMS], k[NDF_MAX_DIMS];
   int64_t n = 1, size = 1;
   double cv; /* cval as scipy casts it to an integer input's dtype */
@@ -45,10 +48,12 @@ static void one_case(ndf_context *ctx, int cuda, const char *method, uint64_t *r
       shape[d] = t_randint(r, 33, nd > 2 ? 70 : 120);
     if (medk && d == nd - 2 && t_randint(r, 0, 1)) /* more than one tile of 32 rows */
       shape[d] = t_randint(r, 33, 70);
-    k[d] = med9   ? (d >= nd - 2 ? 3 : 1)
-           : big8 ? (d >= nd - 2 ? t_randint(r, 12, 16) : t_randint(r, 1, 2))
-           : medk ? (d >= nd - 2 - medk3 ? 2 * t_randint(r, 1, medk3 ? 2 : 3) + 1 : 1)
-                  : t_randint(r, 1, 5);
+    if (longx) shape[d] = d == nd - 1 ? t_randint(r, 250, 700) : t_randint(r, 1, 6);
+    k[d] = med9    ? (d >= nd - 2 ? 3 : 1)
+           : big8  ? (d >= nd - 2 ? t_randint(r, 12, 16) : t_randint(r, 1, 2))
+           : medk  ? (d >= nd - 2 - medk3 ? 2 * t_randint(r, 1, medk3 ? 2 : 3) + 1 : 1)
+           : longx ? t_randint(r, 1, d == nd - 1 ? 40 : 5)
+                   : t_randint(r, 1, 5);
     o.mode[d] = (ndf_mode)t_randint(r, 0, 4);
     o.origin[d] = (int)t_randint(r, -(k[d] / 2), (k[d] - 1) / 2);
     n *= shape[d];
@@ -68,7 +73,7 @@ static void one_case(ndf_context *ctx, int cuda, const char *method, uint64_t *r
        : idt == NDF_U16 ? (double)(uint16_t)(int64_t)o.cval
        : idt == NDF_I16 ? (double)(int16_t)(int64_t)o.cval
                         : o.cval;
-  const int holes = !med9 && t_randint(r, 0, 1),
+  const int holes = !med9 && !longx && t_randint(r, 0, 1),
             inplace = idt == odt && din == dout && t_randint(r, 0, 5) == 0;
   unsigned char *fp = malloc((size_t)size);
   if (!fp) abort();
@@ -86,7 +91,7 @@ static void one_case(ndf_context *ctx, int cuda, const char *method, uint64_t *r
       fp[j] = 0;
     }
   }
-  const int64_t which = t_randint(r, 0, 3);
+  const int64_t which = t_randint(r, 0, longx ? 1 : 3);
   const int64_t rank = med9         ? 4
                        : medk       ? m / 2
                        : which == 0 ? 0
