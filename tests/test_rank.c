@@ -198,7 +198,18 @@ static void bad_calls(ndf_context *ctx) {
   CHECK(ndf_plan_rank(&p, ctx, &a, &b, 0, NULL, k0, &o) == NDF_EINVAL, "length 0");
   o.origin[0] = 2;
   CHECK(ndf_plan_rank(&p, ctx, &a, &b, 0, NULL, k, &o) == NDF_EINVAL, "origin 2 of 3");
+  o.origin[0] = 0;
+  /* a cval no integer holds, for an integer input (scipy raises too); a float input takes it */
+  uint8_t bytes[16] = {0};
+  ndf_array a8 = ndf_array_contiguous(NDF_U8, 2, shape, bytes);
+  const double odd[3] = {NAN, INFINITY, -1e19};
+  for (int j = 0; j < 3; j++) {
+    o.cval = odd[j];
+    CHECK(ndf_plan_rank(&p, ctx, &a8, &a8, 4, NULL, k, &o) == NDF_EINVAL, "uint8, cval %g", odd[j]);
+  }
   CHECK(p == NULL, "a refused plan is NULL");
+  CHECK(ndf_plan_rank(&p, ctx, &a, &b, 4, NULL, k, &o) == NDF_OK, "float32, cval -1e19");
+  ndf_plan_destroy(p);
 }
 
 /* The forgetful selection of cuda_rank's median tile (select.h), here in C: the median of 1 to

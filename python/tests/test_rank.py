@@ -254,6 +254,9 @@ class TestRank(unittest.TestCase):
             ndfilt.percentile_filter(x, 150, size=3)
         with self.assertRaises(RuntimeError):
             ndfilt.median_filter(x, footprint=np.ones((3, 3, 3)))
+        for cval in (np.nan, np.inf):  # no uint8 sample (scipy raises too)
+            with self.assertRaises(ValueError):
+                ndfilt.median_filter(x.astype(np.uint8), size=3, mode="constant", cval=cval)
         with self.assertRaises(ValueError):
             ndfilt.minimum_filter1d(x, 3, axis=2)
         with self.assertRaises(RuntimeError):

@@ -8,10 +8,13 @@
 
 #include "../core/internal.h"
 
+static int integer_dtype(ndf_dtype t) { return t == NDF_U8 || t == NDF_U16 || t == NDF_I16; }
+
 /* cval as a sample of the input's dtype, as scipy casts it: truncated toward zero and wrapped
- * for an integer dtype (the result of a rank filter is one of its samples). */
+ * for an integer dtype (the result of a rank filter is one of its samples); a cval no integer
+ * holds is refused before (ndf_plan_rank). */
 static double sample_of(ndf_dtype t, double v) {
-  if (!isfinite(v) || fabs(v) >= 9.2e18) return v;
+  if (!integer_dtype(t)) return v;
   const int64_t i = (int64_t)v;
   switch (t) {
   case NDF_U8: return (double)(uint8_t)i;
@@ -51,6 +54,8 @@ ndf_status ndf_plan_rank(ndf_plan **plan, ndf_context *ctx, const ndf_array *in,
                        o.origin[d], d, -(long long)(fshape[d] / 2),
                        (long long)((fshape[d] - 1) / 2), (long long)fshape[d]);
   }
+  if (integer_dtype(in->dtype) && !(fabs(o.cval) < 9.2e18)) /* scipy raises on these too */
+    return ndf__fail(ctx, NDF_EINVAL, "rank: cval %g is no sample of an integer input", o.cval);
   int64_t n = size;
   if (footprint) {
     n = 0;
