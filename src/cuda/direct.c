@@ -66,8 +66,8 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *
   ndf__contig g;
   int e = ndf__cuda_contig_begin(&g, in, (int)c->nf, out, st);
   if (e == 0)
-    e = ndf__launch_corr_direct(g.src, g.dst, (int)c->nf, s->n, s->k, s->left, s->mode,
-                                (float)c->cval, s->dw, s->skip_zero, st);
+    e = ndf__launch_corr_direct(g.src, (float *const *)g.dst, (int)c->nf, s->n, s->k, s->left,
+                                s->mode, (float)c->cval, s->dw, s->skip_zero, st);
   e = ndf__cuda_contig_end(&g, e, out, st);
   return e == 0 ? NDF_OK : ndf__cuda_check(p->ctx, e, "cuda_direct (correlate)");
 }

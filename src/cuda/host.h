@@ -8,31 +8,22 @@
 
 /* a as a 4-D view for the kernels. */
 ndf__view4 ndf__cuda_view4(const ndf_array *a);
-/* Contiguous float32 device views for a solver's exec: in and its nout outputs themselves
- * when contiguous, else buffers from the stream-ordered allocator (in gathered into its
- * buffer once). ndf__cuda_contig_end scatters dst[f] into out[f] (when err is 0) and frees
- * the buffers; both return a cudaError_t, and end must follow every begin. */
+/* Contiguous device views for a solver's exec, of the arrays' dtype (float32 for a staged plan,
+ * a native plan's own): in and its nout outputs themselves when contiguous, else buffers from
+ * the stream-ordered allocator (in gathered into its buffer once; a native plan's strides may
+ * change from call to call). ndf__cuda_contig_end scatters dst[f] into out[f] (when err is 0)
+ * and frees the buffers; both return a cudaError_t, and end must follow every begin. */
 typedef struct {
-  const float *src;
-  float **dst;  /* nout contiguous outputs */
-  float *gin;   /* in's buffer, or NULL */
-  float **gout; /* output f's buffer, or NULL where out[f] is contiguous */
+  const void *src;
+  void **dst;  /* nout contiguous outputs */
+  void *gin;   /* in's buffer, or NULL */
+  void **gout; /* output f's buffer, or NULL where out[f] is contiguous */
   int nout;
-  float *dst1, *gout1; /* the arrays when nout is 1 */
+  void *dst1, *gout1; /* the arrays when nout is 1 */
 } ndf__contig;
 int ndf__cuda_contig_begin(ndf__contig *c, const ndf_array *in, int nout, ndf_array *out,
                            void *stream);
 int ndf__cuda_contig_end(ndf__contig *c, int err, ndf_array *out, void *stream);
-/* The same for a native exec (one output, the arrays' own dtype): a native plan takes its
- * device arrays as they are, and their strides may change from call to call. */
-typedef struct {
-  const void *src;
-  void *dst;
-  void *gin, *gout; /* the buffers, or NULL */
-} ndf__contig_native;
-int ndf__cuda_contig_native_begin(ndf__contig_native *c, const ndf_array *in, ndf_array *out,
-                                  void *stream);
-int ndf__cuda_contig_native_end(ndf__contig_native *c, int err, ndf_array *out, void *stream);
 
 /* Whether cuFFT could be opened (cufft_load.c: on first use, not linked); if not, *reason says
  * why. */

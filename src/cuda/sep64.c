@@ -61,28 +61,23 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *
   const ndf__sep *c = p->pb.params;
   const state *s = p->state;
   cudaStream_t st = (cudaStream_t)p->ctx->stream;
-  const size_t bytes = (size_t)ndf_array_size(in) * sizeof(double);
-  int e = 0;
-  if (c->naxes == 0 && in->data != out->data && bytes) { /* a copy, through the views */
-    ndf__contig_native g;
-    e = ndf__cuda_contig_native_begin(&g, in, out, st);
-    if (e == 0 && g.dst != g.src)
-      e = (int)cudaMemcpyAsync(g.dst, g.src, bytes, cudaMemcpyDeviceToDevice, st);
-    e = ndf__cuda_contig_native_end(&g, e, out, st);
-  }
-  ndf__contig_native g; /* the arrays' strides may differ from the plan's */
-  if (c->naxes) e = ndf__cuda_contig_native_begin(&g, in, out, st);
-  const double *src = (const double *)g.src;
+  if (ndf_array_size(in) == 0) return NDF_OK;
+  ndf__contig g; /* the arrays' strides may differ from the plan's */
+  int e = ndf__cuda_contig_begin(&g, in, 1, out, st);
+  if (e == 0 && c->naxes == 0 && g.dst[0] != g.src) /* a copy */
+    e = (int)cudaMemcpyAsync(g.dst[0], g.src, (size_t)ndf_array_size(in) * sizeof(double),
+                             cudaMemcpyDeviceToDevice, st);
+  const double *src = g.src;
   for (int k = 0; k < c->naxes && e == 0; k++) {
     const ndf__sepaxis *ax = &c->ax[k];
-    double *to = (c->naxes - 1 - k) % 2 == 0 ? (double *)g.dst : s->tmp;
+    double *to = (c->naxes - 1 - k) % 2 == 0 ? g.dst[0] : s->tmp;
     int64_t P, Q;
     ndf__split_axis(in->shape, in->ndim, ax->axis, &P, &Q);
     e = ndf__launch_sep64(src, to, P, in->shape[ax->axis], Q, s->dw + ax->off, (int)ax->n, ax->left,
                           ax->mode, c->cval, st);
     src = to;
   }
-  if (c->naxes) e = ndf__cuda_contig_native_end(&g, e, out, st);
+  e = ndf__cuda_contig_end(&g, e, out, st);
   return e == 0 ? NDF_OK : ndf__cuda_check(p->ctx, e, "cuda_sep64");
 }
 

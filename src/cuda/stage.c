@@ -517,13 +517,13 @@ int ndf__cuda_contig_begin(ndf__contig *c, const ndf_array *in, int nout, ndf_ar
     }
   }
   if (!ndf__is_contiguous(in)) {
-    e = view_buffer(in, 1, (void **)&c->gin, st);
+    e = view_buffer(in, 1, &c->gin, st);
     c->src = c->gin;
   }
   for (int f = 0; f < nout; f++) {
     c->dst[f] = out[f].data;
     if (e == cudaSuccess && !ndf__is_contiguous(&out[f])) {
-      e = view_buffer(&out[f], 0, (void **)&c->gout[f], st);
+      e = view_buffer(&out[f], 0, &c->gout[f], st);
       c->dst[f] = c->gout[f];
     }
   }
@@ -542,33 +542,6 @@ int ndf__cuda_contig_end(ndf__contig *c, int err, ndf_array *out, void *stream) 
   c->nout = 0;
   c->dst = &c->dst1;
   c->gout = &c->gout1;
-  return (int)e;
-}
-
-int ndf__cuda_contig_native_begin(ndf__contig_native *c, const ndf_array *in, ndf_array *out,
-                                  void *stream) {
-  cudaStream_t st = (cudaStream_t)stream;
-  cudaError_t e = cudaSuccess;
-  c->src = in->data;
-  c->dst = out->data;
-  c->gin = c->gout = NULL;
-  if (!ndf__is_contiguous(in)) {
-    e = view_buffer(in, 1, (void **)&c->gin, st);
-    c->src = c->gin;
-  }
-  if (e == cudaSuccess && !ndf__is_contiguous(out)) {
-    e = view_buffer(out, 0, (void **)&c->gout, st);
-    c->dst = c->gout;
-  }
-  return (int)e;
-}
-
-int ndf__cuda_contig_native_end(ndf__contig_native *c, int err, ndf_array *out, void *stream) {
-  cudaStream_t st = (cudaStream_t)stream;
-  cudaError_t e = (cudaError_t)err;
-  if (c->gout) e = view_unbuffer(c->gout, out, e, st);
-  if (c->gin) cudaFreeAsync(c->gin, st);
-  c->gin = c->gout = NULL;
   return (int)e;
 }
 
