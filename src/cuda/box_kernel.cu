@@ -19,7 +19,6 @@
  *   it no longer needs, and the block stores the tile's rows back coalesced. */
 #include <stdint.h>
 
-#include "../core/boundary.h"
 #include "common.cuh"
 
 namespace {
@@ -36,12 +35,6 @@ __device__ __forceinline__ void two_add(double &sum, double &err, double x) {
   sum = t;
 }
 
-__device__ __forceinline__ float line_at(const float *in, int64_t base, int64_t L, int64_t Q,
-                                         int64_t i, int mode, float cval) {
-  const int64_t m = ndf__map_index(i, L, mode);
-  return m < 0 ? cval : __ldg(in + base + m * Q);
-}
-
 __global__ void __launch_bounds__(CQ)
     box_lines(const float *in, float *out, int64_t P, int64_t L, int64_t Q, int n, int64_t left,
               int mode, float cval, double w, int64_t S) {
@@ -56,7 +49,7 @@ __global__ void __launch_bounds__(CQ)
         float v[U];
 #pragma unroll
         for (int u = 0; u < U; u++)
-          v[u] = j0 + u < n ? line_at(in, base, L, Q, i0 - left + j0 + u, mode, cval) : 0.f;
+          v[u] = j0 + u < n ? ndf__line_at(in, base, L, Q, i0 - left + j0 + u, mode, cval) : 0.f;
 #pragma unroll
         for (int u = 0; u < U; u++)
           if (j0 + u < n) two_add(sum, err, v[u]);
@@ -73,8 +66,8 @@ __global__ void __launch_bounds__(CQ)
         } else {
 #pragma unroll
           for (int u = 0; u < U; u++) {
-            enter[u] = line_at(in, base, L, Q, i + u + n - left, mode, cval);
-            leave[u] = line_at(in, base, L, Q, i + u - left, mode, cval);
+            enter[u] = ndf__line_at(in, base, L, Q, i + u + n - left, mode, cval);
+            leave[u] = ndf__line_at(in, base, L, Q, i + u - left, mode, cval);
           }
         }
 #pragma unroll
@@ -101,10 +94,8 @@ __global__ void __launch_bounds__(RR)
     for (int u = 0; u < U; u++) {
       const int e = e0 + u * RR, rr = e / len, j = e % len;
       v[u] = cval;
-      if (e < RR * len && r0 + rr < nrows) {
-        const int64_t m = ndf__map_index(x0 - left + j, X, mode);
-        if (m >= 0) v[u] = __ldg(in + (r0 + rr) * X + m);
-      }
+      if (e < RR * len && r0 + rr < nrows)
+        v[u] = ndf__line_at(in, (r0 + rr) * X, X, 1, x0 - left + j, mode, cval);
     }
 #pragma unroll
     for (int u = 0; u < U; u++) {

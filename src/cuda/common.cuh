@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include "../core/boundary.h"
 #include "launch.h"
 
 /* Offset of the n-th element (C order) of a 4-D view; c gets the coordinates. */
@@ -20,6 +21,15 @@ __device__ __forceinline__ int64_t ndf__voff(const ndf__view4 &v, int64_t n, int
 
 __device__ __forceinline__ int64_t ndf__vsize(const ndf__view4 &v) {
   return v.shape[0] * v.shape[1] * v.shape[2] * v.shape[3];
+}
+
+/* Sample i of the line of L samples at in + base, Q apart, through the mode (cval past the ends
+ * under constant); read through the read-only cache. */
+template <typename T>
+__device__ __forceinline__ T ndf__line_at(const T *in, int64_t base, int64_t L, int64_t Q,
+                                          int64_t i, int mode, T cval) {
+  const int64_t m = ndf__map_index(i, L, mode);
+  return m < 0 ? cval : __ldg(in + base + m * Q);
 }
 
 /* Grid for a grid-stride loop over n items. */

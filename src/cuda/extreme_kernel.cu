@@ -14,7 +14,6 @@
  * theirs does. */
 #include <stdint.h>
 
-#include "../core/boundary.h"
 #include "common.cuh"
 #include "ndf.h"
 
@@ -25,13 +24,6 @@ constexpr int RS = 256; /* rows: outputs a block (a thread each) */
 
 template <bool MAX, typename T> __device__ __forceinline__ T keep(T r, T x) {
   return MAX ? (x > r ? x : r) : (x < r ? x : r);
-}
-
-template <typename T>
-__device__ __forceinline__ T line_at(const T *in, int64_t base, int64_t L, int64_t Q, int64_t i,
-                                     int mode, T cval) {
-  const int64_t m = ndf__map_index(i, L, mode);
-  return m < 0 ? cval : in[base + m * Q];
 }
 
 template <typename T, bool MAX>
@@ -53,9 +45,9 @@ __global__ void __launch_bounds__(LT)
           for (int j = 1; j < n; j++)
             r = keep<MAX>(r, a[j * Q]);
         } else {
-          r = line_at(in, base, L, Q, s0, mode, cval);
+          r = ndf__line_at(in, base, L, Q, s0, mode, cval);
           for (int j = 1; j < n; j++)
-            r = keep<MAX>(r, line_at(in, base, L, Q, s0 + j, mode, cval));
+            r = keep<MAX>(r, ndf__line_at(in, base, L, Q, s0 + j, mode, cval));
         }
         out[base + i * Q] = r;
       }
@@ -72,12 +64,9 @@ __global__ void __launch_bounds__(RS) extreme_rows(const T *in, T *out, int64_t 
   const int len = RS + n - 1;
   for (int64_t b = blockIdx.x; b < nrows * segs; b += gridDim.x) {
     const int64_t row = b / segs, x0 = (b % segs) * RS;
-    const T *line = in + row * X;
     __syncthreads(); /* the previous segment's readers are done */
-    for (int e = threadIdx.x; e < len; e += RS) {
-      const int64_t m = ndf__map_index(x0 - left + e, X, mode);
-      s[e] = m < 0 ? cval : line[m];
-    }
+    for (int e = threadIdx.x; e < len; e += RS)
+      s[e] = ndf__line_at(in, row * X, X, 1, x0 - left + e, mode, cval);
     __syncthreads();
     const int64_t x = x0 + threadIdx.x;
     if (x < X) {
@@ -90,14 +79,8 @@ __global__ void __launch_bounds__(RS) extreme_rows(const T *in, T *out, int64_t 
 }
 
 template <typename T, bool MAX>
-int launch(const T *in, T *out, const int64_t n4[4], int axis, int n, int64_t left, int mode,
+int launch(const T *in, T *out, int64_t P, int64_t L, int64_t Q, int n, int64_t left, int mode,
            double cval, cudaStream_t st) {
-  int64_t P = 1, Q = 1;
-  for (int d = 0; d < axis; d++)
-    P *= n4[d];
-  for (int d = axis + 1; d < 4; d++)
-    Q *= n4[d];
-  const int64_t L = n4[axis];
   if (P * L * Q == 0) return 0;
   const size_t smem = ((size_t)RS + (size_t)n - 1) * sizeof(T);
   if (Q == 1 && L >= RS / 4 && smem <= 48 * 1024) { /* short rows would idle most threads */
@@ -115,24 +98,24 @@ int launch(const T *in, T *out, const int64_t n4[4], int axis, int n, int64_t le
 }
 
 template <typename T>
-int launch_t(const void *in, void *out, const int64_t n4[4], int axis, int n, int64_t left,
+int launch_t(const void *in, void *out, int64_t P, int64_t L, int64_t Q, int n, int64_t left,
              int mode, double cval, int maximum, cudaStream_t st) {
-  return maximum ? launch<T, true>((const T *)in, (T *)out, n4, axis, n, left, mode, cval, st)
-                 : launch<T, false>((const T *)in, (T *)out, n4, axis, n, left, mode, cval, st);
+  return maximum ? launch<T, true>((const T *)in, (T *)out, P, L, Q, n, left, mode, cval, st)
+                 : launch<T, false>((const T *)in, (T *)out, P, L, Q, n, left, mode, cval, st);
 }
 
 } // namespace
 
-extern "C" int ndf__launch_extreme(const void *in, void *out, int dtype, const int64_t n[4],
-                                   int axis, int k, int64_t left, int mode, double cval,
+extern "C" int ndf__launch_extreme(const void *in, void *out, int dtype, int64_t P, int64_t L,
+                                   int64_t Q, int k, int64_t left, int mode, double cval,
                                    int maximum, void *stream) {
   cudaStream_t st = (cudaStream_t)stream;
   switch (dtype) {
-  case NDF_F32: return launch_t<float>(in, out, n, axis, k, left, mode, cval, maximum, st);
-  case NDF_F64: return launch_t<double>(in, out, n, axis, k, left, mode, cval, maximum, st);
-  case NDF_U8: return launch_t<uint8_t>(in, out, n, axis, k, left, mode, cval, maximum, st);
-  case NDF_U16: return launch_t<uint16_t>(in, out, n, axis, k, left, mode, cval, maximum, st);
-  case NDF_I16: return launch_t<int16_t>(in, out, n, axis, k, left, mode, cval, maximum, st);
+  case NDF_F32: return launch_t<float>(in, out, P, L, Q, k, left, mode, cval, maximum, st);
+  case NDF_F64: return launch_t<double>(in, out, P, L, Q, k, left, mode, cval, maximum, st);
+  case NDF_U8: return launch_t<uint8_t>(in, out, P, L, Q, k, left, mode, cval, maximum, st);
+  case NDF_U16: return launch_t<uint16_t>(in, out, P, L, Q, k, left, mode, cval, maximum, st);
+  case NDF_I16: return launch_t<int16_t>(in, out, P, L, Q, k, left, mode, cval, maximum, st);
   }
   return (int)cudaErrorInvalidValue;
 }

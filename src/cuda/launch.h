@@ -67,7 +67,7 @@ int ndf__launch_box_rows(const float *in, float *out, int64_t nrows, int64_t X, 
 int ndf__launch_box_lines(const float *in, float *out, int64_t P, int64_t L, int64_t Q, int n,
                           int64_t left, int mode, float cval, double w, void *stream);
 /* cuda_rank's median of a footprint of a few samples through a tile in shared memory
- * (rank_kernel.cu's median_tile), laid out once for a plan by ndf__median_tile_plan: it says
+ * (median_tile.cuh), laid out once for a plan by ndf__median_tile_plan: it says
  * whether the tile takes the problem (a count it is built for, the median's rank, k[0] = 1, a
  * tile that fits) and fills *t from the samples at at[4j..4j+3] (as for ndf__launch_rank; NULL:
  * only the answer). pairs: neighbours along y share their common samples' steps where the
@@ -82,10 +82,10 @@ typedef struct {
 } ndf__median_tile;
 int ndf__median_tile_plan(ndf__median_tile *t, int esize, const int64_t n[4], const int64_t k[4],
                           const int *at, int count, int rank, int pairs);
-/* cuda_rank: a box's minimum (maximum: 0) or maximum (1) of k samples along axis of the 4-D
- * contiguous array of shape n, of dtype (NDF_F32, NDF_F64, NDF_U8, NDF_U16 or NDF_I16). */
-int ndf__launch_extreme(const void *in, void *out, int dtype, const int64_t n[4], int axis, int k,
-                        int64_t left, int mode, double cval, int maximum, void *stream);
+/* cuda_rank: a box's minimum (maximum: 0) or maximum (1) of k samples along L of a contiguous
+ * [P][L][Q] array of dtype (NDF_F32, NDF_F64, NDF_U8, NDF_U16 or NDF_I16). */
+int ndf__launch_extreme(const void *in, void *out, int dtype, int64_t P, int64_t L, int64_t Q,
+                        int k, int64_t left, int mode, double cval, int maximum, void *stream);
 /* dtype: NDF_F32 or NDF_F64, or (ndf__launch_median_tile_int) NDF_U8, NDF_U16 or NDF_I16. */
 int ndf__launch_median_tile(const void *in, void *out, int dtype, const int64_t n[4],
                             const int64_t left[4], const int mode[4], double cval,

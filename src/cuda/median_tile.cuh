@@ -8,7 +8,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../core/boundary.h"
 #include "../core/select.h"
 #include "common.cuh"
 #include "ndf.h"

@@ -60,21 +60,24 @@ static int by_axes(const ndf__rank *r) {
   return extreme_of(r) && r->n == r->k[0] * r->k[1] * r->k[2] * r->k[3];
 }
 
+/* Whether median_tile takes the problem with samples of esize bytes. */
+static int tile_takes(const ndf__problem *pb, int esize) {
+  const ndf__rank *r = pb->params;
+  return !by_axes(r) && !extreme_of(r) && tile_mode() &&
+         ndf__median_tile_plan(NULL, esize, ndf__cuda_view4(&pb->in).shape, r->k, NULL, (int)r->n,
+                               (int)r->rank, 0);
+}
+
 /* The dtype the passes run in: float64 (native), and uint8, uint16 or int16 device arrays as
  * they are (native) for a median the tile takes or a box's extreme by extreme_passes; else
  * float32 (staged). */
 static int work_dtype(const ndf__problem *pb) {
-  const ndf__rank *r = pb->params;
   const ndf_array *in = &pb->in, *out = &pb->out;
   const ndf_dtype t = in->dtype;
   if (t == NDF_F64 || out->dtype == NDF_F64) return NDF_F64;
   if ((t == NDF_U8 || t == NDF_U16 || t == NDF_I16) && out->dtype == t &&
       in->place.kind == NDF_PLACE_CUDA && out->place.kind == NDF_PLACE_CUDA &&
-      (by_axes(r)
-           ? extreme_passes()
-           : !extreme_of(r) && tile_mode() &&
-                 ndf__median_tile_plan(NULL, (int)ndf_dtype_size(t), ndf__cuda_view4(in).shape,
-                                       r->k, NULL, (int)r->n, (int)r->rank, 0)))
+      (by_axes(pb->params) ? extreme_passes() : tile_takes(pb, (int)ndf_dtype_size(t))))
     return (int)t;
   return NDF_F32;
 }
@@ -98,17 +101,13 @@ static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_co
   const int64_t *k = r->k;
   const double n = (double)ndf_array_size(&pb->in),
                m = by_axes(r) ? (double)(k[0] + k[1] + k[2] + k[3]) : (double)r->n;
-  const int wt = work_dtype(pb);
-  const double bytes = 2.0 * (double)ndf_dtype_size(wt);
+  const int esize = (int)ndf_dtype_size((ndf_dtype)work_dtype(pb));
+  const double bytes = 2.0 * esize;
   /* the tile's forgetful selection: about (3/8) m^2 minimum-or-maximum operations */
-  const int tile =
-      !by_axes(r) && tile_mode() &&
-      ndf__median_tile_plan(NULL, (int)ndf_dtype_size(wt), ndf__cuda_view4(&pb->in).shape, r->k,
-                            NULL, (int)r->n, (int)r->rank, 0);
-  const double per = tile            ? m * m * 0.05e-12
-                     : extreme_of(r) ? m * 0.05e-12
-                     : m <= 128      ? m * (m <= 16 ? m / 4 : 6) * 0.1e-12
-                                     : m * bytes * 4 * 0.05e-12;
+  const double per = tile_takes(pb, esize) ? m * m * 0.05e-12
+                     : extreme_of(r)       ? m * 0.05e-12
+                     : m <= 128            ? m * (m <= 16 ? m / 4 : 6) * 0.1e-12
+                                           : m * bytes * 4 * 0.05e-12;
   return 5e-6 + n * (per / ndf__rate_scale(ctx) + bytes / (3e12 * ndf__bw_scale(ctx)));
 }
 
@@ -137,10 +136,12 @@ static int run(const state *s, const ndf__rank *r, const void *src, void *dst, c
     void *to = (s->np - 1 - i) % 2 ? tmp : dst;
     if (q->tile)
       e = ndf__launch_median_tile(src, to, s->dtype, s->n, q->left, mode, r->cval, q->tile, st);
-    else if (q->axis >= 0)
-      e = ndf__launch_extreme(src, to, s->dtype, s->n, q->axis, (int)q->k[q->axis],
+    else if (q->axis >= 0) {
+      int64_t P, Q;
+      ndf__split_axis(s->n, 4, q->axis, &P, &Q);
+      e = ndf__launch_extreme(src, to, s->dtype, P, s->n[q->axis], Q, (int)q->k[q->axis],
                               q->left[q->axis], mode[q->axis], r->cval, extreme_of(r) > 0, st);
-    else if (s->dtype == NDF_F32 || s->dtype == NDF_F64)
+    } else if (s->dtype == NDF_F32 || s->dtype == NDF_F64)
       e = ndf__launch_rank(src, to, s->dtype == NDF_F64, s->n, q->k, q->left, mode, r->cval, q->off,
                            q->at, q->count, s->np > 1 ? 0 : (int)r->rank, extreme_of(r), st);
     else /* an integer plan's passes are the tile's or extreme_kernel's (work_dtype) */
@@ -158,18 +159,10 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *
   const state *s = p->state;
   cudaStream_t st = (cudaStream_t)p->ctx->stream;
   if (ndf_array_size(in) == 0) return NDF_OK;
-  int e;
-  if (p->native) { /* the arrays' dtype, any strides (in place, the staging layer hands a copy) */
-    ndf__contig_native g;
-    e = ndf__cuda_contig_native_begin(&g, in, out, st);
-    if (e == 0) e = run(s, r, g.src, g.dst, st);
-    e = ndf__cuda_contig_native_end(&g, e, out, st);
-  } else {
-    ndf__contig g;
-    e = ndf__cuda_contig_begin(&g, in, 1, out, st);
-    if (e == 0) e = run(s, r, g.src, g.dst[0], st);
-    e = ndf__cuda_contig_end(&g, e, out, st);
-  }
+  ndf__contig g; /* float32 staged, or a native plan's dtype; any strides */
+  int e = ndf__cuda_contig_begin(&g, in, 1, out, st);
+  if (e == 0) e = run(s, r, g.src, g.dst[0], st);
+  e = ndf__cuda_contig_end(&g, e, out, st);
   return e == 0 ? NDF_OK : ndf__cuda_check(p->ctx, e, "cuda_rank");
 }
 

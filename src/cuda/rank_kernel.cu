@@ -13,7 +13,6 @@
  * selects its outputs' medians in registers by forgetful selection (select.h), the footprint's
  * offsets in the tile being kernel parameters (constant memory, one broadcast a sample). */
 #include <stdint.h>
-#include <string.h>
 
 #include "../core/boundary.h"
 #include "../core/select.h"

@@ -7,7 +7,6 @@
  * lies inside the line read by offsets, the others through the mode. */
 #include <stdint.h>
 
-#include "../core/boundary.h"
 #include "common.cuh"
 
 namespace {
@@ -28,10 +27,8 @@ __global__ void __launch_bounds__(B64)
       for (int j = 0; j < n; j++)
         acc = fma(__ldg(w + j), __ldg(x + j * Q), acc);
     } else {
-      for (int j = 0; j < n; j++) {
-        const int64_t m = ndf__map_index(i - left + j, L, mode);
-        acc = fma(__ldg(w + j), m < 0 ? cval : __ldg(line + m * Q), acc);
-      }
+      for (int j = 0; j < n; j++)
+        acc = fma(__ldg(w + j), ndf__line_at(line, 0, L, Q, i - left + j, mode, cval), acc);
     }
     out[t] = acc;
   }

@@ -75,14 +75,10 @@ __device__ __forceinline__ void stage_line(float *s, const float *line, int64_t 
   const int64_t lo = first > 0 ? first : 0, hi = first + len < X ? first + len : X;
   if (lo < hi) stage_inside(s + (lo - first), line, X, lo, (int)(hi - lo), t, nt);
   const int head = lo < hi ? (int)(lo - first) : len, tail = lo < hi ? (int)(hi - first) : len;
-  for (int e = t; e < head; e += nt) {
-    const int64_t k = ndf__map_index(first + e, X, mode);
-    s[e] = k < 0 ? cval : __ldg(line + k);
-  }
-  for (int e = tail + t; e < len; e += nt) {
-    const int64_t k = ndf__map_index(first + e, X, mode);
-    s[e] = k < 0 ? cval : __ldg(line + k);
-  }
+  for (int e = t; e < head; e += nt)
+    s[e] = ndf__line_at(line, 0, X, 1, first + e, mode, cval);
+  for (int e = tail + t; e < len; e += nt)
+    s[e] = ndf__line_at(line, 0, X, 1, first + e, mode, cval);
 }
 
 __device__ __forceinline__ void store_rp(float *o, int64_t x, int64_t X, const float *acc) {
