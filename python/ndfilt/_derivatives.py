@@ -202,11 +202,11 @@ def _add_square(acc, t, last):
     derivative the caller gives may return a view), acc ours to change."""
     if acc is None:
         acc = t * t
-        return acc ** 0.5 if last else acc
-    if _mod(t) is not np and type(acc) is type(t) and acc.dtype == t.dtype and \
-            acc.dtype.kind == "f" and acc.shape == t.shape:
-        return _square_kernels()[1 if last else 0](t, acc, acc)
-    acc += t * t
+    elif _mod(t) is not np and type(acc) is type(t) and acc.dtype == t.dtype and \
+            acc.dtype.kind == "f" and acc.shape == t.shape:  # CuPy: one kernel
+        return _square_kernels()[int(last)](t, acc, acc)
+    else:
+        acc += t * t
     return acc ** 0.5 if last else acc
 
 
