@@ -266,10 +266,14 @@ static int prune_network(int n, int r, int (*net)[2]) {
   return m - kept;
 }
 
-/* The network on NB lanes at once: v[j * NB + b] is sample j of output b; in float64, or in
- * bytes for a uint8 input (one vector register a compare-exchange). */
+/* The network on NB lanes at once, after gathering v[j * NB + b], sample j of output b, from x
+ * (the n footprint samples at off[] from start + b); in float64, float32, or bytes for a uint8
+ * input (one vector register a compare-exchange). */
 #define NDF__RUN_NETWORK(name, T)                                                                  \
-  static void name(T *v, const int(*net)[2], int m) {                                              \
+  static void name(T *v, const T *x, int64_t start, const int64_t *off, int64_t n,                 \
+                   const int(*net)[2], int m) {                                                    \
+    for (int64_t j = 0; j < n; j++) /* sample j of the NB windows from x + start, side by side */  \
+      memcpy(v + j * NB, x + start + off[j], NB * sizeof *v);                                      \
     for (int c = 0; c < m; c++) {                                                                  \
       T *a = v + net[c][0] * NB, *b = v + net[c][1] * NB;                                          \
       for (int l = 0; l < NB; l++) {                                                               \
@@ -495,19 +499,13 @@ static ndf_status selection(const ndf_plan *p, const state *s, const uint8_t *x8
           const int64_t start = (idx[0] - r->left[0]) * cstride[0] +
                                 (idx[1] - r->left[1]) * cstride[1] +
                                 (idx[2] - r->left[2]) * cstride[2] + (x0 - r->left[3]);
-          if (vb8) {
-            for (int64_t j = 0; j < n; j++)
-              memcpy(vb8 + j * NB, x8 + start + s->off[j], NB);
-            run_network_u8(vb8, (const int(*)[2])s->net, s->nnet);
-          } else if (vb32) {
-            for (int64_t j = 0; j < n; j++)
-              memcpy(vb32 + j * NB, s->x32 + start + s->off[j], NB * sizeof *vb32);
-            run_network_f32(vb32, (const int(*)[2])s->net, s->nnet);
-          } else {
-            for (int64_t j = 0; j < n; j++)
-              memcpy(vb + j * NB, s->x + start + s->off[j], NB * sizeof *vb);
-            run_network(vb, (const int(*)[2])s->net, s->nnet);
-          }
+          const int(*net)[2] = (const int(*)[2])s->net;
+          if (vb8)
+            run_network_u8(vb8, x8, start, s->off, n, net, s->nnet);
+          else if (vb32)
+            run_network_f32(vb32, s->x32, start, s->off, n, net, s->nnet);
+          else
+            run_network(vb, s->x, start, s->off, n, net, s->nnet);
           if (vb8 && out->dtype == NDF_U8 && out->strides[3] == 1) { /* bytes to bytes */
             memcpy((uint8_t *)out->data + w.off, vb8 + r->rank * NB + skip, (size_t)(NB - skip));
             w.idx[3] += NB - 1 - skip; /* the last of them, in this row */
