@@ -4,8 +4,8 @@
  * or a benchmark's comparison: cuda_iir's NDF_CUDA_IIR_*; NDF_DEVICE_CAPS, the cost models'
  * device figures (auto's choices for another card); NDF_SLABS, "0" to run host arrays on one
  * GPU in memory wherever they fit, "1" to send them in slabs wherever they may go so;
- * NDF_CUDA_RANK_TILE (the median's tile: "0" off, "1" outputs alone); NDF_CUDA_EXTREME ("1": a
- * box's minimum and maximum by extreme_kernel.cu's passes, until they have run on a GPU);
+ * NDF_CUDA_RANK_TILE (the median's tile: "0" off, "1" outputs alone); NDF_CUDA_EXTREME ("0": a
+ * box's minimum and maximum by the general kernel, not extreme_kernel.cu's passes);
  * NDF_CUDA_BOX ("0" off,
  * "2" the lines kernel along the last axis too); NDF_CUDA_F64 ("0": float64 in float32). */
 #ifndef NDF_DEV_SWITCH_H
