@@ -18,19 +18,45 @@ namespace {
  * networks), not fminf and fmaxf, which would drop it and count the other twice. */
 #define KEEP_MIN(a, b) ((b) < (a) ? (b) : (a))
 #define KEEP_MAX(a, b) ((b) < (a) ? (a) : (b))
-NDF__FORGETFUL_MEDIAN(forgetful_median, float, __device__ __forceinline__, KEEP_MIN, KEEP_MAX,
-                      _Pragma("unroll"))
 NDF__FORGETFUL_MEDIAN(forgetful_median, double, __device__ __forceinline__, KEEP_MIN, KEEP_MAX,
                       _Pragma("unroll"))
 NDF__FORGETFUL_MEDIAN(forgetful_median, int, __device__ __forceinline__, KEEP_MIN, KEEP_MAX,
                       _Pragma("unroll"))
 
-/* The selection's registers: 32-bit integers for the narrow integer samples, which would
- * otherwise be widened again at each compare-exchange (and spill the larger selections). */
-template <typename T> struct lane { using type = T; };
-template <> struct lane<uint8_t> { using type = int; };
-template <> struct lane<uint16_t> { using type = int; };
-template <> struct lane<int16_t> { using type = int; };
+/* A sample type's tile (store) and selection (type) forms: key() on staging, value() on the way
+ * out. The narrow integers select in 32-bit lanes, which would otherwise be widened again at each
+ * compare-exchange (and spill the larger selections). float32 is staged and selected as
+ * order-preserving 32-bit integer keys (the bits, the magnitude's flipped for a negative sign),
+ * so that a compare-exchange is an integer minimum and maximum, one instruction each, where
+ * float's keeps a NaN by a comparison and two selects. The keys order as the values do, -0 just
+ * below +0, and a NaN beyond the infinity of its sign: it stays one of the values, as numpy's
+ * sort orders it (last) for the usual NaN. */
+template <typename T> struct lane {
+  using type = T;
+  using store = T;
+  static __device__ __forceinline__ T key(T x) { return x; }
+  static __device__ __forceinline__ T value(T v) { return v; }
+};
+template <typename T> struct narrow {
+  using type = int;
+  using store = T;
+  static __device__ __forceinline__ T key(T x) { return x; }
+  static __device__ __forceinline__ T value(int v) { return (T)v; }
+};
+template <> struct lane<uint8_t> : narrow<uint8_t> {};
+template <> struct lane<uint16_t> : narrow<uint16_t> {};
+template <> struct lane<int16_t> : narrow<int16_t> {};
+template <> struct lane<float> {
+  using type = int;
+  using store = int;
+  static __device__ __forceinline__ int key(float x) {
+    const int b = __float_as_int(x);
+    return b ^ ((b >> 31) & 0x7fffffff);
+  }
+  static __device__ __forceinline__ float value(int k) {
+    return __int_as_float(k ^ ((k >> 31) & 0x7fffffff));
+  }
+};
 
 /* median_tile: a block of 32 x 8 threads takes a tile of 32 x (8 py r) x pz outputs (x, y, z:
  * the view's last three axes; one index of the first), each thread py x pz of them (r = 1) or of
@@ -59,7 +85,10 @@ template <typename T> struct median_args {
 template <typename T, int N, int P>
 __global__ void __launch_bounds__(MEDIAN_TX *MEDIAN_TY) median_tile(const median_args<T> a) {
   extern __shared__ __align__(16) unsigned char median_smem[];
-  T *tile = reinterpret_cast<T *>(median_smem);
+  using S = typename lane<T>::store;
+  using V = typename lane<T>::type;
+  S *tile = reinterpret_cast<S *>(median_smem);
+  const S cval = lane<T>::key(a.cval);
   constexpr int R = P ? 2 : 1, C = N - P;
   int64_t b = blockIdx.x;
   const int64_t x0 = b % a.tiles[0] * MEDIAN_TX;
@@ -70,13 +99,28 @@ __global__ void __launch_bounds__(MEDIAN_TX *MEDIAN_TY) median_tile(const median
   b /= a.tiles[2]; /* now the index along the first axis */
   const int64_t plane = a.n[1] * a.n[2] * a.n[3];
   const T *in = a.in + b * plane;
-  const int t = threadIdx.y * MEDIAN_TX + threadIdx.x, size = a.sx * a.sy * a.sz;
-  for (int i = t; i < size; i += MEDIAN_TX * MEDIAN_TY) {
-    const int lx = i % a.sx, ly = i / a.sx % a.sy, lz = i / a.sx / a.sy;
-    const int64_t x = ndf__map_index(x0 - a.left[3] + lx, a.n[3], a.mode[3]),
-                  y = ndf__map_index(y0 - a.left[2] + ly, a.n[2], a.mode[2]),
-                  z = ndf__map_index(z0 - a.left[1] + lz, a.n[1], a.mode[1]);
-    tile[i] = x < 0 || y < 0 || z < 0 ? a.cval : in[(z * a.n[2] + y) * a.n[3] + x];
+  /* The tile row by row, a warp a row: its y and z mapped through the modes once, the lanes
+   * along x. A lane's first two x (sx >= 32; the second -2 where past sx) are mapped once for
+   * all rows; x past 64 (footprints over 33 wide) are mapped in each row. */
+  const int tx = threadIdx.x;
+  const int64_t xa = ndf__map_index(x0 - a.left[3] + tx, a.n[3], a.mode[3]),
+                xb = tx + MEDIAN_TX < a.sx
+                         ? ndf__map_index(x0 - a.left[3] + tx + MEDIAN_TX, a.n[3], a.mode[3])
+                         : -2;
+  for (int lz = 0; lz < a.sz; lz++) {
+    const int64_t z = ndf__map_index(z0 - a.left[1] + lz, a.n[1], a.mode[1]);
+    for (int ly = threadIdx.y; ly < a.sy; ly += MEDIAN_TY) {
+      const int64_t y = ndf__map_index(y0 - a.left[2] + ly, a.n[2], a.mode[2]);
+      const bool gone = z < 0 || y < 0; /* a row of cval */
+      const T *row = in + (gone ? 0 : (z * a.n[2] + y) * a.n[3]);
+      S *srow = tile + (lz * a.sy + ly) * a.sx;
+      srow[tx] = gone || xa < 0 ? cval : lane<T>::key(row[xa]);
+      if (xb != -2) srow[tx + MEDIAN_TX] = gone || xb < 0 ? cval : lane<T>::key(row[xb]);
+      for (int lx = tx + 2 * MEDIAN_TX; lx < a.sx; lx += MEDIAN_TX) {
+        const int64_t x = ndf__map_index(x0 - a.left[3] + lx, a.n[3], a.mode[3]);
+        srow[lx] = gone || x < 0 ? cval : lane<T>::key(row[x]);
+      }
+    }
   }
   __syncthreads();
   const int64_t x = x0 + threadIdx.x;
@@ -89,14 +133,13 @@ __global__ void __launch_bounds__(MEDIAN_TX *MEDIAN_TY) median_tile(const median
       const int ly = R * (threadIdx.y + MEDIAN_TY * py);
       const int64_t y = y0 + ly;
       if (y >= a.n[2]) break;
-      const T *w = tile + (pz * a.sy + ly) * a.sx + threadIdx.x;
-      using V = typename lane<T>::type;
+      const S *w = tile + (pz * a.sy + ly) * a.sx + threadIdx.x;
       V va[N];
       if constexpr (P == 0) {
 #pragma unroll
         for (int j = 0; j < N; j++)
           va[j] = w[a.off[j]];
-        out[(z * a.n[2] + y) * a.n[3]] = (T)forgetful_median(va, N);
+        out[(z * a.n[2] + y) * a.n[3]] = lane<T>::value(forgetful_median(va, N));
       } else {
         V vb[N];
 #pragma unroll
@@ -112,8 +155,9 @@ __global__ void __launch_bounds__(MEDIAN_TX *MEDIAN_TY) median_tile(const median
           vb[j] = va[j];
         forgetful_median_steps(va, N, C, N);
         forgetful_median_steps(vb, N, C, N);
-        out[(z * a.n[2] + y) * a.n[3]] = (T)forgetful_median_finish(va, N);
-        if (y + 1 < a.n[2]) out[(z * a.n[2] + y + 1) * a.n[3]] = (T)forgetful_median_finish(vb, N);
+        out[(z * a.n[2] + y) * a.n[3]] = lane<T>::value(forgetful_median_finish(va, N));
+        if (y + 1 < a.n[2])
+          out[(z * a.n[2] + y + 1) * a.n[3]] = lane<T>::value(forgetful_median_finish(vb, N));
       }
     }
   }
