@@ -192,6 +192,16 @@ static inline void t_random_layout(t_layout *l, uint64_t *r, int cuda) {
   l->reuse = t_randint(r, 0, 3) == 0;
 }
 
+/* Float64 device arrays only (for a forced float64 GPU solver, which takes nothing else),
+ * strided or in place now and then. */
+static inline void t_f64_layout(t_layout *l, uint64_t *r) {
+  l->idt = l->odt = NDF_F64;
+  l->strided_in = t_randint(r, 0, 3) == 0;
+  l->strided_out = t_randint(r, 0, 3) == 0;
+  l->dev_in = l->dev_out = 1;
+  l->inplace = !l->strided_in && !l->strided_out && t_randint(r, 0, 4) == 0;
+}
+
 /* Executes plan p on in -> po (twice when reuse, the output re-poisoned in
  * between: an execute must be repeatable), synchronises, and downloads po. */
 /* One execute of p on in and the nops operands ops (ndf_execute_n; none: ndf_execute). */

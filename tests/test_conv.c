@@ -65,8 +65,10 @@ static void run_case(ndf_context *ctx, int cuda, const char *method, const tcase
   /* a float64 input that a float64 solver computes, into float64: float64's rounding (an FFT's
    * spread over the whole array, as float32's is: 1e-12) */
   const int f64 = st == NDF_OK && c->lay.idt == NDF_F64 && c->lay.odt == NDF_F64;
-  const int exact = f64 && !strcmp(ndf_plan_solver(p), "cpu_direct");
-  const int exact_fft = f64 && !strcmp(ndf_plan_solver(p), "cpu_fft") && getenv("NDF_TEST_FFT_F64");
+  const char *solver = f64 ? ndf_plan_solver(p) : "";
+  const int exact = !strcmp(solver, "cpu_direct") || !strcmp(solver, "cuda_direct64");
+  const int exact_fft =
+      (!strcmp(solver, "cpu_fft") && getenv("NDF_TEST_FFT_F64")) || !strcmp(solver, "cuda_fft64");
   t_run_finish(&t, ctx, p, st, cuda, method,
                exact       ? 1e-13
                : exact_fft ? 1e-12
@@ -75,6 +77,10 @@ static void run_case(ndf_context *ctx, int cuda, const char *method, const tcase
   free(w);
   free(aw);
 }
+
+/* Float64 device arrays only (the solver forced is cuda_direct64 or cuda_fft64, which take
+ * nothing else). */
+static int f64_only;
 
 static void random_case(tcase *c, uint64_t *r, int cuda) {
   static const int64_t maxdim[5] = {0, 300, 48, 16, 8};
@@ -93,6 +99,7 @@ static void random_case(tcase *c, uint64_t *r, int cuda) {
   c->cval = 2 * ndf_rand_uniform(r);
   c->conv = (int)t_randint(r, 0, 1);
   t_random_layout(&c->lay, r, cuda);
+  if (f64_only) t_f64_layout(&c->lay, r);
 }
 
 /* A filter bank of nf random kernels (method forced or auto): each output against the
@@ -279,6 +286,7 @@ int main(int argc, char **argv) {
   const char *dev = argc > 1 ? argv[1] : "cpu";
   const char *method = argc > 2 ? argv[2] : NULL;
   const int cuda = !strcmp(dev, "cuda");
+  f64_only = method && strstr(method, "64");
   ndf_context *ctx;
   const int rc = t_open(&ctx, dev);
   if (rc) return rc;
@@ -325,6 +333,7 @@ int main(int argc, char **argv) {
       c.conv = rep;
       c.lay.idt = c.lay.odt = NDF_F32;
       c.lay.dev_in = c.lay.dev_out = cuda;
+      if (f64_only) t_f64_layout(&c.lay, &r);
       c.cval = 0.5;
       run_case(ctx, cuda, method, &c, &r);
     }

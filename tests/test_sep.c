@@ -55,16 +55,8 @@ static void describe(const tcase *c, const char *method) {
  * weights (one value along each axis: scipy's uniform_filter), which auto may run as cpu_box. */
 static int boxes;
 
-/* Float64 device arrays only (the solver forced is cuda_sep64, which takes nothing else),
- * strided or in place now and then. */
+/* Float64 device arrays only (the solver forced is cuda_sep64, which takes nothing else). */
 static int f64_only;
-static void f64_layout(t_layout *l, uint64_t *r) {
-  l->idt = l->odt = NDF_F64;
-  l->strided_in = t_randint(r, 0, 3) == 0;
-  l->strided_out = t_randint(r, 0, 3) == 0;
-  l->dev_in = l->dev_out = 1;
-  l->inplace = !l->strided_in && !l->strided_out && t_randint(r, 0, 4) == 0;
-}
 
 /* The case's kernels: random weights, boxes, or the reference's Gaussian kernels. */
 static void make_weights(const tcase *c, uint64_t *r, double *w[NDF_MAX_DIMS],
@@ -197,7 +189,7 @@ static void random_case(tcase *c, uint64_t *r, int cuda, int one_axis) {
   c->cval = 2 * ndf_rand_uniform(r);
   c->conv = c->api != API_GAUSS && t_randint(r, 0, 1);
   t_random_layout(&c->lay, r, cuda);
-  if (f64_only) f64_layout(&c->lay, r);
+  if (f64_only) t_f64_layout(&c->lay, r);
 }
 
 /* The library's gaussian on the CPU against scipy's gaussian_filter outputs. */
@@ -268,7 +260,7 @@ int main(int argc, char **argv) {
         }
         c.lay.idt = c.lay.odt = NDF_F32;
         c.lay.dev_in = c.lay.dev_out = cuda;
-        if (f64_only) f64_layout(&c.lay, &r);
+        if (f64_only) t_f64_layout(&c.lay, &r);
         c.cval = 0.5;
         run_case(ctx, cuda, method, &c, &r);
       }
@@ -289,7 +281,7 @@ int main(int argc, char **argv) {
       c.conv = n % 4 == 1;
       c.lay.idt = c.lay.odt = NDF_F32;
       c.lay.dev_in = c.lay.dev_out = cuda;
-      if (f64_only) f64_layout(&c.lay, &r);
+      if (f64_only) t_f64_layout(&c.lay, &r);
       c.cval = 0.5;
       run_case(ctx, cuda, method, &c, &r);
     }

@@ -8,7 +8,14 @@
   X(cuda_sep)                                                                                      \
   X(cuda_sep_fused)                                                                                \
   X(cuda_sep64)                                                                                    \
-  X(cuda_box) X(cuda_direct) X(cuda_fft) X(cuda_corr1d) X(cuda_iir) X(cuda_rank)
+  X(cuda_box)                                                                                      \
+  X(cuda_direct)                                                                                   \
+  X(cuda_direct64)                                                                                 \
+  X(cuda_fft)                                                                                      \
+  X(cuda_fft64)                                                                                    \
+  X(cuda_corr1d)                                                                                   \
+  X(cuda_iir)                                                                                      \
+  X(cuda_rank)
 
 #define NDF__DECLARE(name) extern const ndf__solver ndf__##name;
 NDF__CUDA_SOLVERS(NDF__DECLARE)

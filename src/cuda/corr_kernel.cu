@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// corr_kernel.cu - cuda_direct for N-dimensional correlation on contiguous float32 arrays.
+// corr_kernel.cu - cuda_direct for N-dimensional correlation on contiguous float32 arrays, and
+// cuda_direct64 on float64 ones.
 //
 // The arrays are seen as [n0][n1][Y][X]. A block makes a TY x TX output tile of one
 // (n0, n1) plane. For every leading kernel index (j0, j1) the matching input plane (through
 // the modes; a plane outside in constant mode is all cval) is staged in shared memory with
-// the apron of a chunk of at most KC x KC kernel rows and columns, the modes applied once at
-// staging; then each thread accumulates its TY/BY x TX/BX outputs from shared memory, the
-// weight of each tap a uniform load. 3-D and 4-D kernels are thus accumulated 2-D passes
-// over kernel slices, as in Eklund and Dufort (sections 1.7-1.8), all in one launch.
+// the apron of a chunk of at most 48 x 48 (float64: 32 x 32) kernel rows and columns, the
+// modes applied once at staging; then each thread accumulates its TY/BY x TX/BX outputs from shared
+// memory, the weight of each tap a uniform load. 3-D and 4-D kernels are thus accumulated 2-D
+// passes over kernel slices, as in Eklund and Dufort (sections 1.7-1.8), all in one launch.
 #include <stdint.h>
 
 #include <cuda_pipeline.h>
@@ -21,37 +22,39 @@ namespace {
 constexpr int BX = 32, BY = 8; // threads
 constexpr int PX = 2, PY = 4;  // outputs per thread in x and y
 constexpr int TX = BX * PX, TY = BY * PY;
-constexpr int KC = 48; // kernel chunk per axis (shared memory bound)
+// Kernel chunk per axis (shared memory bound: 35 KiB of float32, 47 KiB of float64).
+template <typename T> __host__ __device__ constexpr int kc() { return sizeof(T) == 4 ? 48 : 32; }
 
-// SKIP: zero weights are left out of the sum (scipy's footprint: a NaN or Inf under one does not
-// reach the output); a uniform branch, so the other instance keeps the plain loop.
-template <bool SKIP>
+// T: the samples, weights and sums (float32, or float64 for float64 arrays). SKIP: zero weights
+// are left out of the sum (scipy's footprint: a NaN or Inf under one does not reach the output);
+// a uniform branch, so the other instance keeps the plain loop.
+template <typename T, bool SKIP>
 __global__ void __launch_bounds__(BX *BY)
-    corr_tile(const float *__restrict__ in, float *__restrict__ out, int64_t n0, int64_t n1,
-              int64_t Y, int64_t X, int64_t k0, int64_t k1, int ky, int kx, int64_t l0, int64_t l1,
-              int64_t ly, int64_t lx, int m0, int m1, int my, int mx, float cval,
-              const float *__restrict__ w) {
-  extern __shared__ float s[];
+    corr_tile(const T *__restrict__ in, T *__restrict__ out, int64_t n0, int64_t n1, int64_t Y,
+              int64_t X, int64_t k0, int64_t k1, int ky, int kx, int64_t l0, int64_t l1, int64_t ly,
+              int64_t lx, int m0, int m1, int my, int mx, T cval, const T *__restrict__ w) {
+  extern __shared__ __align__(16) unsigned char corr_smem[];
+  T *s = reinterpret_cast<T *>(corr_smem);
   const int tx = threadIdx.x, ty = threadIdx.y;
   const int64_t x0 = (int64_t)blockIdx.x * TX, y0 = (int64_t)blockIdx.y * TY;
   for (int64_t plane = blockIdx.z; plane < n0 * n1; plane += gridDim.z) {
     const int64_t o0 = plane / n1, o1 = plane % n1;
-    float acc[PY][PX];
+    T acc[PY][PX];
 #pragma unroll
     for (int p = 0; p < PY; p++)
 #pragma unroll
       for (int q = 0; q < PX; q++)
-        acc[p][q] = 0.f;
+        acc[p][q] = 0;
     for (int64_t j0 = 0; j0 < k0; j0++) {
       const int64_t i0 = ndf__map_index(o0 + j0 - l0, n0, m0);
       for (int64_t j1 = 0; j1 < k1; j1++) {
         const int64_t i1 = ndf__map_index(o1 + j1 - l1, n1, m1);
         const bool outside = i0 < 0 || i1 < 0; // the whole plane is cval
-        const float *src = in + ((outside ? 0 : i0 * n1 + i1) * Y) * X;
-        for (int cy = 0; cy < ky; cy += KC) {
-          const int cyn = min(KC, ky - cy), H = TY + cyn - 1;
-          for (int cx = 0; cx < kx; cx += KC) {
-            const int cxn = min(KC, kx - cx), W = TX + cxn - 1;
+        const T *src = in + ((outside ? 0 : i0 * n1 + i1) * Y) * X;
+        for (int cy = 0; cy < ky; cy += kc<T>()) {
+          const int cyn = min(kc<T>(), ky - cy), H = TY + cyn - 1;
+          for (int cx = 0; cx < kx; cx += kc<T>()) {
+            const int cxn = min(kc<T>(), kx - cx), W = TX + cxn - 1;
             __syncthreads(); // the previous chunk's readers are done
             for (int r = ty; r < H; r += BY) {
               const int64_t yy = ndf__map_index(y0 + r + cy - ly, Y, my);
@@ -61,23 +64,23 @@ __global__ void __launch_bounds__(BX *BY)
               }
             }
             __syncthreads();
-            const float *wk = w + ((j0 * k1 + j1) * ky + cy) * (int64_t)kx + cx;
+            const T *wk = w + ((j0 * k1 + j1) * ky + cy) * (int64_t)kx + cx;
             for (int a = 0; a < cyn; a++)
               for (int b = 0; b < cxn; b++) {
-                const float wv = __ldg(wk + (int64_t)a * kx + b);
-                if (SKIP && wv == 0.f) continue;
-                const float *sp = s + (ty + a) * W + tx + b;
+                const T wv = __ldg(wk + (int64_t)a * kx + b);
+                if (SKIP && wv == 0) continue;
+                const T *sp = s + (ty + a) * W + tx + b;
 #pragma unroll
                 for (int p = 0; p < PY; p++)
 #pragma unroll
                   for (int q = 0; q < PX; q++)
-                    acc[p][q] = fmaf(wv, sp[p * BY * W + q * BX], acc[p][q]);
+                    acc[p][q] = fma(wv, sp[p * BY * W + q * BX], acc[p][q]);
               }
           }
         }
       }
     }
-    float *o = out + plane * Y * X;
+    T *o = out + plane * Y * X;
 #pragma unroll
     for (int p = 0; p < PY; p++)
 #pragma unroll
@@ -269,6 +272,38 @@ static int launch_reg(const float *in, outs_t o, int nf, const int64_t n[4], con
   return (int)cudaGetLastError();
 }
 
+// corr_tile over nf kernels in turn.
+template <typename T>
+static int launch_tile(const T *in, T *const *outs, int nf, const int64_t n[4], const int64_t k[4],
+                       const int64_t left[4], const int mode[4], T cval, const T *w_dev,
+                       int skip_zero, cudaStream_t st) {
+  const int64_t nw = k[0] * k[1] * k[2] * k[3];
+  const int ky = (int)k[2], kx = (int)k[3];
+  const int cyn = ky < kc<T>() ? ky : kc<T>(), cxn = kx < kc<T>() ? kx : kc<T>();
+  const size_t sm = (size_t)(TY + cyn - 1) * (TX + cxn - 1) * sizeof(T);
+  cudaError_t e = cudaSuccess;
+  auto *tile = skip_zero ? corr_tile<T, true> : corr_tile<T, false>;
+  if (sm > 48 * 1024)
+    e = cudaFuncSetAttribute(tile, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm);
+  if (e != cudaSuccess) return (int)e;
+  const int64_t planes = n[0] * n[1];
+  const dim3 grid((unsigned)((n[3] + TX - 1) / TX), (unsigned)((n[2] + TY - 1) / TY),
+                  (unsigned)(planes < 65535 ? planes : 65535));
+  for (int f = 0; f < nf && e == cudaSuccess; f++) {
+    tile<<<grid, dim3(BX, BY), sm, st>>>(in, outs[f], n[0], n[1], n[2], n[3], k[0], k[1], ky, kx,
+                                         left[0], left[1], left[2], left[3], mode[0], mode[1],
+                                         mode[2], mode[3], cval, w_dev + f * nw);
+    e = cudaGetLastError();
+  }
+  return (int)e;
+}
+
+/* The grid's limits. */
+static bool tiles_fit(const int64_t n[4], const int64_t k[4]) {
+  return (n[3] + TX - 1) / TX < (1LL << 31) && (n[2] + TY - 1) / TY <= 65535 &&
+         k[2] < (1LL << 31) && k[3] < (1LL << 31);
+}
+
 } // namespace
 
 // Correlates a contiguous [n0][n1][Y][X] float32 array with nf [k0][k1][ky][kx] kernels
@@ -280,9 +315,7 @@ extern "C" int ndf__launch_corr_direct(const float *in, float *const *outs, int 
                                        const int64_t left[4], const int mode[4], float cval,
                                        const float *w_dev, int skip_zero, void *stream) {
   const cudaStream_t st = (cudaStream_t)stream;
-  const int64_t tiles_x = (n[3] + TX - 1) / TX, tiles_y = (n[2] + TY - 1) / TY;
-  if (tiles_x >= (1LL << 31) || tiles_y > 65535 || k[2] >= (1LL << 31) || k[3] >= (1LL << 31))
-    return (int)cudaErrorNotSupported;
+  if (!tiles_fit(n, k)) return (int)cudaErrorNotSupported;
   const int64_t nw = k[0] * k[1] * k[2] * k[3];
   if (k[2] <= RKY && n[2] > 8 && !skip_zero) {
     for (int f0 = 0; f0 < nf; f0 += RMAXF) {
@@ -307,22 +340,15 @@ extern "C" int ndf__launch_corr_direct(const float *in, float *const *outs, int 
       if (f0 + m == nf) return 0;
     }
   }
-  const int ky = (int)k[2], kx = (int)k[3];
-  const int cyn = ky < KC ? ky : KC, cxn = kx < KC ? kx : KC;
-  const size_t sm = (size_t)(TY + cyn - 1) * (TX + cxn - 1) * sizeof(float);
-  cudaError_t e = cudaSuccess;
-  auto *tile = skip_zero ? corr_tile<true> : corr_tile<false>;
-  if (sm > 48 * 1024)
-    e = cudaFuncSetAttribute(tile, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm);
-  if (e != cudaSuccess) return (int)e;
-  const int64_t planes = n[0] * n[1];
-  const dim3 grid((unsigned)tiles_x, (unsigned)tiles_y,
-                  (unsigned)(planes < 65535 ? planes : 65535));
-  for (int f = 0; f < nf && e == cudaSuccess; f++) {
-    tile<<<grid, dim3(BX, BY), sm, st>>>(in, outs[f], n[0], n[1], n[2], n[3], k[0], k[1], ky, kx,
-                                         left[0], left[1], left[2], left[3], mode[0], mode[1],
-                                         mode[2], mode[3], cval, w_dev + f * nw);
-    e = cudaGetLastError();
-  }
-  return (int)e;
+  return launch_tile(in, outs, nf, n, k, left, mode, cval, w_dev, skip_zero, st);
+}
+
+// The same correlation of a float64 array in float64 (weights float64 on the device), by the
+// generic path: a sum of fused multiply-adds in the kernel's order for each output.
+extern "C" int ndf__launch_corr_direct64(const double *in, double *const *outs, int nf,
+                                         const int64_t n[4], const int64_t k[4],
+                                         const int64_t left[4], const int mode[4], double cval,
+                                         const double *w_dev, int skip_zero, void *stream) {
+  if (!tiles_fit(n, k)) return (int)cudaErrorNotSupported;
+  return launch_tile(in, outs, nf, n, k, left, mode, cval, w_dev, skip_zero, (cudaStream_t)stream);
 }

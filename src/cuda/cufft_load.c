@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* cufft_load.c - cuFFT opened on first use (dlopen) rather than linked, so that libndfilt loads
  * and runs its other solvers where libcufft is missing (a wheel on a machine with a driver but
- * no CUDA toolkit, or none at all), and a process that never plans cuda_fft never maps cuFFT's
- * few hundred MB. The cuFFT calls fft.c makes are defined here, hidden, each forwarding to the
- * library's own; ndf__cufft_load says whether it could be opened and, if not, why. */
+ * no CUDA toolkit, or none at all), and a process that never plans cuda_fft or cuda_fft64 never
+ * maps cuFFT's few hundred MB. The cuFFT calls fft.c makes are defined here, hidden, each
+ * forwarding to the library's own; ndf__cufft_load says whether it could be opened and, if not,
+ * why. */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -33,6 +34,9 @@ static struct {
   cufftResult (*exec_r2c)(cufftHandle, cufftReal *, cufftComplex *);
   cufftResult (*exec_c2r)(cufftHandle, cufftComplex *, cufftReal *);
   cufftResult (*exec_c2c)(cufftHandle, cufftComplex *, cufftComplex *, int);
+  cufftResult (*exec_d2z)(cufftHandle, cufftDoubleReal *, cufftDoubleComplex *);
+  cufftResult (*exec_z2d)(cufftHandle, cufftDoubleComplex *, cufftDoubleReal *);
+  cufftResult (*exec_z2z)(cufftHandle, cufftDoubleComplex *, cufftDoubleComplex *, int);
 } api;
 static int loaded;
 static char why[512];
@@ -72,6 +76,9 @@ static void load(void) {
   SYM(exec_r2c, "cufftExecR2C");
   SYM(exec_c2r, "cufftExecC2R");
   SYM(exec_c2c, "cufftExecC2C");
+  SYM(exec_d2z, "cufftExecD2Z");
+  SYM(exec_z2d, "cufftExecZ2D");
+  SYM(exec_z2z, "cufftExecZ2Z");
 #undef SYM
   if (!ok) {
     dlclose(h);
@@ -114,4 +121,14 @@ cufftResult CUFFTAPI cufftExecC2R(cufftHandle plan, cufftComplex *in, cufftReal 
 }
 cufftResult CUFFTAPI cufftExecC2C(cufftHandle plan, cufftComplex *in, cufftComplex *out, int dir) {
   return CALL(exec_c2c, plan, in, out, dir);
+}
+cufftResult CUFFTAPI cufftExecD2Z(cufftHandle plan, cufftDoubleReal *in, cufftDoubleComplex *out) {
+  return CALL(exec_d2z, plan, in, out);
+}
+cufftResult CUFFTAPI cufftExecZ2D(cufftHandle plan, cufftDoubleComplex *in, cufftDoubleReal *out) {
+  return CALL(exec_z2d, plan, in, out);
+}
+cufftResult CUFFTAPI cufftExecZ2Z(cufftHandle plan, cufftDoubleComplex *in, cufftDoubleComplex *out,
+                                  int dir) {
+  return CALL(exec_z2z, plan, in, out, dir);
 }

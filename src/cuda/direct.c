@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* direct.c - host side of cuda_direct for N-dimensional correlation (corr_kernel.cu):
  * the kernel in float32 on the device, the arrays seen as 4-D, strided views gathered into
- * (or scattered from) contiguous buffers from the stream-ordered allocator for that call. */
+ * (or scattered from) contiguous buffers from the stream-ordered allocator for that call.
+ * cuda_direct64 is the same solver over float64 device arrays in float64, as scipy computes
+ * them (a native plan: the arrays as they are, where cuda_direct stages them to float32). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -10,7 +12,8 @@
 #include "host.h"
 
 typedef struct {
-  float *dw; /* the kernel, float32, on the device */
+  void *dw; /* the kernel on the device: float32, or float64 for cuda_direct64 */
+  int f64;
   int64_t n[4], k[4], left[4];
   int mode[4];
   int skip_zero; /* the generic kernel, skipping zero weights (scipy's footprint) */
@@ -33,6 +36,13 @@ static int applicable(const ndf__solver *self, const ndf__problem *pb, const ndf
   return ctx->place.kind == NDF_PLACE_CUDA;
 }
 
+/* float64 in and out, both on the device */
+static int applicable64(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
+  (void)self;
+  return ctx->place.kind == NDF_PLACE_CUDA && pb->in.dtype == NDF_F64 && pb->out.dtype == NDF_F64 &&
+         pb->in.place.kind == NDF_PLACE_CUDA && pb->out.place.kind == NDF_PLACE_CUDA;
+}
+
 static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
   (void)self;
   const ndf__corr *c = pb->params;
@@ -47,6 +57,17 @@ static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_co
   const double rate = (reg ? fmin(1.15e12 * (double)kx, 2e13) : 3e12) * ndf__rate_scale(ctx);
   return 5e-6 + (double)ndf_array_size(&pb->in) *
                     ((double)c->nw * nf / rate + 4 * (1 + nf) / (3e12 * ndf__bw_scale(ctx)));
+}
+
+/* The generic tile path's rate in float64 (its shared-memory reads twice as wide), and 8 bytes a
+ * sample: orders of magnitude, not fitted. */
+static double cost64(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
+  (void)self;
+  const ndf__corr *c = pb->params;
+  const double nf = (double)c->nf;
+  return 5e-6 +
+         (double)ndf_array_size(&pb->in) * ((double)c->nw * nf / (1.5e12 * ndf__rate_scale(ctx)) +
+                                            8 * (1 + nf) / (3e12 * ndf__bw_scale(ctx)));
 }
 
 static void free_state(void *v) {
@@ -65,7 +86,10 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *
   if (ndf_array_size(in) == 0) return NDF_OK;
   ndf__contig g;
   int e = ndf__cuda_contig_begin(&g, in, (int)c->nf, out, st);
-  if (e == 0)
+  if (e == 0 && s->f64)
+    e = ndf__launch_corr_direct64(g.src, (double *const *)g.dst, (int)c->nf, s->n, s->k, s->left,
+                                  s->mode, c->cval, s->dw, s->skip_zero, st);
+  else if (e == 0)
     e = ndf__launch_corr_direct(g.src, (float *const *)g.dst, (int)c->nf, s->n, s->k, s->left,
                                 s->mode, (float)c->cval, s->dw, s->skip_zero, st);
   e = ndf__cuda_contig_end(&g, e, out, st);
@@ -80,6 +104,8 @@ static ndf_status make(ndf_plan *p) {
   p->state = s;
   p->exec = exec;
   p->free_state = free_state;
+  s->f64 = p->solver->f64;
+  p->native = s->f64;
   const int pad = 4 - a->ndim;
   for (int d = 0; d < 4; d++) {
     const int q = d - pad;
@@ -89,14 +115,16 @@ static ndf_status make(ndf_plan *p) {
     s->mode[d] = q < 0 ? NDF_MODE_REFLECT : (int)c->mode[q];
   }
   s->skip_zero = p->pb.exact && has_zero(c);
-  const size_t nw = (size_t)(c->nw * c->nf);
-  float *hw = malloc(nw * sizeof(float));
-  if (!hw) return ndf__fail(p->ctx, NDF_ENOMEM, "cuda_direct: out of host memory");
-  for (size_t j = 0; j < nw; j++)
+  const size_t nw = (size_t)(c->nw * c->nf), es = s->f64 ? sizeof(double) : sizeof(float);
+  float *hw = s->f64 ? NULL : malloc(nw * sizeof(float));
+  if (!s->f64 && !hw) return ndf__fail(p->ctx, NDF_ENOMEM, "cuda_direct: out of host memory");
+  for (size_t j = 0; hw && j < nw; j++)
     hw[j] = (float)c->w[j];
   cudaError_t e = cudaSetDevice(p->ctx->place.device);
-  if (e == cudaSuccess) e = cudaMalloc((void **)&s->dw, nw * sizeof(float));
-  if (e == cudaSuccess) e = cudaMemcpy(s->dw, hw, nw * sizeof(float), cudaMemcpyHostToDevice);
+  if (e == cudaSuccess) e = cudaMalloc(&s->dw, nw * es);
+  if (e == cudaSuccess)
+    e = cudaMemcpy(s->dw, hw ? (const void *)hw : (const void *)c->w, nw * es,
+                   cudaMemcpyHostToDevice);
   free(hw);
   if (e == cudaErrorMemoryAllocation)
     return ndf__fail(p->ctx, NDF_ENOMEM, "cuda_direct: out of device memory for the kernel");
@@ -110,3 +138,12 @@ const ndf__solver ndf__cuda_direct = {.name = "cuda_direct",
                                       .cost = cost,
                                       .make = make,
                                       .finite_only = finite_only};
+
+const ndf__solver ndf__cuda_direct64 = {.name = "cuda_direct64",
+                                        .op = NDF__OP_CORRELATE,
+                                        .place = NDF_PLACE_CUDA,
+                                        .applicable = applicable64,
+                                        .cost = cost64,
+                                        .make = make,
+                                        .finite_only = finite_only,
+                                        .f64 = 1};

@@ -45,6 +45,10 @@ int ndf__launch_sep_cols(const float *in, float *out, int64_t P, int64_t L, int6
 int ndf__launch_corr_direct(const float *in, float *const *outs, int nf, const int64_t n[4],
                             const int64_t k[4], const int64_t left[4], const int mode[4],
                             float cval, const float *w_dev, int skip_zero, void *stream);
+/* cuda_direct64: the same over float64 arrays and weights, in float64. */
+int ndf__launch_corr_direct64(const double *in, double *const *outs, int nf, const int64_t n[4],
+                              const int64_t k[4], const int64_t left[4], const int mode[4],
+                              double cval, const double *w_dev, int skip_zero, void *stream);
 /* cuda_rank: a contiguous [n0][n1][n2][n3] float32 (f64: float64) array's rank filter into out
  * (contiguous, of the same type):
  * count samples, each at off[j] from the window's start inside the array and at
@@ -96,17 +100,19 @@ int ndf__launch_median_tile_int(const void *in, void *out, int dtype, const int6
 /* 1 into *flag (a device int the caller zeroed) if the strided device array of dtype holds a
  * NaN or an infinity as float32 arithmetic sees it. */
 int ndf__launch_nonfinite(const void *src, int dtype, ndf__view4 v, int *flag, void *stream);
-/* cuda_fft (correlate). The transform buffer is [L0][L1][L2][rs] floats (rs = 2 (L3/2 + 1),
- * cuFFT's in-place real layout). fft_pad fills it with src ([n0][n1][n2][n3], contiguous)
- * extended by the modes: element t (t < e per axis) is src at t - left through mode (cval
- * outside in constant mode), every other element 0. fft_product: z = y * conj(h) over
- * count complex values. fft_crop: out[i] = buf[i] for i < n (out contiguous). */
-int ndf__launch_fft_pad(const float *src, const int64_t n[4], const int64_t left[4],
-                        const int mode[4], float cval, const int64_t e[4], float *buf,
-                        const int64_t L[4], int64_t rs, void *stream);
-int ndf__launch_fft_product(const void *y, const void *h, void *z, int64_t count, void *stream);
-int ndf__launch_fft_crop(const float *buf, const int64_t L[4], int64_t rs, float *out,
-                         const int64_t n[4], void *stream);
+/* cuda_fft and cuda_fft64 (correlate), over float (f64 0) or double (f64 1) reals. The
+ * transform buffer is [L0][L1][L2][rs] reals (rs = 2 (L3/2 + 1), cuFFT's in-place real layout).
+ * fft_pad fills it with src ([n0][n1][n2][n3], contiguous) extended by the modes: element t
+ * (t < e per axis) is src at t - left through mode (cval outside in constant mode), every other
+ * element 0. fft_product: z = y * conj(h) over count complex values. fft_crop: out[i] = buf[i]
+ * for i < n (out contiguous). */
+int ndf__launch_fft_pad(const void *src, const int64_t n[4], const int64_t left[4],
+                        const int mode[4], double cval, const int64_t e[4], void *buf,
+                        const int64_t L[4], int64_t rs, int f64, void *stream);
+int ndf__launch_fft_product(const void *y, const void *h, void *z, int64_t count, int f64,
+                            void *stream);
+int ndf__launch_fft_crop(const void *buf, const int64_t L[4], int64_t rs, void *out,
+                         const int64_t n[4], int f64, void *stream);
 /* Both of the last two axes of [P][Y][X] in one pass, y first, with n taps on
  * each (odd, 3 to 17; else cudaErrorNotSupported). wy, wx: host taps. */
 int ndf__launch_sep_yx(const float *in, float *out, int64_t P, int64_t Y, int64_t X,
