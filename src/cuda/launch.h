@@ -72,17 +72,17 @@ int ndf__launch_box_lines(const float *in, float *out, int64_t P, int64_t L, int
                           int64_t left, int mode, float cval, double w, void *stream);
 /* cuda_rank's median of a footprint of a few samples through a tile in shared memory
  * (median_tile.cuh), laid out once for a plan by ndf__median_tile_plan: it says
- * whether the tile takes the problem (a count it is built for, the median's rank, k[0] = 1, a
- * tile that fits) and fills *t from the samples at at[4j..4j+3] (as for ndf__launch_rank; NULL:
- * only the answer). pairs: neighbours along y share their common samples' steps where the
- * footprint allows. */
+ * whether the tile takes the problem (a count it is built for, the median's rank, k[0] = 1, the
+ * last three extents below 2^30, a tile that fits) and fills *t from the samples at at[4j..4j+3]
+ * (as for ndf__launch_rank; NULL: only the answer). pairs: neighbours along y share their common
+ * samples' steps where the footprint allows. */
 enum { NDF__MEDIAN_OFFS = 150 };
 typedef struct {
   int count, own; /* samples; each window's own where outputs go in pairs, else 0 */
   int py, pz;     /* a thread's outputs (pairs of them where own) along y, and along z */
   int sx, sy, sz; /* the tile's extent with its halo */
   size_t smem;
-  int off[NDF__MEDIAN_OFFS]; /* the samples' offsets in the tile (median_args.off) */
+  int off[NDF__MEDIAN_OFFS]; /* the samples' byte offsets in the tile (median_args.off) */
 } ndf__median_tile;
 int ndf__median_tile_plan(ndf__median_tile *t, int esize, const int64_t n[4], const int64_t k[4],
                           const int *at, int count, int rank, int pairs);

@@ -76,11 +76,17 @@ template <typename T> struct median_args {
   T cval;
   int64_t tiles[3]; /* along x, y, z */
   int sx, sy, sz, py, pz;
-  /* each sample's offset in the tile from its window's first: alone, off[0..N); in pairs, the
+  /* each sample's offset in the tile from its window's first, in bytes: alone, off[0..N); in
+   * pairs, the
    * common ones off[0..N - P), the first window's own off[N - P..N), the second's (from the
    * first's window) off[N..N + P) */
   int off[MEDIAN_MAXN + MEDIAN_MAXP];
 };
+
+/* An index within the array's extent n (< 2^30) through the mode; past it, -1 under constant. */
+__device__ __forceinline__ int tile_map(int i, int n, int mode) {
+  return (unsigned)i < (unsigned)n ? i : (int)ndf__map_index(i, n, mode);
+}
 
 template <typename T, int N, int P>
 __global__ void __launch_bounds__(MEDIAN_TX *MEDIAN_TY) median_tile(const median_args<T> a) {
@@ -90,64 +96,65 @@ __global__ void __launch_bounds__(MEDIAN_TX *MEDIAN_TY) median_tile(const median
   S *tile = reinterpret_cast<S *>(median_smem);
   const S cval = lane<T>::key(a.cval);
   constexpr int R = P ? 2 : 1, C = N - P;
+  /* the last three extents are below 2^30 (the plan's condition): coordinates within a volume in
+   * 32 bits, offsets in 64 */
+  const int nx = (int)a.n[3], ny = (int)a.n[2], nz = (int)a.n[1];
   int64_t b = blockIdx.x;
-  const int64_t x0 = b % a.tiles[0] * MEDIAN_TX;
+  const int x0 = (int)(b % a.tiles[0]) * MEDIAN_TX;
   b /= a.tiles[0];
-  const int64_t y0 = b % a.tiles[1] * (MEDIAN_TY * R * a.py);
+  const int y0 = (int)(b % a.tiles[1]) * (MEDIAN_TY * R * a.py);
   b /= a.tiles[1];
-  const int64_t z0 = b % a.tiles[2] * a.pz;
+  const int z0 = (int)(b % a.tiles[2]) * a.pz;
   b /= a.tiles[2]; /* now the index along the first axis */
-  const int64_t plane = a.n[1] * a.n[2] * a.n[3];
+  const int64_t slab = (int64_t)ny * nx, plane = nz * slab;
   const T *in = a.in + b * plane;
   /* The tile row by row, a warp a row: its y and z mapped through the modes once, the lanes
    * along x. A lane's first two x (sx >= 32; the second -2 where past sx) are mapped once for
    * all rows; x past 64 (footprints over 33 wide) are mapped in each row. */
-  const int tx = threadIdx.x;
-  const int64_t xa = ndf__map_index(x0 - a.left[3] + tx, a.n[3], a.mode[3]),
-                xb = tx + MEDIAN_TX < a.sx
-                         ? ndf__map_index(x0 - a.left[3] + tx + MEDIAN_TX, a.n[3], a.mode[3])
-                         : -2;
+  const int tx = threadIdx.x, left_x = (int)a.left[3];
+  const int xa = tile_map(x0 - left_x + tx, nx, a.mode[3]),
+            xb = tx + MEDIAN_TX < a.sx ? tile_map(x0 - left_x + tx + MEDIAN_TX, nx, a.mode[3]) : -2;
   for (int lz = 0; lz < a.sz; lz++) {
-    const int64_t z = ndf__map_index(z0 - a.left[1] + lz, a.n[1], a.mode[1]);
+    const int z = tile_map(z0 - (int)a.left[1] + lz, nz, a.mode[1]);
+    const T *zin = in + (z < 0 ? 0 : z * slab);
     for (int ly = threadIdx.y; ly < a.sy; ly += MEDIAN_TY) {
-      const int64_t y = ndf__map_index(y0 - a.left[2] + ly, a.n[2], a.mode[2]);
+      const int y = tile_map(y0 - (int)a.left[2] + ly, ny, a.mode[2]);
       const bool gone = z < 0 || y < 0; /* a row of cval */
-      const T *row = in + (gone ? 0 : (z * a.n[2] + y) * a.n[3]);
+      const T *row = zin + (gone ? 0 : (int64_t)y * nx);
       S *srow = tile + (lz * a.sy + ly) * a.sx;
       srow[tx] = gone || xa < 0 ? cval : lane<T>::key(row[xa]);
       if (xb != -2) srow[tx + MEDIAN_TX] = gone || xb < 0 ? cval : lane<T>::key(row[xb]);
       for (int lx = tx + 2 * MEDIAN_TX; lx < a.sx; lx += MEDIAN_TX) {
-        const int64_t x = ndf__map_index(x0 - a.left[3] + lx, a.n[3], a.mode[3]);
+        const int x = tile_map(x0 - left_x + lx, nx, a.mode[3]);
         srow[lx] = gone || x < 0 ? cval : lane<T>::key(row[x]);
       }
     }
   }
   __syncthreads();
-  const int64_t x = x0 + threadIdx.x;
-  if (x >= a.n[3]) return;
+  const int x = x0 + threadIdx.x;
+  if (x >= nx) return;
   T *out = a.out + b * plane + x;
+  const unsigned char *base = reinterpret_cast<const unsigned char *>(tile);
   for (int pz = 0; pz < a.pz; pz++) {
-    const int64_t z = z0 + pz;
-    if (z >= a.n[1]) break;
+    const int z = z0 + pz;
+    if (z >= nz) break;
     for (int py = 0; py < a.py; py++) {
       const int ly = R * (threadIdx.y + MEDIAN_TY * py);
-      const int64_t y = y0 + ly;
-      if (y >= a.n[2]) break;
-      const S *w = tile + (pz * a.sy + ly) * a.sx + threadIdx.x;
+      const int y = y0 + ly;
+      if (y >= ny) break;
+      const unsigned char *w = base + ((pz * a.sy + ly) * a.sx + threadIdx.x) * (int)sizeof(S);
+      T *o = out + z * slab + (int64_t)y * nx;
       V va[N];
-      if constexpr (P == 0) {
 #pragma unroll
-        for (int j = 0; j < N; j++)
-          va[j] = w[a.off[j]];
-        out[(z * a.n[2] + y) * a.n[3]] = lane<T>::value(forgetful_median(va, N));
+      for (int j = 0; j < N; j++)
+        va[j] = *reinterpret_cast<const S *>(w + a.off[j]);
+      if constexpr (P == 0) {
+        *o = lane<T>::value(forgetful_median(va, N));
       } else {
         V vb[N];
 #pragma unroll
-        for (int j = 0; j < N; j++)
-          va[j] = w[a.off[j]];
-#pragma unroll
         for (int j = C; j < N; j++)
-          vb[j] = w[a.off[j + P]];
+          vb[j] = *reinterpret_cast<const S *>(w + a.off[j + P]);
         constexpr int top = NDF__FORGETFUL_TOP(N);
         forgetful_median_steps(va, N, top + 1, C);
 #pragma unroll
@@ -155,9 +162,8 @@ __global__ void __launch_bounds__(MEDIAN_TX *MEDIAN_TY) median_tile(const median
           vb[j] = va[j];
         forgetful_median_steps(va, N, C, N);
         forgetful_median_steps(vb, N, C, N);
-        out[(z * a.n[2] + y) * a.n[3]] = lane<T>::value(forgetful_median_finish(va, N));
-        if (y + 1 < a.n[2])
-          out[(z * a.n[2] + y + 1) * a.n[3]] = lane<T>::value(forgetful_median_finish(vb, N));
+        *o = lane<T>::value(forgetful_median_finish(va, N));
+        if (y + 1 < ny) o[nx] = lane<T>::value(forgetful_median_finish(vb, N));
       }
     }
   }

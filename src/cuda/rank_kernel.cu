@@ -211,7 +211,9 @@ extern "C" int ndf__median_tile_plan(ndf__median_tile *t, int esize, const int64
 #define MEDIAN_IS(c) counted |= count == c;
   MEDIAN_COUNTS(MEDIAN_IS)
 #undef MEDIAN_IS
-  if (!counted || rank != count / 2 || k[0] != 1) return 0;
+  if (!counted || rank != count / 2 || k[0] != 1 || n[1] >= (1 << 30) || n[2] >= (1 << 30) ||
+      n[3] >= (1 << 30))
+    return 0;
   int pos[MEDIAN_MAXN + MEDIAN_MAXP][3]; /* each sample's place (z, y, x) in its window */
   int own = pairs && at ? median_split(k, at, count, pos) : 0, py, pz;
   size_t smem = 0;
@@ -236,7 +238,7 @@ extern "C" int ndf__median_tile_plan(ndf__median_tile *t, int esize, const int64
   t->smem = smem;
   for (int j = 0; j < count + own; j++) {
     const int *q = own ? pos[j] : at + 4 * j + 1;
-    t->off[j] = (q[0] * t->sy + q[1]) * t->sx + q[2];
+    t->off[j] = ((q[0] * t->sy + q[1]) * t->sx + q[2]) * esize;
   }
   return 1;
 }
