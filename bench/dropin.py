@@ -46,6 +46,10 @@ def cases(quick):
                     lambda x, k=k: ndi.median_filter(x, k),
                     ("medianBlur", lambda cv, x, k=k: cv.medianBlur(x, k)),
                     lambda m, x, k=k: m.median_filter(x, k)))
+    f2 = rng.random(big2, dtype=np.float32)
+    out.append(("median 3x3 float32", f2, lambda x: ndfilt.median_filter(x, 3),
+                lambda x: ndi.median_filter(x, 3), ("medianBlur", lambda cv, x: cv.medianBlur(x, 3)),
+                lambda m, x: m.median_filter(x, 3)))
     u16 = rng.integers(0, 65536, (512, 512) if quick else (2048, 2048)).astype(np.uint16)
     out.append(("median 15x15", u16, lambda x: ndfilt.median_filter(x, 15),
                 lambda x: ndi.median_filter(x, 15), None,  # medianBlur: 16 bits up to 5x5
@@ -79,6 +83,12 @@ def cases(quick):
                 lambda m, x: m.gaussian_gradient_magnitude(x, 2.0)))
     out.append(("sobel axis 0", f3, lambda x: ndfilt.sobel(x, 0), lambda x: ndi.sobel(x, 0),
                 None, lambda m, x: m.sobel(x, 0)))
+    # float64 computed in float64 (on the GPU cuda_direct64 or cuda_fft64, as the peers do)
+    f64 = rng.random((64,) * 3 if quick else (128,) * 3)
+    w7 = rng.random((7, 7, 7))
+    out.append(("correlate 7^3 float64", f64, lambda x: ndfilt.correlate(x, w7),
+                lambda x: ndi.correlate(x, w7), None,
+                lambda m, x: m.correlate(x, __import__("cupy").asarray(w7))))
     nanv = np.where(rng.random(vol) < 0.1, np.nan, f3).astype(np.float32)
     out.append(("gaussian s2, nan_policy omit", nanv,
                 lambda x: ndfilt.gaussian_filter(x, 2.0, nan_policy="omit"),
