@@ -216,6 +216,32 @@ static void bank_case(ndf_context *ctx, int cuda, const char *method, uint64_t *
 /* A context whose FFT workspace limit is too small: forced fft fails with NDF_ENOMEM and says
  * how much it needed, writing nothing; auto, which picks fft without the limit, plans the
  * direct solver instead, says so, and is right. */
+/* A kind without a place names the float64 twin for float64 device arrays ("direct":
+ * cuda_direct64, "fft": cuda_fft64), the float32 solver for float32 ones. */
+static void kind_names_twin(ndf_context *ctx, uint64_t *r) {
+  const int64_t shape[2] = {12, 9}, k[2] = {3, 3};
+  double w[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  static const char *kinds[2][3] = {{"direct", "cuda_direct64", "cuda_direct"},
+                                    {"fft", "cuda_fft64", "cuda_fft"}};
+  for (int f64 = 0; f64 < 2; f64++) {
+    t_arr a, b;
+    const ndf_dtype dt = f64 ? NDF_F64 : NDF_F32;
+    t_arr_make(&a, r, dt, 2, shape, 0, ctx);
+    t_arr_make(&b, r, dt, 2, shape, 0, ctx);
+    for (int j = 0; j < 2; j++) {
+      ndf_correlate_opts o = {sizeof o, kinds[j][0], {0}, {0}, 0};
+      ndf_plan *p = NULL;
+      const ndf_status st = ndf_plan_correlate(&p, ctx, &a.view, &b.view, w, k, &o);
+      const char *want = kinds[j][f64 ? 1 : 2], *got = st == NDF_OK ? ndf_plan_solver(p) : "-";
+      CHECK(!strcmp(got, want), "method %s on %s device arrays: %s, not %s", kinds[j][0],
+            f64 ? "float64" : "float32", got, want);
+      ndf_plan_destroy(p);
+    }
+    t_arr_free(&a, ctx);
+    t_arr_free(&b, ctx);
+  }
+}
+
 static void workspace_case(ndf_context *ctx, const char *dev, int cuda, uint64_t *r) {
   tcase c;
   memset(&c, 0, sizeof c);
@@ -338,6 +364,7 @@ int main(int argc, char **argv) {
       run_case(ctx, cuda, method, &c, &r);
     }
   if (!method) workspace_case(ctx, dev, cuda, &r);
+  if (!method && cuda) kind_names_twin(ctx, &r);
   ndf_context_destroy(ctx);
   printf("%d random + %d bank + %d big cases on %s: worst relative error %.3g (bound %g); "
          "%d failures\n",

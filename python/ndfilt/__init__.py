@@ -1168,7 +1168,8 @@ def correlate(input, weights, output=None, mode="reflect", cval=0.0, origin=0, *
     weights: a kernel with the input's number of dimensions, any lengths (odd,
     even, longer than the input). mode and origin: one value or one per axis.
     method: 'auto' (a cost model picks), 'direct', 'fft', or a solver name
-    ('cpu_direct', 'cpu_fft', 'cuda_direct', 'cuda_fft'). Arrays, dtypes and
+    ('cpu_direct', 'cpu_fft', 'cuda_direct', 'cuda_fft'; 'cuda_direct64' and
+    'cuda_fft64' compute float64 device arrays in float64). Arrays, dtypes and
     output as correlate1d. NaN and Inf reach the outputs scipy's would under
     'auto' (on an input that holds any, a direct solver runs: last_solver()
     tells); a named FFT method spreads them over every output. As scipy,

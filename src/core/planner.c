@@ -103,11 +103,21 @@ static ndf_status choose(const ndf__solver **pick, ndf_context *ctx, const ndf__
   int nsolvers;
   const ndf__solver *const *solvers = ndf__solver_table(&nsolvers);
   if (method && *method && strcmp(method, "auto")) {
-    /* A kind without a place ("direct", "fft") names the context's solver of that kind. */
-    char here[48] = "";
+    /* A kind without a place ("direct", "fft") names the context's solver of that kind: its
+     * float64 twin (cuda_direct64) for a float64 input that the twin takes. */
+    char here[48] = "", here64[52];
     if (!strchr(method, '_') && strlen(method) < 32)
       snprintf(here, sizeof here, "%s_%s", ctx->place.kind == NDF_PLACE_CUDA ? "cuda" : "cpu",
                method);
+    snprintf(here64, sizeof here64, "%s64", here);
+    for (int i = 0; here[0] && pb->in.dtype == NDF_F64 && i < nsolvers; i++) {
+      const ndf__solver *s = solvers[i];
+      if (s->op == pb->op && s->place == ctx->place.kind && !strcmp(s->name, here64) &&
+          s->applicable(s, pb, ctx)) {
+        *pick = s;
+        return NDF_OK;
+      }
+    }
     for (int i = 0; i < nsolvers; i++) {
       const ndf__solver *s = solvers[i];
       const int named = !strcmp(s->name, method) || !strcmp(s->name, here) ||
