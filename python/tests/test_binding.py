@@ -1600,6 +1600,31 @@ class TestCupy(unittest.TestCase):
         self.assertIsInstance(fresh, cp.ndarray)
         check(self, cp.asnumpy(fresh), ref, scale, ("cupy sepfilter", "float32"))
 
+    def test_float64_in_float64(self):
+        """float64 device arrays are computed in float64, as scipy computes them: correlate by
+        every method (cuda_direct64, cuda_fft64), the separable filters (cuda_sep64)."""
+        import cupy as cp
+        rng = np.random.default_rng(SEED + 50)
+        x = rng.uniform(-1, 1, (12, 17, 20))
+        k = rng.uniform(-1, 1, (3, 4, 5))
+        dx = cp.asarray(x)[:, ::-1][:, ::-1]  # a view with strides
+
+        def close(got, ref, what):
+            self.assertEqual(got.dtype, cp.float64, what)
+            err = np.abs(cp.asnumpy(got) - ref).max() / np.abs(ref).max()
+            self.assertLess(err, 1e-12, f"{what} ({ndfilt.last_solver()}): {err:.3g}")
+
+        for method in ("auto", "direct", "fft"):
+            for mode in MODES:
+                close(ndfilt.correlate(dx, k, mode=mode, cval=0.5, method=method),
+                      ndi.correlate(x, k, mode=mode, cval=0.5), f"correlate {method} {mode}")
+        close(ndfilt.convolve(dx, k, mode="mirror", origin=1),
+              ndi.convolve(x, k, mode="mirror", origin=1), "convolve")
+        close(ndfilt.gaussian_filter(dx, 1.5, order=(0, 1, 0)),
+              ndi.gaussian_filter(x, 1.5, order=(0, 1, 0)), "gaussian_filter")
+        close(ndfilt.uniform_filter(dx, 5, mode="wrap"), ndi.uniform_filter(x, 5, mode="wrap"),
+              "uniform_filter")
+
     def test_ks(self):
         import cupy as cp
         rng = np.random.default_rng(SEED + 45)
