@@ -38,6 +38,8 @@ static const char *usage_main =
     "  conv          N-D convolution with a .npy or named kernel (scipy.ndimage.convolve)\n"
     "  correlate     N-D correlation with a .npy or named kernel (scipy.ndimage.correlate)\n"
     "  ks            spatially varying Gaussian kernel superposition (a sigma map per voxel)\n"
+    "  uniform       the mean over a box (scipy.ndimage.uniform_filter; fslmaths -kernel\n"
+    "                boxv -fmean)\n"
     "  median, min, max, rank, percentile\n"
     "                rank filters over a box (scipy.ndimage.median_filter, minimum_filter, ...)\n"
     "\n"
@@ -248,6 +250,30 @@ static const char *usage_rank =
     "  ndfilt median noisy.nii.gz clean.nii.gz --size 3\n"
     "  ndfilt max mask.nii.gz dilated.nii.gz --size 5,5,1\n"
     "  ndfilt percentile ct.nii.gz p90.nii.gz --percentile 90 --size 7\n";
+
+static const char *usage_uniform =
+    "usage: ndfilt uniform IN OUT --size LIST [options]\n"
+    "\n"
+    "The mean over a box, exactly scipy.ndimage.uniform_filter: a 1-D mean of --size samples\n"
+    "along each axis whose length is above 1, in increasing axis order. A LIST holds one value\n"
+    "for every axis, or one per axis of IN (comma-separated); a length of 1 leaves an axis\n"
+    "alone.\n"
+    "\n"
+    "options:\n"
+    "  --size LIST       the box's length along the axes (required)\n"
+    "  --mode LIST       reflect, constant, nearest, mirror, wrap (default nearest; scipy's\n"
+    "                    is reflect)\n"
+    "  --cval V          value outside the array for --mode constant (default 0)\n"
+    "  --origin LIST     shift of the box, as scipy (default 0)\n"
+    "  --method M        auto, or a solver from `ndfilt info` (cpu_box, cpu_sep, cuda_sep, ...)\n"
+    "  --dtype T         output dtype u8, u16, i16, f32, f64 (default: the input's; integer\n"
+    "                    outputs are rounded and clamped)\n"
+    "  --shape LIST      IN is raw samples of this shape, of type --dtype\n"
+    "\n"
+    "OUT is written through a temporary file and renamed, so a failure leaves no output.\n"
+    "\n"
+    "example:\n"
+    "  ndfilt uniform t1.nii.gz mean5.nii.gz --size 5 --dtype f32\n";
 
 static const char *usage_conv =
     "usage: ndfilt conv|correlate IN OUT --kernel K [options]\n"
@@ -1762,12 +1788,49 @@ static const cli_opt rank_opts[] = {
     {"--percentile", take_percentile, 0, 0, NULL, NULL, 0},
 };
 
-/* cmd: median, min, max, rank or percentile */
+/* The mean over the box r (scipy's uniform_filter): a separable filter of 1 / n along each axis
+ * whose length n is above 1. */
+static int run_uniform(ndf_context *ctx, ndf_image *img, const rank_args *r, int nd, int lead,
+                       ndf_dtype dtype, const char *out_path) {
+  sep_args s;
+  memset(&s, 0, sizeof s);
+  s.o.struct_size = sizeof s.o;
+  s.o.method = r->o.method;
+  s.o.cval = r->o.cval;
+  double *box[NDF_MAX_DIMS] = {NULL};
+  int rc = NDF_EXIT_OK;
+  for (int d = 0; d < nd && rc == NDF_EXIT_OK; d++) {
+    const int64_t n = r->fshape[d];
+    if (n <= 1) continue;
+    box[d] = malloc((size_t)n * sizeof *box[d]);
+    if (!box[d]) {
+      fprintf(stderr, "ndfilt: out of memory for a box of %lld\n", (long long)n);
+      rc = NDF_EXIT_FAIL;
+      break;
+    }
+    for (int64_t j = 0; j < n; j++)
+      box[d][j] = 1.0 / (double)n;
+    s.w[d] = box[d];
+    s.n[d] = n;
+    s.o.mode[d] = r->o.mode[d];
+    s.o.origin[d] = r->o.origin[d];
+  }
+  if (rc == NDF_EXIT_OK)
+    rc = filter_to_file(ctx, img, 0, dtype, out_path, lead, plan_sep, &s, reach_sep, NULL);
+  else
+    ndf_image_free(img);
+  for (int d = 0; d < NDF_MAX_DIMS; d++)
+    free(box[d]);
+  return rc;
+}
+
+/* cmd: median, min, max, rank, percentile, or uniform (the mean over the box) */
 static int cmd_rank(ndf_context *ctx, int argc, char **argv, const char *cmd) {
   const char *in_path = NULL, *out_path = NULL;
   rank_cli a = {0};
-  const int pr =
-      parse_args(argc, argv, rank_opts, NOPTS(rank_opts), &a, usage_rank, &in_path, &out_path);
+  const int is_uniform = !strcmp(cmd, "uniform");
+  const int pr = parse_args(argc, argv, rank_opts, NOPTS(rank_opts), &a,
+                            is_uniform ? usage_uniform : usage_rank, &in_path, &out_path);
   if (pr) return pr < 0 ? NDF_EXIT_OK : pr;
   if (!in_path || !out_path) return usage_error("%s", "needs IN and OUT");
   if (!a.nsize) return usage_error("%s", "needs --size");
@@ -1802,6 +1865,7 @@ static int cmd_rank(ndf_context *ctx, int argc, char **argv, const char *cmd) {
     ndf_image_free(&img);
     return rc;
   }
+  if (is_uniform) return run_uniform(ctx, &img, &r, nd, lead, a.co.dtype, out_path);
   if (!strcmp(cmd, "median"))
     r.rank = n / 2;
   else if (!strcmp(cmd, "min"))
@@ -1990,7 +2054,7 @@ int main(int argc, char **argv) {
   const int conv = !strcmp(cmd, "conv") || !strcmp(cmd, "convolve"),
             corr = !strcmp(cmd, "correlate"),
             rank = !strcmp(cmd, "median") || !strcmp(cmd, "min") || !strcmp(cmd, "max") ||
-                   !strcmp(cmd, "rank") || !strcmp(cmd, "percentile");
+                   !strcmp(cmd, "rank") || !strcmp(cmd, "percentile") || !strcmp(cmd, "uniform");
   int known = !strcmp(cmd, "info") || !strcmp(cmd, "demo") || !strcmp(cmd, "bench") ||
               !strcmp(cmd, "correlate1d") || !strcmp(cmd, "convolve1d") ||
               !strcmp(cmd, "sepconv") || !strcmp(cmd, "gauss") || !strcmp(cmd, "ks") || conv ||

@@ -265,8 +265,8 @@ class TestRank(unittest.TestCase):
 
 @unittest.skipUnless(os.environ.get("NDFILT_CLI"), "NDFILT_CLI (the ndfilt tool) not given")
 class TestRankCli(unittest.TestCase):
-    """ndfilt median|min|max|rank|percentile on .npy files against scipy (mode nearest, the
-    CLI's default), in memory and streamed in slabs under --memory-limit."""
+    """ndfilt median|min|max|rank|percentile|uniform on .npy files against scipy (mode nearest,
+    the CLI's default), in memory and streamed in slabs under --memory-limit."""
 
     def test_cli(self):
         import subprocess
@@ -306,6 +306,23 @@ class TestRankCli(unittest.TestCase):
                 self.assertEqual(p.returncode, 0, f"{cmd}: {p.stderr}")
                 self.assertIn("slab", p.stderr.lower(), "not streamed: " + p.stderr)
                 same(self, np.load(dst), ref(), " ".join(cmd))
+            # ndfilt uniform: scipy's uniform_filter, in float32 or float64 arithmetic, in memory
+            # and streamed
+            big32 = big.astype(np.float32)
+            for args, ref, extra in [
+                    (["--size", "5", "--dtype", "f32"],
+                     lambda: ndi.uniform_filter(big32, 5, mode="nearest"), []),
+                    (["--size", "3,1,4", "--mode", "wrap", "--origin", "1,0,-1", "--dtype", "f64"],
+                     lambda: ndi.uniform_filter(big32, (3, 1, 4), mode="wrap", origin=(1, 0, -1)),
+                     ["-v", "--memory-limit", "24M"])]:
+                cmd = [os.environ["NDFILT_CLI"], "--device", "cpu", *extra, "uniform", src, dst,
+                       *args]
+                p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+                self.assertEqual(p.returncode, 0, f"{cmd}: {p.stderr}")
+                if extra:
+                    self.assertIn("slab", p.stderr.lower(), "not streamed: " + p.stderr)
+                np.testing.assert_allclose(np.load(dst), ref(), rtol=0, atol=60000 * 1e-6,
+                                           err_msg=" ".join(cmd))
             p = subprocess.run([os.environ["NDFILT_CLI"], "rank", src, dst, "--size", "3"],
                                capture_output=True, text=True, timeout=60)
             self.assertNotEqual(p.returncode, 0)
