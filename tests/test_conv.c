@@ -242,6 +242,34 @@ static void kind_names_twin(ndf_context *ctx, uint64_t *r) {
   }
 }
 
+/* A float64 device input holding a NaN under auto, a kernel large enough for an FFT: the FFT's
+ * exact twin computes in float64 too (a native plan's twin takes the arrays as they are; a
+ * float32 one would leave the FFT to spread the NaN over every output), so the NaN reaches only
+ * the outputs whose window holds it, as in scipy. */
+static void nan_f64_twin(ndf_context *ctx, uint64_t *r) {
+  const int64_t shape[2] = {2048, 2048}, k[2] = {17, 17};
+  double w[17 * 17];
+  for (int j = 0; j < 17 * 17; j++)
+    w[j] = ndf_rand_uniform(r);
+  t_arr a, b;
+  t_arr_make(&a, r, NDF_F64, 2, shape, 0, ctx);
+  t_arr_make(&b, r, NDF_F64, 2, shape, 0, ctx);
+  t_fill_random(&a, r);
+  ((double *)a.hview.data)[1000 * 2048 + 1000] = NAN;
+  t_arr_upload(&a, ctx);
+  ndf_correlate_opts o = {sizeof o, NULL, {0}, {0}, 0};
+  ndf_status st = ndf_correlate(ctx, &a.view, &b.view, w, k, &o);
+  if (st == NDF_OK) st = ndf_context_synchronize(ctx);
+  t_arr_download(&b, ctx);
+  int64_t nan = 0;
+  for (int64_t i = 0; i < shape[0] * shape[1]; i++)
+    nan += isnan(((const double *)b.hview.data)[i]);
+  CHECK(st == NDF_OK && nan == 17 * 17, "float64 NaN under auto: %s, %lld NaN outputs (want %d)",
+        ndf_context_message(ctx), (long long)nan, 17 * 17);
+  t_arr_free(&a, ctx);
+  t_arr_free(&b, ctx);
+}
+
 static void workspace_case(ndf_context *ctx, const char *dev, int cuda, uint64_t *r) {
   tcase c;
   memset(&c, 0, sizeof c);
@@ -364,7 +392,10 @@ int main(int argc, char **argv) {
       run_case(ctx, cuda, method, &c, &r);
     }
   if (!method) workspace_case(ctx, dev, cuda, &r);
-  if (!method && cuda) kind_names_twin(ctx, &r);
+  if (!method && cuda) {
+    kind_names_twin(ctx, &r);
+    nan_f64_twin(ctx, &r);
+  }
   ndf_context_destroy(ctx);
   printf("%d random + %d bank + %d big cases on %s: worst relative error %.3g (bound %g); "
          "%d failures\n",

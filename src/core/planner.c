@@ -57,7 +57,8 @@ double ndf__staging_cost(const ndf__problem *pb) {
 
 /* auto's rule: the cheapest solver of pb (NULL if none applies; skip[i]: solver i is out, NULL:
  * none is) in *pick, and its cost, the staging of host arrays counted; for a float64 input, the
- * cheapest of those that compute in float64, unless another is ten times cheaper. On a context
+ * cheapest of those that compute in float64, unless another is ten times cheaper (never for an
+ * exact twin). On a context
  * whose device auto chose, CPU solvers compete for host arrays; a pinned problem takes its
  * place's only. */
 static double cheapest(const ndf__solver **pick, const ndf_context *ctx, const ndf__problem *pb,
@@ -89,7 +90,9 @@ static double cheapest(const ndf__solver **pick, const ndf_context *ctx, const n
       best64 = c;
     }
   }
-  if (pb->in.dtype == NDF_F64 && pick64 && best64 <= 10 * best) {
+  /* an exact twin (inputs holding NaN or Inf) of a float64 input stays in float64: a native
+   * plan's twin must take the arrays as they are, which a staged float32 solver cannot */
+  if (pb->in.dtype == NDF_F64 && pick64 && (best64 <= 10 * best || pb->exact)) {
     *pick = pick64;
     best = best64;
   }

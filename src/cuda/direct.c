@@ -9,6 +9,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "../core/dev_switch.h"
 #include "host.h"
 
 typedef struct {
@@ -36,11 +37,14 @@ static int applicable(const ndf__solver *self, const ndf__problem *pb, const ndf
   return ctx->place.kind == NDF_PLACE_CUDA;
 }
 
-/* float64 in and out, both on the device */
+/* float64 in and out, both on the device; the development switch NDF_CUDA_F64=0 turns it off
+ * (cuda_direct's float32 arithmetic then takes float64 arrays), for a benchmark's comparison */
 static int applicable64(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
   (void)self;
-  return ctx->place.kind == NDF_PLACE_CUDA && pb->in.dtype == NDF_F64 && pb->out.dtype == NDF_F64 &&
-         pb->in.place.kind == NDF_PLACE_CUDA && pb->out.place.kind == NDF_PLACE_CUDA;
+  const char *on = ndf__dev_switch("NDF_CUDA_F64");
+  return !(on && on[0] == '0') && ctx->place.kind == NDF_PLACE_CUDA && pb->in.dtype == NDF_F64 &&
+         pb->out.dtype == NDF_F64 && pb->in.place.kind == NDF_PLACE_CUDA &&
+         pb->out.place.kind == NDF_PLACE_CUDA;
 }
 
 static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {

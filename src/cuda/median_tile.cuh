@@ -29,8 +29,8 @@ NDF__FORGETFUL_MEDIAN(forgetful_median, int, __device__ __forceinline__, KEEP_MI
  * order-preserving 32-bit integer keys (the bits, the magnitude's flipped for a negative sign),
  * so that a compare-exchange is an integer minimum and maximum, one instruction each, where
  * float's keeps a NaN by a comparison and two selects. The keys order as the values do, -0 just
- * below +0, and a NaN beyond the infinity of its sign: it stays one of the values, as numpy's
- * sort orders it (last) for the usual NaN. */
+ * below +0, and every NaN (its sign cleared) above +Inf: it stays one of the values and sorts
+ * last, where numpy's sort puts it. */
 template <typename T> struct lane {
   using type = T;
   using store = T;
@@ -50,7 +50,8 @@ template <> struct lane<float> {
   using type = int;
   using store = int;
   static __device__ __forceinline__ int key(float x) {
-    const int b = __float_as_int(x);
+    int b = __float_as_int(x);
+    if ((b & 0x7fffffff) > 0x7f800000) b &= 0x7fffffff; /* every NaN positive: above +Inf */
     return b ^ ((b >> 31) & 0x7fffffff);
   }
   static __device__ __forceinline__ float value(int k) {
@@ -77,9 +78,8 @@ template <typename T> struct median_args {
   int64_t tiles[3]; /* along x, y, z */
   int sx, sy, sz, py, pz;
   /* each sample's offset in the tile from its window's first, in bytes: alone, off[0..N); in
-   * pairs, the
-   * common ones off[0..N - P), the first window's own off[N - P..N), the second's (from the
-   * first's window) off[N..N + P) */
+   * pairs, the common ones off[0..N - P), the first window's own off[N - P..N), the second's
+   * (from the first's window) off[N..N + P) */
   int off[MEDIAN_MAXN + MEDIAN_MAXP];
 };
 
