@@ -37,6 +37,9 @@ static void one_case(ndf_context *ctx, int cuda, const char *method, uint64_t *r
   /* every eleventh (else) a box's minimum or maximum along rows past one segment of the GPU's
    * row passes (256), the window up to 40 long */
   const int longx = !med9 && !big8 && !medk && c % 11 == 10;
+  /* every thirteenth (else) a uint8 box's minimum or maximum over the last two axes, up to 17
+   * rows tall, uint8 out, contiguous (cpu_rank's rows through a ring) */
+  const int ring8 = !med9 && !big8 && !medk && !longx && c % 13 == 12;
   const int nd = (int)t_randint(r, med9 || big8 || medk ? 2 + medk3 : 1, big8 ? 3 : longx ? 2 : 4);
   int64_t shape[NDF_MAX_DIMS], k[NDF_MAX_DIMS];
   int64_t n = 1, size = 1;
@@ -53,6 +56,7 @@ static void one_case(ndf_context *ctx, int cuda, const char *method, uint64_t *r
            : big8  ? (d >= nd - 2 ? t_randint(r, 12, 16) : t_randint(r, 1, 2))
            : medk  ? (d >= nd - 2 - medk3 ? 2 * t_randint(r, 1, medk3 ? 2 : 3) + 1 : 1)
            : longx ? t_randint(r, 1, d == nd - 1 ? 40 : 5)
+           : ring8 ? (d >= nd - 2 ? t_randint(r, 1, 17) : 1)
                    : t_randint(r, 1, 5);
     o.mode[d] = (ndf_mode)t_randint(r, 0, 4);
     o.origin[d] = (int)t_randint(r, -(k[d] / 2), (k[d] - 1) / 2);
@@ -61,10 +65,10 @@ static void one_case(ndf_context *ctx, int cuda, const char *method, uint64_t *r
   }
   o.cval = (double)t_randint(r, -3, 3);
   const ndf_dtype ints[3] = {NDF_U8, NDF_U16, NDF_I16};
-  ndf_dtype idt = med9   ? NDF_U8
-                  : big8 ? ints[t_randint(r, 0, 2)]
-                         : (ndf_dtype)t_randint(r, NDF_U8, NDF_F64);
-  ndf_dtype odt = t_randint(r, 0, 2) ? idt : (ndf_dtype)t_randint(r, NDF_U8, NDF_F64);
+  ndf_dtype idt = med9 || ring8 ? NDF_U8
+                  : big8        ? ints[t_randint(r, 0, 2)]
+                                : (ndf_dtype)t_randint(r, NDF_U8, NDF_F64);
+  ndf_dtype odt = ring8 || t_randint(r, 0, 2) ? idt : (ndf_dtype)t_randint(r, NDF_U8, NDF_F64);
   const int f64 = cuda && (idt == NDF_F64 || odt == NDF_F64);
   if (f64) idt = odt = NDF_F64;
   ndf_context *din = f64 || (cuda && t_randint(r, 0, 1)) ? ctx : NULL;
@@ -73,8 +77,8 @@ static void one_case(ndf_context *ctx, int cuda, const char *method, uint64_t *r
        : idt == NDF_U16 ? (double)(uint16_t)(int64_t)o.cval
        : idt == NDF_I16 ? (double)(int16_t)(int64_t)o.cval
                         : o.cval;
-  const int holes = !med9 && !longx && t_randint(r, 0, 1),
-            inplace = idt == odt && din == dout && t_randint(r, 0, 5) == 0;
+  const int holes = !med9 && !longx && !ring8 && t_randint(r, 0, 1),
+            inplace = !ring8 && idt == odt && din == dout && t_randint(r, 0, 5) == 0;
   unsigned char *fp = malloc((size_t)size);
   if (!fp) abort();
   int64_t m = 0;
@@ -91,7 +95,7 @@ static void one_case(ndf_context *ctx, int cuda, const char *method, uint64_t *r
       fp[j] = 0;
     }
   }
-  const int64_t which = t_randint(r, 0, longx ? 1 : 3);
+  const int64_t which = t_randint(r, 0, longx || ring8 ? 1 : 3);
   const int64_t rank = med9         ? 4
                        : medk       ? m / 2
                        : which == 0 ? 0
@@ -100,7 +104,7 @@ static void one_case(ndf_context *ctx, int cuda, const char *method, uint64_t *r
   const int64_t rk = rank < 0 ? rank + m : rank;
 
   t_arr in, out;
-  t_arr_make(&in, r, idt, nd, shape, t_randint(r, 0, f64 ? 3 : 1) == 1, din);
+  t_arr_make(&in, r, idt, nd, shape, !ring8 && t_randint(r, 0, f64 ? 3 : 1) == 1, din);
   t_fill_random(&in, r);
   if (big8 && idt != NDF_U8 && t_randint(r, 0, 1)) /* values about a 256 boundary, with ties */
     for (int64_t i = 0; i < n; i++) {
@@ -112,7 +116,7 @@ static void one_case(ndf_context *ctx, int cuda, const char *method, uint64_t *r
   if (inplace)
     out = in;
   else
-    t_arr_make(&out, r, odt, nd, shape, t_randint(r, 0, f64 ? 3 : 1) == 1, dout);
+    t_arr_make(&out, r, odt, nd, shape, !ring8 && t_randint(r, 0, f64 ? 3 : 1) == 1, dout);
   double *x = malloc((size_t)n * sizeof *x), *want = malloc((size_t)n * sizeof *want),
          *v = malloc((size_t)m * sizeof *v);
   if (!x || !want || !v) abort();

@@ -168,6 +168,23 @@ class TestRank(unittest.TestCase):
             same(self, ndfilt.median_filter(x, size=(5, 7, 3), mode=mode),
                  ndi.median_filter(x, size=(5, 7, 3), mode=mode), f"median 5x7x3 {mode}")
 
+    def test_byte_boxes_by_rows(self):
+        """uint8 minima and maxima of boxes over the last two axes (up to 16 rows tall, any
+        width), uint8 in and out: the rows' extremes through a ring of rows on the CPU."""
+        rng = np.random.default_rng(SEED + 6)
+        for _ in range(CASES):
+            nd = int(rng.integers(1, 5))
+            shape = tuple(int(v) for v in rng.integers(1, 40, nd))
+            x = rng.integers(0, 256, shape).astype(np.uint8)
+            size = [1] * nd
+            for d in range(max(0, nd - 2), nd):
+                size[d] = int(rng.integers(1, 18))
+            kw = dict(size=size, mode=MODES[rng.integers(len(MODES))],
+                      origin=[int(rng.integers(-(k // 2), (k - 1) // 2 + 1)) for k in size],
+                      cval=int(rng.integers(0, 256)))
+            f = ["minimum_filter", "maximum_filter"][rng.integers(2)]
+            same(self, getattr(ndfilt, f)(x, **kw), getattr(ndi, f)(x, **kw), f"{f} {shape} {kw}")
+
     def test_integer_histograms(self):
         """Any rank of an 8- or 16-bit integer box or footprint past 128 samples (a sliding
         histogram) is scipy's, for values over the whole range and values about a 256 boundary

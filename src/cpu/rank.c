@@ -9,10 +9,11 @@
  * running extrema kept from each block's start and from its end, out[i] = op(from_end[i],
  * from_start[i + k - 1]), three comparisons an element whatever k, over blocks of columns side
  * by side. Along the contiguous axis, by doubling spans: log2(k) passes over the extended line,
- * each a vector loop. Other ranks and footprints gather the footprint's samples for each
- * output (by precomputed offsets inside the array, through the modes near its edges) and select
- * the rank: up to 128 samples by a selection network (Batcher's odd-even merge sort pruned to
- * what the rank's position depends on) run on 32 outputs side by side where their windows lie
+ * each a vector loop. A uint8 box over the last two axes, uint8 in and out, goes in one pass
+ * through a ring of rows (fused_rows_u8). Other ranks and footprints gather the footprint's samples
+ * for each output (by precomputed offsets inside the array, through the modes near its edges) and
+ * select the rank: up to 128 samples by a selection network (Batcher's odd-even merge sort pruned
+ * to what the rank's position depends on) run on 32 outputs side by side where their windows lie
  * inside the array, else by quickselect; any rank of a uint8, uint16 or int16 footprint past 128
  * samples by a histogram sliding along each row (Huang's; two levels of bins for 16 bits; a step
  * takes out the samples that leave the footprint and adds those that enter it). A uint8
@@ -28,6 +29,17 @@
 #include "../core/elem.h"
 #include "../core/internal.h"
 #include "../core/select.h"
+
+/* Byte loops the compiler turns into vector minima and maxima: on x86-64 also in AVX2, chosen
+ * when the CPU has it. */
+#if defined(__x86_64__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define NDF__AVX2_CLONE __attribute__((target_clones("avx2", "default")))
+#endif
+#endif
+#ifndef NDF__AVX2_CLONE
+#define NDF__AVX2_CLONE
+#endif
 
 enum { QB = 512 }; /* bytes of a row of columns a task in a separable pass, at most */
 
@@ -166,12 +178,13 @@ static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_co
     }                                                                                              \
   }                                                                                                \
                                                                                                    \
-  /* One line along the contiguous axis (L samples at x), in place: the line extended by the       \
-   * mode into e (L + k - 1), then the extreme of spans doubling from 1 to s (the largest power    \
-   * of two up to k) between e and f, each step a vector loop; a window is two spans of s,         \
-   * overlapping where k is no power of two. */                                                    \
-  static void line##SFX(T *x, int64_t L, int64_t k, int64_t left, ndf_mode mode, T cval, int sign, \
-                        T *restrict e, T *restrict f) {                                            \
+  /* One line along the contiguous axis (L samples at x) into y (x itself, or another line): the   \
+   * line extended by the mode into e (L + k - 1), then the extreme of spans doubling from 1 to s  \
+   * (the largest power of two up to k) between e and f, each step a vector loop; a window is two  \
+   * spans of s, overlapping where k is no power of two. */                                        \
+  NDF__AVX2_CLONE                                                                                  \
+  static void line##SFX(const T *x, T *y, int64_t L, int64_t k, int64_t left, ndf_mode mode,       \
+                        T cval, int sign, T *restrict e, T *restrict f) {                          \
     const int64_t E = L + k - 1;                                                                   \
     memcpy(e + left, x, (size_t)L * sizeof *x); /* the line, then the mode's samples beside */     \
     for (int64_t j = 0; j < E; j++) {                                                              \
@@ -189,7 +202,7 @@ static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_co
       f = t;                                                                                       \
     }                                                                                              \
     for (int64_t i = 0; i < L; i++)                                                                \
-      x[i] = pick##SFX(e[i], e[i + k - span], sign);                                               \
+      y[i] = pick##SFX(e[i], e[i + k - span], sign);                                               \
   }                                                                                                \
                                                                                                    \
   static ndf_status separable_passes##SFX(const ndf_plan *p, T *x, int sign,                       \
@@ -218,7 +231,7 @@ static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_co
           if (!buf) continue;                                                                      \
           const int64_t pp = t / nqb, q0 = t % nqb * qb, w = q0 + qb <= Q ? qb : Q - q0;           \
           if (Q == 1)                                                                              \
-            line##SFX(x + pp * L, L, k, r->left[a], r->mode[a], cval, sign, buf,                   \
+            line##SFX(x + pp * L, x + pp * L, L, k, r->left[a], r->mode[a], cval, sign, buf,       \
                       buf + (L + k - 1));                                                          \
           else                                                                                     \
             pass_block##SFX(x, pp, L, Q, q0, w, k, r->left[a], r->mode[a], cval, sign, buf);       \
@@ -231,6 +244,88 @@ static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_co
   }
 NDF__SEP_PASSES(double, _f64)
 NDF__SEP_PASSES(uint8_t, _u8)
+
+/* A uint8 box over the last two axes only, at most FUSED_KY rows tall, from a C-contiguous
+ * uint8 input straight into a C-contiguous uint8 output, as OpenCV's dilate and erode go: each
+ * row's extreme along the contiguous axis (doubling spans) into a ring of the ky rows an output
+ * row needs, the output row their extreme (ky - 1 vector loops), a band of rows a task. No copy
+ * in or out, and no pass over the whole array per axis (figures in scipy-dropin.md). */
+enum { FUSED_KY = 16, FUSED_BAND = 128 };
+
+static int fused_rows(const ndf__rank *r, const ndf_array *in, const ndf_array *out) {
+  int same = 0;
+  return in->dtype == NDF_U8 && out->dtype == NDF_U8 && ndf__is_contiguous(in) &&
+         ndf__is_contiguous(out) && !ndf__overlap(in, out, &same) && r->k[0] == 1 && r->k[1] == 1 &&
+         r->k[2] <= FUSED_KY && r->k[2] * r->k[3] > 1;
+}
+
+/* o[c] = the extreme of rows[0..n)[c], c < X: 64 columns at a time, kept in registers while
+ * the rows go by. */
+NDF__AVX2_CLONE
+static void column_extreme(const uint8_t *const *rows, int64_t n, int64_t X, int sign, uint8_t *o) {
+  enum { W = 64 };
+  int64_t c0 = 0;
+  for (; c0 + W <= X; c0 += W) {
+    uint8_t acc[W];
+    memcpy(acc, rows[0] + c0, W);
+    for (int64_t m = 1; m < n; m++) {
+      const uint8_t *b = rows[m] + c0;
+      if (sign > 0)
+        for (int c = 0; c < W; c++)
+          acc[c] = b[c] > acc[c] ? b[c] : acc[c];
+      else
+        for (int c = 0; c < W; c++)
+          acc[c] = b[c] < acc[c] ? b[c] : acc[c];
+    }
+    memcpy(o + c0, acc, W);
+  }
+  for (int64_t c = c0; c < X; c++) {
+    uint8_t v = rows[0][c];
+    for (int64_t m = 1; m < n; m++)
+      v = pick_u8(v, rows[m][c], sign);
+    o[c] = v;
+  }
+}
+
+static ndf_status fused_rows_u8(const ndf_plan *p, const uint8_t *x, uint8_t *y, int sign,
+                                const int64_t *shape) {
+  const ndf__rank *r = p->pb.params;
+  const int64_t Y = shape[2], X = shape[3], ky = r->k[2], kx = r->k[3], ly = r->left[2],
+                lx = r->left[3], planes = shape[0] * shape[1];
+  const ndf_mode my = r->mode[2], mx = r->mode[3];
+  const uint8_t cval = (uint8_t)r->cval;
+  const int64_t bands = (Y + FUSED_BAND - 1) / FUSED_BAND, tasks = planes * bands;
+  int fail = 0;
+#pragma omp parallel num_threads(p->ctx->threads) reduction(| : fail)
+  {
+    uint8_t *ring = malloc((size_t)(ky * X + 2 * (X + kx - 1)));
+    if (!ring) fail = 1;
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < tasks; t++) {
+      if (!ring) continue;
+      const int64_t pl = t / bands, r0 = t % bands * FUSED_BAND,
+                    r1 = r0 + FUSED_BAND < Y ? r0 + FUSED_BAND : Y;
+      const uint8_t *src = x + pl * Y * X;
+      uint8_t *dst = y + pl * Y * X, *e = ring + ky * X, *f = e + (X + kx - 1);
+      /* row j of the extended column (input row j - ly through the mode) into slot j mod ky */
+      for (int64_t j = r0; j < r1 + ky - 1; j++) {
+        uint8_t *h = ring + j % ky * X;
+        const int64_t i = ndf__map_index(j - ly, Y, my);
+        if (i < 0)
+          memset(h, cval, (size_t)X);
+        else
+          line_u8(src + i * X, h, X, kx, lx, mx, cval, sign, e, f);
+        if (j < r0 + ky - 1) continue;
+        const uint8_t *rows[FUSED_KY]; /* output row j - ky + 1: slots j - ky + 1 .. j */
+        for (int64_t m = 0; m < ky; m++)
+          rows[m] = ring + (j - ky + 1 + m) % ky * X;
+        column_extreme(rows, ky, X, sign, dst + (j - ky + 1) * X);
+      }
+    }
+    free(ring);
+  }
+  return fail ? ndf__fail(p->ctx, NDF_ENOMEM, "cpu_rank: out of host memory") : NDF_OK;
+}
 
 /* ---------------------------------------------------------------- selection */
 
@@ -298,18 +393,8 @@ static inline uint8_t med8(uint8_t a, uint8_t b, uint8_t c) {
   return max8(min8(a, b), min8(max8(a, b), c));
 }
 
-#if defined(__x86_64__) && defined(__has_attribute)
-#if __has_attribute(target_clones)
-#define NDF__AVX2_CLONE __attribute__((target_clones("avx2", "default")))
-#endif
-#endif
-#ifndef NDF__AVX2_CLONE
-#define NDF__AVX2_CLONE
-#endif
-
-/* Each of the n columns of rows r0, r1, r2 sorted: into lo, md, hi. Plain byte loops, which
- * the compiler turns into vector minima and maxima (on x86-64 also in AVX2, chosen when the CPU
- * has it). */
+/* Each of the n columns of rows r0, r1, r2 sorted: into lo, md, hi (plain byte loops, cloned
+ * for AVX2). */
 NDF__AVX2_CLONE
 static void sort_columns(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2, int64_t n,
                          uint8_t *restrict lo, uint8_t *restrict md, uint8_t *restrict hi) {
@@ -632,7 +717,9 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *
   const int64_t n = ndf_array_size(in);
   pthread_mutex_lock(&s->lock);
   ndf_status st;
-  if (s->sep) { /* in bytes for a uint8 input, else in float64 */
+  if (s->sep && fused_rows(p->pb.params, &in4, &out4)) {
+    st = fused_rows_u8(p, in4.data, out4.data, s->sep, in4.shape);
+  } else if (s->sep) { /* in bytes for a uint8 input, else in float64 */
     copy(&in4, s->x, s->x8, n, 1, T);
     st = s->x8 ? separable_passes_u8(p, s->x8, s->sep, in4.shape)
                : separable_passes_f64(p, s->x, s->sep, in4.shape);
