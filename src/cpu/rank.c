@@ -298,7 +298,7 @@ static ndf_status fused_rows_u8(const ndf_plan *p, const uint8_t *x, uint8_t *y,
   int fail = 0;
 #pragma omp parallel num_threads(p->ctx->threads) reduction(| : fail)
   {
-    uint8_t *ring = malloc((size_t)(ky * X + 2 * (X + kx - 1)));
+    uint8_t *ring = malloc((size_t)(ky * X + 2 * (X + kx - 1)) + 1); /* + 1: never 0 bytes */
     if (!ring) fail = 1;
 #pragma omp for schedule(static)
     for (int64_t t = 0; t < tasks; t++) {
