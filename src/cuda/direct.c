@@ -9,12 +9,10 @@
 
 #include <cuda_runtime_api.h>
 
-#include "../core/dev_switch.h"
 #include "host.h"
 
 typedef struct {
   void *dw; /* the kernel on the device: float32, or float64 for cuda_direct64 */
-  int f64;
   int64_t n[4], k[4], left[4];
   int mode[4];
   int skip_zero; /* the generic kernel, skipping zero weights (scipy's footprint) */
@@ -37,41 +35,29 @@ static int applicable(const ndf__solver *self, const ndf__problem *pb, const ndf
   return ctx->place.kind == NDF_PLACE_CUDA;
 }
 
-/* float64 in and out, both on the device; the development switch NDF_CUDA_F64=0 turns it off
- * (cuda_direct's float32 arithmetic then takes float64 arrays), for a benchmark's comparison */
 static int applicable64(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
   (void)self;
-  const char *on = ndf__dev_switch("NDF_CUDA_F64");
-  return !(on && on[0] == '0') && ctx->place.kind == NDF_PLACE_CUDA && pb->in.dtype == NDF_F64 &&
-         pb->out.dtype == NDF_F64 && pb->in.place.kind == NDF_PLACE_CUDA &&
-         pb->out.place.kind == NDF_PLACE_CUDA;
+  return ndf__cuda_f64_native(pb, ctx);
 }
 
 static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
-  (void)self;
   const ndf__corr *c = pb->params;
   const double nf = (double)c->nf;
-  const int nd = pb->in.ndim;
+  const int nd = pb->in.ndim, f64 = self->f64;
   const int64_t kx = c->k[nd - 1], ky = nd > 1 ? c->k[nd - 2] : 1;
-  /* FMA rate: corr_reg (odd x taps 3..17, at most 17 y taps, more than 8 rows) keeps ~1.15
-   * TFMA/s per x tap, up to ~20 (fitted to H200 rates: 3-D k5 6.2, k7 8.9, k11 12.6, k17 16.9;
-   * 2-D k17 20 TFMA/s); the generic tile path less. Plus the read and the writes, and a launch. */
+  /* FMA rate: corr_reg (float32, odd x taps 3..17, at most 17 y taps, more than 8 rows) keeps
+   * ~1.15 TFMA/s per x tap, up to ~20 (fitted to H200 rates: 3-D k5 6.2, k7 8.9, k11 12.6, k17
+   * 16.9; 2-D k17 20 TFMA/s); the generic tile path less, and in float64 (shared-memory reads
+   * twice as wide) about half that, not fitted. Plus the read and the writes, and a launch. */
   const int reg =
-      kx % 2 == 1 && kx >= 3 && kx <= 17 && ky <= 17 && nd >= 2 && pb->in.shape[nd - 2] > 8;
-  const double rate = (reg ? fmin(1.15e12 * (double)kx, 2e13) : 3e12) * ndf__rate_scale(ctx);
+      !f64 && kx % 2 == 1 && kx >= 3 && kx <= 17 && ky <= 17 && nd >= 2 && pb->in.shape[nd - 2] > 8;
+  const double rate = (reg   ? fmin(1.15e12 * (double)kx, 2e13)
+                       : f64 ? 1.5e12
+                             : 3e12) *
+                      ndf__rate_scale(ctx),
+               es = f64 ? 8 : 4;
   return 5e-6 + (double)ndf_array_size(&pb->in) *
-                    ((double)c->nw * nf / rate + 4 * (1 + nf) / (3e12 * ndf__bw_scale(ctx)));
-}
-
-/* The generic tile path's rate in float64 (its shared-memory reads twice as wide), and 8 bytes a
- * sample: orders of magnitude, not fitted. */
-static double cost64(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
-  (void)self;
-  const ndf__corr *c = pb->params;
-  const double nf = (double)c->nf;
-  return 5e-6 +
-         (double)ndf_array_size(&pb->in) * ((double)c->nw * nf / (1.5e12 * ndf__rate_scale(ctx)) +
-                                            8 * (1 + nf) / (3e12 * ndf__bw_scale(ctx)));
+                    ((double)c->nw * nf / rate + es * (1 + nf) / (3e12 * ndf__bw_scale(ctx)));
 }
 
 static void free_state(void *v) {
@@ -90,7 +76,7 @@ static ndf_status exec(const ndf_plan *p, const ndf_array *in, const ndf_array *
   if (ndf_array_size(in) == 0) return NDF_OK;
   ndf__contig g;
   int e = ndf__cuda_contig_begin(&g, in, (int)c->nf, out, st);
-  if (e == 0 && s->f64)
+  if (e == 0 && p->solver->f64)
     e = ndf__launch_corr_direct64(g.src, (double *const *)g.dst, (int)c->nf, s->n, s->k, s->left,
                                   s->mode, c->cval, s->dw, s->skip_zero, st);
   else if (e == 0)
@@ -108,8 +94,8 @@ static ndf_status make(ndf_plan *p) {
   p->state = s;
   p->exec = exec;
   p->free_state = free_state;
-  s->f64 = p->solver->f64;
-  p->native = s->f64;
+  const int f64 = p->solver->f64;
+  p->native = f64;
   const int pad = 4 - a->ndim;
   for (int d = 0; d < 4; d++) {
     const int q = d - pad;
@@ -119,9 +105,9 @@ static ndf_status make(ndf_plan *p) {
     s->mode[d] = q < 0 ? NDF_MODE_REFLECT : (int)c->mode[q];
   }
   s->skip_zero = p->pb.exact && has_zero(c);
-  const size_t nw = (size_t)(c->nw * c->nf), es = s->f64 ? sizeof(double) : sizeof(float);
-  float *hw = s->f64 ? NULL : malloc(nw * sizeof(float));
-  if (!s->f64 && !hw) return ndf__fail(p->ctx, NDF_ENOMEM, "cuda_direct: out of host memory");
+  const size_t nw = (size_t)(c->nw * c->nf), es = f64 ? sizeof(double) : sizeof(float);
+  float *hw = f64 ? NULL : malloc(nw * sizeof(float));
+  if (!f64 && !hw) return ndf__fail(p->ctx, NDF_ENOMEM, "cuda_direct: out of host memory");
   for (size_t j = 0; hw && j < nw; j++)
     hw[j] = (float)c->w[j];
   cudaError_t e = cudaSetDevice(p->ctx->place.device);
@@ -147,7 +133,7 @@ const ndf__solver ndf__cuda_direct64 = {.name = "cuda_direct64",
                                         .op = NDF__OP_CORRELATE,
                                         .place = NDF_PLACE_CUDA,
                                         .applicable = applicable64,
-                                        .cost = cost64,
+                                        .cost = cost,
                                         .make = make,
                                         .finite_only = finite_only,
                                         .f64 = 1};

@@ -26,7 +26,6 @@
 #include <cuda_runtime_api.h>
 #include <cufft.h>
 
-#include "../core/dev_switch.h"
 #include "host.h"
 
 #define D 4
@@ -89,18 +88,10 @@ static double plan_bytes(const ndf__corr *c, size_t bytes) {
   return (double)bytes * (1.0 + (c->nf > 1) + (double)c->nf);
 }
 
-/* cuda_fft64's arrays: float64 in and out, both on the device. */
-static int native64(const ndf__problem *pb, const ndf_context *ctx) {
-  const char *on = ndf__dev_switch("NDF_CUDA_F64");
-  return !(on && on[0] == '0') && ctx->place.kind == NDF_PLACE_CUDA && pb->in.dtype == NDF_F64 &&
-         pb->out.dtype == NDF_F64 && pb->in.place.kind == NDF_PLACE_CUDA &&
-         pb->out.place.kind == NDF_PLACE_CUDA;
-}
-
 static int applicable(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
   state s;
   size_t bytes;
-  return (!self->f64 || native64(pb, ctx)) && sizes(pb, self->f64, &s, &bytes);
+  return (!self->f64 || ndf__cuda_f64_native(pb, ctx)) && sizes(pb, self->f64, &s, &bytes);
 }
 
 /* One transform over the buffer of sizes L, of es-byte reals: cuFFT makes ~one pass over the

@@ -8,6 +8,10 @@
 
 /* a as a 4-D view for the kernels. */
 ndf__view4 ndf__cuda_view4(const ndf_array *a);
+/* Whether a float64 solver's native plan takes pb on ctx: float64 in and out, both on the device
+ * (cuda_sep64, cuda_direct64, cuda_fft64). The development switch NDF_CUDA_F64=0 turns them all
+ * off (the float32 solvers then take float64 arrays, staged), for a benchmark's comparison. */
+int ndf__cuda_f64_native(const ndf__problem *pb, const ndf_context *ctx);
 /* Contiguous device views for a solver's exec, of the arrays' dtype (float32 for a staged plan,
  * a native plan's own): in and its nout outputs themselves when contiguous, else buffers from
  * the stream-ordered allocator (in gathered into its buffer once; a native plan's strides may

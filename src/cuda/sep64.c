@@ -13,7 +13,6 @@
 
 #include <cuda_runtime_api.h>
 
-#include "../core/dev_switch.h"
 #include "../core/elem.h"
 #include "host.h"
 
@@ -24,14 +23,11 @@ typedef struct {
 
 static int applicable(const ndf__solver *self, const ndf__problem *pb, const ndf_context *ctx) {
   (void)self;
-  const char *on = ndf__dev_switch("NDF_CUDA_F64");
   const ndf__sep *c = pb->params;
   int short_taps = 1;
   for (int k = 0; k < c->naxes; k++)
     short_taps &= c->ax[k].n <= INT32_MAX;
-  return !(on && on[0] == '0') && ctx->place.kind == NDF_PLACE_CUDA && short_taps &&
-         pb->in.dtype == NDF_F64 && pb->out.dtype == NDF_F64 &&
-         pb->in.place.kind == NDF_PLACE_CUDA && pb->out.place.kind == NDF_PLACE_CUDA;
+  return short_taps && ndf__cuda_f64_native(pb, ctx);
 }
 
 /* A read and a write of 8 bytes per pass at ~3 TB/s and a float64 FMA a tap at ~30 TFLOP/s (an

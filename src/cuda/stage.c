@@ -142,6 +142,13 @@ static ndf_status stage_create(ndf_plan *p) {
   return e == cudaSuccess ? NDF_OK : cuda_fail(p->ctx, e, what, bytes);
 }
 
+int ndf__cuda_f64_native(const ndf__problem *pb, const ndf_context *ctx) {
+  const char *on = ndf__dev_switch("NDF_CUDA_F64");
+  return !(on && on[0] == '0') && ctx->place.kind == NDF_PLACE_CUDA && pb->in.dtype == NDF_F64 &&
+         pb->out.dtype == NDF_F64 && pb->in.place.kind == NDF_PLACE_CUDA &&
+         pb->out.place.kind == NDF_PLACE_CUDA;
+}
+
 ndf__view4 ndf__cuda_view4(const ndf_array *a) {
   ndf__view4 v;
   int pad = 4 - a->ndim;
