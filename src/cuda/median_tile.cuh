@@ -25,12 +25,10 @@ NDF__FORGETFUL_MEDIAN(forgetful_median, int, __device__ __forceinline__, KEEP_MI
 
 /* A sample type's tile (store) and selection (type) forms: key() on staging, value() on the way
  * out. The narrow integers select in 32-bit lanes, which would otherwise be widened again at each
- * compare-exchange (and spill the larger selections). float32 is staged and selected as
- * order-preserving 32-bit integer keys (the bits, the magnitude's flipped for a negative sign),
- * so that a compare-exchange is an integer minimum and maximum, one instruction each, where
- * float's keeps a NaN by a comparison and two selects. The keys order as the values do, -0 just
- * below +0, and every NaN (its sign cleared) above +Inf: it stays one of the values and sorts
- * last, where numpy's sort puts it. */
+ * compare-exchange (and spill the larger selections). float32 is staged and selected as its
+ * order-preserving keys (ndf__key_of, common.cuh; its top bit flipped, so that they order as
+ * signed integers), so that a compare-exchange is an integer minimum and maximum, one
+ * instruction each, where float's keeps a NaN by a comparison and two selects. */
 template <typename T> struct lane {
   using type = T;
   using store = T;
@@ -49,13 +47,9 @@ template <> struct lane<int16_t> : narrow<int16_t> {};
 template <> struct lane<float> {
   using type = int;
   using store = int;
-  static __device__ __forceinline__ int key(float x) {
-    int b = __float_as_int(x);
-    if ((b & 0x7fffffff) > 0x7f800000) b &= 0x7fffffff; /* every NaN positive: above +Inf */
-    return b ^ ((b >> 31) & 0x7fffffff);
-  }
+  static __device__ __forceinline__ int key(float x) { return (int)(ndf__key_of(x) ^ 0x80000000u); }
   static __device__ __forceinline__ float value(int k) {
-    return __int_as_float(k ^ ((k >> 31) & 0x7fffffff));
+    return ndf__value_of((uint32_t)k ^ 0x80000000u, 0.f);
   }
 };
 

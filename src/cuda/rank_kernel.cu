@@ -47,23 +47,6 @@ __device__ __forceinline__ T sample(const rank_args<T> &a, const int64_t c[4], i
 NDF__SELECT_RANK(select_rank, float, __device__)
 NDF__SELECT_RANK(select_rank, double, __device__)
 
-/* Keys that order as the floats do (-0 before +0, NaN past the infinities by sign). */
-__device__ __forceinline__ uint32_t key_of(float x) {
-  const uint32_t u = __float_as_uint(x);
-  return u & 0x80000000u ? ~u : u | 0x80000000u;
-}
-__device__ __forceinline__ uint64_t key_of(double x) {
-  const uint64_t u = (uint64_t)__double_as_longlong(x);
-  return u & 0x8000000000000000ull ? ~u : u | 0x8000000000000000ull;
-}
-__device__ __forceinline__ float value_of(uint32_t k, float) {
-  return __uint_as_float(k & 0x80000000u ? k & 0x7fffffffu : ~k);
-}
-__device__ __forceinline__ double value_of(uint64_t k, double) {
-  return __longlong_as_double(
-      (long long)(k & 0x8000000000000000ull ? k & 0x7fffffffffffffffull : ~k));
-}
-
 /* MAXN: 0 a running minimum or maximum, -1 bisection over keys, else a selection among at most
  * MAXN samples held in local memory. */
 template <typename T, int MAXN> __global__ void rank_kernel(rank_args<T> a) {
@@ -91,18 +74,18 @@ template <typename T, int MAXN> __global__ void rank_kernel(rank_args<T> a) {
         r = a.extreme < 0 ? (x < r ? x : r) : (x > r ? x : r);
       }
     } else if (MAXN < 0) { /* the least key with more than `rank` samples at or below it */
-      decltype(key_of(T())) lo = 0, hi = ~lo;
+      decltype(ndf__key_of(T())) lo = 0, hi = ~lo;
       while (lo < hi) {
         const auto mid = lo + (hi - lo) / 2;
         int below = 0;
         for (int j = 0; j < a.count; j++)
-          below += key_of(inside ? a.in[base + a.off[j]] : sample(a, c, j)) <= mid;
+          below += ndf__key_of(inside ? a.in[base + a.off[j]] : sample(a, c, j)) <= mid;
         if (below > a.rank)
           hi = mid;
         else
           lo = mid + 1;
       }
-      r = value_of(lo, T());
+      r = ndf__value_of(lo, T());
     } else {
       for (int j = 0; j < a.count; j++)
         v[j] = inside ? a.in[base + a.off[j]] : sample(a, c, j);
