@@ -245,6 +245,9 @@ static double cost(const ndf__solver *self, const ndf__problem *pb, const ndf_co
 NDF__SEP_PASSES(double, _f64)
 NDF__SEP_PASSES(uint8_t, _u8)
 
+static inline uint8_t min8(uint8_t a, uint8_t b) { return b < a ? b : a; }
+static inline uint8_t max8(uint8_t a, uint8_t b) { return b < a ? a : b; }
+
 /* A uint8 box over the last two axes only, at most FUSED_KY rows tall, from a C-contiguous
  * uint8 input straight into a C-contiguous uint8 output, as OpenCV's dilate and erode go: each
  * row's extreme along the contiguous axis (doubling spans) into a ring of the ky rows an output
@@ -272,10 +275,10 @@ static void column_extreme(const uint8_t *const *rows, int64_t n, int64_t X, int
       const uint8_t *b = rows[m] + c0;
       if (sign > 0)
         for (int c = 0; c < W; c++)
-          acc[c] = b[c] > acc[c] ? b[c] : acc[c];
+          acc[c] = max8(acc[c], b[c]);
       else
         for (int c = 0; c < W; c++)
-          acc[c] = b[c] < acc[c] ? b[c] : acc[c];
+          acc[c] = min8(acc[c], b[c]);
     }
     memcpy(o + c0, acc, W);
   }
@@ -387,8 +390,6 @@ static inline double sample_at(const state *s, const uint8_t *x8, int64_t i) {
   return x8 ? (double)x8[i] : s->x32 ? (double)s->x32[i] : s->x[i];
 }
 
-static inline uint8_t min8(uint8_t a, uint8_t b) { return b < a ? b : a; }
-static inline uint8_t max8(uint8_t a, uint8_t b) { return b < a ? a : b; }
 static inline uint8_t med8(uint8_t a, uint8_t b, uint8_t c) {
   return max8(min8(a, b), min8(max8(a, b), c));
 }
